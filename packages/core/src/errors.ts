@@ -1,0 +1,159 @@
+import type { CommandStatus } from './status.js';
+
+/**
+ * Every error asynccmd raises on purpose carries a stable `code`, so callers (and the admin HTTP
+ * layer) can branch on it without `instanceof` across package copies.
+ */
+export type AsyncCommandErrorCode =
+  | 'ILLEGAL_TRANSITION'
+  | 'STALE_CLAIM'
+  | 'NOT_FOUND'
+  | 'INVALID_ID'
+  | 'UNKNOWN_COMMAND_TYPE'
+  | 'PAYLOAD_NOT_SERIALISABLE'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'INVALID_IDENTIFIER'
+  | 'INVALID_ARGUMENT'
+  | 'IDEMPOTENCY_CONFLICT';
+
+export class AsyncCommandError extends Error {
+  readonly code: AsyncCommandErrorCode;
+  constructor(code: AsyncCommandErrorCode, message: string) {
+    super(message);
+    this.name = 'AsyncCommandError';
+    this.code = code;
+  }
+}
+
+/** A transition asked of a command in a state that does not allow it. */
+export class IllegalTransitionError extends AsyncCommandError {
+  constructor(
+    readonly transition: string,
+    readonly from: CommandStatus,
+    readonly allowed: readonly CommandStatus[],
+    readonly commandId?: string,
+  ) {
+    super(
+      'ILLEGAL_TRANSITION',
+      `cannot ${transition} command${commandId ? ` ${commandId}` : ''}: it is ${from}` +
+        ` (${transition} is allowed only from ${allowed.join(' or ')})`,
+    );
+    this.name = 'IllegalTransitionError';
+  }
+}
+
+/** The caller's claim token no longer owns the command (it was reclaimed, requeued or killed). */
+export class StaleClaimError extends AsyncCommandError {
+  constructor(readonly commandId?: string) {
+    super(
+      'STALE_CLAIM',
+      `command${commandId ? ` ${commandId}` : ''} is no longer held by this claim ` +
+        '(it was reclaimed, requeued or killed meanwhile); the outcome was not recorded',
+    );
+    this.name = 'StaleClaimError';
+  }
+}
+
+export class CommandNotFoundError extends AsyncCommandError {
+  constructor(readonly commandId: string) {
+    super('NOT_FOUND', `command ${commandId} does not exist`);
+    this.name = 'CommandNotFoundError';
+  }
+}
+
+export class InvalidCommandIdError extends AsyncCommandError {
+  constructor(readonly input: unknown) {
+    super('INVALID_ID', `${describe(input)} is not a command id (expected a positive integer)`);
+    this.name = 'InvalidCommandIdError';
+  }
+}
+
+export class UnknownCommandTypeError extends AsyncCommandError {
+  constructor(
+    readonly commandType: string,
+    readonly known: readonly string[] = [],
+  ) {
+    super(
+      'UNKNOWN_COMMAND_TYPE',
+      `no executor is registered for command type ${JSON.stringify(commandType)}` +
+        (known.length ? ` (known: ${known.join(', ')})` : ''),
+    );
+    this.name = 'UnknownCommandTypeError';
+  }
+}
+
+export class PayloadNotSerialisableError extends AsyncCommandError {
+  constructor(reason: string) {
+    super('PAYLOAD_NOT_SERIALISABLE', `payload is not JSON-serialisable: ${reason}`);
+    this.name = 'PayloadNotSerialisableError';
+  }
+}
+
+export class PayloadTooLargeError extends AsyncCommandError {
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super('PAYLOAD_TOO_LARGE', `payload is ${bytes} bytes as JSON, over the limit of ${limit} bytes`);
+    this.name = 'PayloadTooLargeError';
+  }
+}
+
+export class InvalidIdentifierError extends AsyncCommandError {
+  constructor(
+    readonly what: string,
+    readonly input: unknown,
+  ) {
+    super(
+      'INVALID_IDENTIFIER',
+      `${what} ${describe(input)} is not a valid SQL identifier ` +
+        '(letters, digits and _, starting with a letter or _, at most 48 characters)',
+    );
+    this.name = 'InvalidIdentifierError';
+  }
+}
+
+export class InvalidArgumentError extends AsyncCommandError {
+  constructor(message: string) {
+    super('INVALID_ARGUMENT', message);
+    this.name = 'InvalidArgumentError';
+  }
+}
+
+/** Admin retry of a dead command whose idempotency key is held by a newer unfinished command. */
+export class IdempotencyConflictError extends AsyncCommandError {
+  constructor(
+    readonly commandId: string,
+    readonly holderId: string | null,
+  ) {
+    super(
+      'IDEMPOTENCY_CONFLICT',
+      `command ${commandId} cannot become active again: its (type, bizKey) is held by unfinished command ` +
+        `${holderId ?? '(unknown)'}`,
+    );
+    this.name = 'IdempotencyConflictError';
+  }
+}
+
+const CODES: ReadonlySet<string> = new Set<AsyncCommandErrorCode>([
+  'ILLEGAL_TRANSITION',
+  'STALE_CLAIM',
+  'NOT_FOUND',
+  'INVALID_ID',
+  'UNKNOWN_COMMAND_TYPE',
+  'PAYLOAD_NOT_SERIALISABLE',
+  'PAYLOAD_TOO_LARGE',
+  'INVALID_IDENTIFIER',
+  'INVALID_ARGUMENT',
+  'IDEMPOTENCY_CONFLICT',
+]);
+
+/** True for any asynccmd error, even one thrown by another copy of this package. */
+export function isAsyncCommandError(e: unknown): e is AsyncCommandError {
+  return e instanceof Error && CODES.has(String((e as { code?: unknown }).code));
+}
+
+function describe(input: unknown): string {
+  if (typeof input === 'string') return JSON.stringify(input.length > 64 ? `${input.slice(0, 64)}…` : input);
+  return String(input);
+}

@@ -1,0 +1,210 @@
+import type * as E from 'fp-ts/lib/Either.js';
+import type { ClaimedCommand, ClaimRef, CommandId, CommandRecord, NewCommand } from '../command.js';
+import type { CommandNotFoundError, IdempotencyConflictError } from '../errors.js';
+import type { CommandStatus } from '../status.js';
+import type { FailureOutcome, TransitionError } from '../transitions.js';
+
+/**
+ * The command store: every database operation asynccmd needs, named by intent. One adapter per
+ * database implements it; the conformance suite in `test/conformance` is its executable contract,
+ * and every adapter must pass it unchanged against a real server.
+ *
+ * `Tx` is the adapter's handle on the caller's transaction (a better-sqlite3 Database, a pg
+ * PoolClient, a mysql2 connection): submits run on it so they commit or roll back with the caller's
+ * business writes. Every other operation runs on the store's own connections.
+ *
+ * Time: due times (`nextRunAt`, `now` parameters) are the application's clock; leases
+ * (`leaseUntil`) and `updatedAt` are the database's clock, so instances with skewed clocks never
+ * misjudge a live command as hung.
+ */
+export interface CommandStore<Tx = unknown> {
+  /** 'sqlite' | 'postgres' | 'mysql' — for logs and metrics labels only; never branch on it. */
+  readonly dialect: string;
+  readonly capabilities: StoreCapabilities;
+
+  /** Creates or upgrades the schema. Idempotent; safe to run from two processes at once. */
+  migrate(): Promise<void>;
+
+  /**
+   * Runs `fn` in a transaction on a connection of the store's and commits, or rolls back if `fn`
+   * throws (and rethrows). The runtime's `client.transaction` builds after-commit dispatch on it.
+   */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+
+  /**
+   * Inserts commands as PENDING inside the caller's transaction, in order; returns their ids in
+   * the same order. One statement for the whole batch where the dialect allows. A bizKey here is
+   * for tracing only: it never blocks and is never blocked by an idempotent submit.
+   */
+  insert(tx: Tx, commands: readonly NewCommand[]): Promise<CommandId[]>;
+
+  /**
+   * Inserts a command unless an unfinished (PENDING or RUNNING) idempotent command with the same
+   * (type, bizKey) exists; then returns that command's id with `duplicate: true`. Atomic under
+   * concurrency (a unique index, not check-then-insert): of N concurrent calls, exactly one inserts.
+   * The bizKey is required.
+   */
+  insertIdempotent(tx: Tx, command: NewCommand & { readonly bizKey: string }): Promise<InsertResult>;
+
+  /**
+   * Claims up to `limit` PENDING commands of the given types whose nextRunAt ≤ `now`, oldest due
+   * first (ordered by nextRunAt, then id), marking them RUNNING with `token`, startedAt = database
+   * now and leaseUntil = database now + leaseMs. Concurrent claimers never receive the same row.
+   * Returns the claimed rows in claim order (possibly fewer than `limit`, possibly none).
+   */
+  claimDue(params: ClaimDueParams): Promise<ClaimedCommand[]>;
+
+  /**
+   * Claims one command by id, as claimDue would, if it is PENDING, due at `now` and of one of
+   * `types` (when given); else returns null (someone else got it, or it is not claimable).
+   */
+  claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null>;
+
+  /**
+   * Extends the leases of the RUNNING commands held by these claims to database now + leaseMs,
+   * in one statement. Returns the refs whose claim is still valid: a missing one was taken away.
+   */
+  heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]>;
+
+  /**
+   * RUNNING → SUCCESS for each ref whose token still holds the command, in one statement; sets
+   * finishedAt. Returns the ids that were completed; the others were fenced out (a stale executor
+   * never overwrites a newer outcome).
+   */
+  complete(refs: readonly ClaimRef[]): Promise<CommandId[]>;
+
+  /**
+   * Writes a failed attempt's outcome (from core `decideFailure`): PENDING with the retry time, or
+   * DEAD (finishedAt set). Fenced by the claim token: returns false when the claim no longer holds.
+   */
+  fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean>;
+
+  /**
+   * RUNNING → PENDING for claims that were never started (shutdown), counting nothing against
+   * them and keeping their nextRunAt. Returns the ids released.
+   */
+  release(refs: readonly ClaimRef[]): Promise<CommandId[]>;
+
+  /**
+   * Takes back up to `limit` RUNNING commands whose lease expired on the database clock:
+   * → PENDING due now with rescueCount + 1, or → DEAD once rescueCount would exceed `maxRescues`.
+   * Guarded by status and lease, so a command that completed or heartbeat meanwhile is untouched.
+   */
+  reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]>;
+
+  /** Admin: DEAD → PENDING with fresh attempts, due `now`. */
+  retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>>;
+  /** Admin: RUNNING → PENDING (a hung command forced back), due `now`; the old claim is fenced out. */
+  requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>>;
+  /** Admin: PENDING | RUNNING | DEAD → CANCELLED; `reason` becomes lastError when given. */
+  kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>>;
+  /** Admin: PENDING → CANCELLED only (refused once started). */
+  cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>>;
+
+  get(id: CommandId): Promise<CommandRecord | null>;
+  getMany(ids: readonly CommandId[]): Promise<CommandRecord[]>;
+  /** Filtered listing in id order (descending: newest first), paged by an opaque cursor. */
+  list(query: ListQuery): Promise<ListPage>;
+  /** Counts by (status, type), and the nextRunAt of the oldest due PENDING command. */
+  stats(now: Date): Promise<StoreStats>;
+  /**
+   * Deletes up to `limit` finished commands (finishedAt < olderThan) with the given statuses
+   * (default SUCCESS and CANCELLED; DEAD only when listed). Returns the number deleted; call again
+   * until it returns less than `limit`.
+   */
+  purge(params: PurgeParams): Promise<number>;
+  /** The database clock. */
+  now(): Promise<Date>;
+  /** Cheap round trip for health checks. Rejects when the database cannot be reached. */
+  ping(): Promise<void>;
+
+  /** Cross-process wake-ups, where the database has them (Postgres LISTEN/NOTIFY). */
+  readonly wakeups?: WakeupChannel;
+
+  /** Closes the store's own connections (never the caller's). */
+  close(): Promise<void>;
+}
+
+export interface StoreCapabilities {
+  /** Claims skip rows locked by other claimers instead of waiting on them. */
+  readonly skipLocked: boolean;
+  /** `wakeups` is present and delivers notifications between processes. */
+  readonly wakeups: boolean;
+}
+
+export interface InsertResult {
+  readonly id: CommandId;
+  /** True when an unfinished command with the same (type, bizKey) already existed. */
+  readonly duplicate: boolean;
+}
+
+export interface ClaimDueParams {
+  readonly types: readonly string[];
+  readonly limit: number;
+  readonly now: Date;
+  readonly token: string;
+  readonly leaseMs: number;
+}
+
+export interface ClaimByIdParams {
+  readonly id: CommandId;
+  readonly now: Date;
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly types?: readonly string[];
+}
+
+export interface ReclaimParams {
+  readonly limit: number;
+  readonly maxRescues: number;
+}
+
+export interface ReclaimedCommand {
+  readonly id: CommandId;
+  readonly type: string;
+  readonly status: 'PENDING' | 'DEAD';
+}
+
+export type AdminError = TransitionError | CommandNotFoundError | IdempotencyConflictError;
+
+export interface ListQuery {
+  readonly status?: CommandStatus | readonly CommandStatus[];
+  readonly type?: string;
+  readonly bizKey?: string;
+  /** From a previous page's nextCursor. */
+  readonly cursor?: string;
+  /** 1..1000; default 50. */
+  readonly limit?: number;
+}
+
+export interface ListPage {
+  readonly items: CommandRecord[];
+  /** Pass as `cursor` for the next page; null on the last page. Stable under concurrent inserts. */
+  readonly nextCursor: string | null;
+}
+
+export interface StatsRow {
+  readonly status: CommandStatus;
+  readonly type: string;
+  readonly count: number;
+}
+
+export interface StoreStats {
+  readonly counts: StatsRow[];
+  /** nextRunAt of the oldest PENDING command that is due at `now`; null when none is waiting. */
+  readonly oldestDueAt: Date | null;
+}
+
+export interface PurgeParams {
+  readonly olderThan: Date;
+  readonly statuses?: readonly ('SUCCESS' | 'CANCELLED' | 'DEAD')[];
+  readonly limit: number;
+}
+
+/** Coalesced cross-process "there is new work" signals. */
+export interface WakeupChannel {
+  /** Delivers a call for each wake-up received; returns a function that stops listening. */
+  subscribe(onWake: () => void): Promise<() => Promise<void>>;
+  /** Announces new work. Called after commit; implementations coalesce bursts. */
+  notify(): void;
+}

@@ -1,0 +1,20 @@
+/** Where a command stands. The row's `status` column holds exactly these strings. */
+export type CommandStatus = 'PENDING' | 'RUNNING' | 'SUCCESS' | 'DEAD' | 'CANCELLED';
+
+export const COMMAND_STATUSES: readonly CommandStatus[] = [
+  'PENDING',
+  'RUNNING',
+  'SUCCESS',
+  'DEAD',
+  'CANCELLED',
+];
+
+/** Unfinished: an idempotency key is held only while a command is in one of these. */
+export const ACTIVE_STATUSES: readonly CommandStatus[] = ['PENDING', 'RUNNING'];
+
+/** Nothing happens to a command in these states unless a person acts (DEAD) or never again. */
+export const FINISHED_STATUSES: readonly CommandStatus[] = ['SUCCESS', 'DEAD', 'CANCELLED'];
+
+export function isCommandStatus(value: unknown): value is CommandStatus {
+  return typeof value === 'string' && (COMMAND_STATUSES as readonly string[]).includes(value);
+}

@@ -1,0 +1,19 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  oxc: { decorator: { legacy: true, emitDecoratorMetadata: true } },
+  test: {
+    include: [
+      'packages/*/test/**/*.test.ts',
+      'test/**/*.test.ts',
+      'demo/test/**/*.test.ts',
+      'bench/test/**/*.test.ts',
+    ],
+    exclude: ['**/node_modules/**', '**/dist/**'],
+    pool: 'forks',
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Each file owns its schema/database/table prefix, so files may run side by side.
+    fileParallelism: true,
+  },
+});
