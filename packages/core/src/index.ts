@@ -13,3 +13,4 @@ export * from './ports/clock.js';
 export * from './ports/token-source.js';
 export * from './ports/events.js';
 export * from './ports/logger.js';
+export * from './ports/interceptors.js';
