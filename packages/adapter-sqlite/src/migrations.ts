@@ -1,0 +1,91 @@
+import type Database from 'better-sqlite3';
+import { ACTIVE_STATUSES } from '@asynccmd/core';
+
+/**
+ * Versioned schema changes. The version numbers are shared by every adapter (1 = the command table
+ * and its indexes), so `<table>_migrations` means the same thing on SQLite, Postgres and MySQL.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  /** DDL statements for `table`; each must be safe to re-run (IF NOT EXISTS). */
+  statements(table: string): readonly string[];
+}
+
+const ACTIVE = ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ');
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'command table and the indexes of its hot paths',
+    statements: (t) => [
+      // Times are epoch milliseconds. AUTOINCREMENT: ids are never reused, even after a purge, so a
+      // list cursor and a client following a command id can never land on a different command.
+      `CREATE TABLE IF NOT EXISTS ${t} (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        type         TEXT    NOT NULL,
+        biz_key      TEXT,
+        payload      TEXT    NOT NULL,
+        status       TEXT    NOT NULL DEFAULT 'PENDING'
+                     CHECK (status IN ('PENDING', 'RUNNING', 'SUCCESS', 'DEAD', 'CANCELLED')),
+        max_retry    INTEGER NOT NULL,
+        retry_count  INTEGER NOT NULL DEFAULT 0,
+        rescue_count INTEGER NOT NULL DEFAULT 0,
+        next_run_at  INTEGER NOT NULL,
+        last_error   TEXT,
+        owner        TEXT,
+        claim_token  TEXT,
+        lease_until  INTEGER,
+        idempotent   INTEGER NOT NULL DEFAULT 0,
+        headers      TEXT    NOT NULL DEFAULT '{}',
+        created_at   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        started_at   INTEGER,
+        finished_at  INTEGER
+      )`,
+      // The due claim walks this in (next_run_at, id) order and stops after LIMIT rows.
+      `CREATE INDEX IF NOT EXISTS ${t}_due ON ${t} (next_run_at, id) WHERE status = 'PENDING'`,
+      `CREATE INDEX IF NOT EXISTS ${t}_claim_token ON ${t} (claim_token) WHERE claim_token IS NOT NULL`,
+      `CREATE INDEX IF NOT EXISTS ${t}_type_biz ON ${t} (type, biz_key)`,
+      // At most one unfinished idempotent command per (type, biz_key): the atomic idempotent submit.
+      `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_active_key ON ${t} (type, biz_key)
+         WHERE idempotent = 1 AND status IN (${ACTIVE})`,
+      `CREATE INDEX IF NOT EXISTS ${t}_lease ON ${t} (lease_until, id) WHERE status = 'RUNNING'`,
+      `CREATE INDEX IF NOT EXISTS ${t}_finished ON ${t} (finished_at) WHERE finished_at IS NOT NULL`,
+      `CREATE INDEX IF NOT EXISTS ${t}_status ON ${t} (status, id)`,
+    ],
+  },
+];
+
+/**
+ * Applies the missing migrations in one IMMEDIATE transaction: a second process running migrate at
+ * the same time waits on the write lock (busy_timeout), then finds everything applied.
+ */
+export function runMigrations(db: Database.Database, table: string, now: () => number): number[] {
+  const apply = db.transaction((): number[] => {
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS ${table}_migrations (
+        version    INTEGER PRIMARY KEY,
+        name       TEXT    NOT NULL,
+        applied_at INTEGER NOT NULL
+      )`,
+    );
+    const applied = new Set(
+      db
+        .prepare(`SELECT version FROM ${table}_migrations`)
+        .pluck()
+        .all()
+        .map((v) => Number(v)),
+    );
+    const record = db.prepare(`INSERT INTO ${table}_migrations (version, name, applied_at) VALUES (?, ?, ?)`);
+    const done: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      for (const statement of m.statements(table)) db.exec(statement);
+      record.run(m.version, m.name, now());
+      done.push(m.version);
+    }
+    return done;
+  });
+  return apply.immediate();
+}

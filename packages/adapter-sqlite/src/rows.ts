@@ -1,0 +1,62 @@
+import type { CommandHeaders, CommandRecord, CommandStatus } from '@asynccmd/core';
+
+/** A row as the statements in sql.ts return it. */
+export interface CommandRow {
+  readonly id: string;
+  readonly type: string;
+  readonly biz_key: string | null;
+  readonly payload: string;
+  readonly status: string;
+  readonly max_retry: number;
+  readonly retry_count: number;
+  readonly rescue_count: number;
+  readonly next_run_at: number;
+  readonly last_error: string | null;
+  readonly owner: string | null;
+  readonly claim_token: string | null;
+  readonly lease_until: number | null;
+  readonly idempotent: number;
+  readonly headers: string;
+  readonly created_at: number;
+  readonly updated_at: number;
+  readonly started_at: number | null;
+  readonly finished_at: number | null;
+}
+
+export function toRecord(row: CommandRow): CommandRecord {
+  return {
+    id: row.id,
+    type: row.type,
+    bizKey: row.biz_key,
+    payload: JSON.parse(row.payload) as unknown,
+    // The CHECK constraint on the column admits only the five statuses.
+    status: row.status as CommandStatus,
+    maxRetry: row.max_retry,
+    retryCount: row.retry_count,
+    rescueCount: row.rescue_count,
+    nextRunAt: new Date(row.next_run_at),
+    lastError: row.last_error,
+    owner: row.owner,
+    claimToken: row.claim_token,
+    leaseUntil: toDate(row.lease_until),
+    idempotent: row.idempotent === 1,
+    headers: JSON.parse(row.headers) as CommandHeaders,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    startedAt: toDate(row.started_at),
+    finishedAt: toDate(row.finished_at),
+  };
+}
+
+function toDate(ms: number | null): Date | null {
+  return ms === null ? null : new Date(ms);
+}
+
+/** Claim order: nextRunAt, then id (ids compared as the 64-bit integers they are). */
+export function byDueThenId(a: CommandRecord, b: CommandRecord): number {
+  return a.nextRunAt.getTime() - b.nextRunAt.getTime() || compareIds(a.id, b.id);
+}
+
+export function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

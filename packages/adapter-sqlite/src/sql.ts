@@ -1,0 +1,137 @@
+/**
+ * Every statement of the SQLite store, built once per (validated) table name. Values are always
+ * bound parameters; lists arrive as one JSON text parameter read with json_each, so a statement's
+ * text never depends on how many ids or types it is given.
+ *
+ * Times are epoch milliseconds. DB_NOW is the database clock; leases and updated_at use it, due
+ * checks use the application clock passed in as a parameter (see the store port).
+ */
+export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
+
+/** The row as the store reads it back: the id as decimal text, everything else as stored. */
+const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
+  rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
+  created_at, updated_at, started_at, finished_at`;
+
+/** One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, headers. */
+const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ${DB_NOW}, ${DB_NOW})`;
+
+/** JSON text `[[id, "token"], …]` matched against (id, claim_token). */
+const REFS = `(id, claim_token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:refs))`;
+
+export function sqliteSql(t: string) {
+  return {
+    now: `SELECT ${DB_NOW} AS now`,
+    ping: `SELECT 1`,
+
+    /** `rows` commands in one statement; ids come back in insertion order once sorted. */
+    insertMany: (rows: number) =>
+      `INSERT INTO ${t} (type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent,
+         headers, created_at, updated_at)
+       VALUES ${Array.from({ length: rows }, () => INSERT_ROW).join(', ')}
+       RETURNING CAST(id AS TEXT) AS id`,
+
+    /** Does nothing when the active-key partial unique index already holds (type, biz_key). */
+    insertIdempotent: `INSERT INTO ${t} (type, biz_key, payload, status, max_retry, next_run_at, owner,
+         idempotent, headers, created_at, updated_at)
+       VALUES (?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 1, ?, ${DB_NOW}, ${DB_NOW})
+       ON CONFLICT (type, biz_key) WHERE idempotent = 1 AND status IN ('PENDING', 'RUNNING') DO NOTHING
+       RETURNING CAST(id AS TEXT) AS id`,
+    activeHolder: `SELECT CAST(id AS TEXT) AS id FROM ${t}
+       WHERE type = ? AND biz_key = ? AND idempotent = 1 AND status IN ('PENDING', 'RUNNING')`,
+
+    /** Oldest due first; one statement, and SQLite has a single writer, so no row is claimed twice. */
+    claimDue: `UPDATE ${t}
+       SET status = 'RUNNING', claim_token = :token, lease_until = ${DB_NOW} + :leaseMs,
+           started_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE status = 'PENDING' AND id IN (
+         SELECT id FROM ${t}
+         WHERE status = 'PENDING' AND next_run_at <= :now
+           AND type IN (SELECT value FROM json_each(:types))
+         ORDER BY next_run_at, id
+         LIMIT :limit)
+       RETURNING ${COLUMNS}`,
+    claimById: `UPDATE ${t}
+       SET status = 'RUNNING', claim_token = :token, lease_until = ${DB_NOW} + :leaseMs,
+           started_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now
+         AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types)))
+       RETURNING ${COLUMNS}`,
+
+    // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
+    heartbeat: `UPDATE ${t} SET lease_until = ${DB_NOW} + :leaseMs, updated_at = ${DB_NOW}
+       WHERE status = 'RUNNING' AND ${REFS}
+       RETURNING CAST(id AS TEXT) AS id, claim_token AS token`,
+    complete: `UPDATE ${t}
+       SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL,
+           finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE status = 'RUNNING' AND ${REFS}
+       RETURNING CAST(id AS TEXT) AS id`,
+    fail: `UPDATE ${t}
+       SET status = :status, retry_count = :retryCount, next_run_at = :nextRunAt, last_error = :lastError,
+           claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW},
+           finished_at = CASE WHEN :status = 'DEAD' THEN ${DB_NOW} ELSE NULL END
+       WHERE id = :id AND status = 'RUNNING' AND claim_token = :token`,
+    release: `UPDATE ${t}
+       SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE status = 'RUNNING' AND ${REFS}
+       RETURNING CAST(id AS TEXT) AS id`,
+
+    /**
+     * Leases that expired on the database clock, oldest first, in a bounded batch. A reclaimed
+     * command is due at once (never later than it already was); past the rescue limit it is DEAD.
+     */
+    reclaimHung: `UPDATE ${t}
+       SET status = CASE WHEN rescue_count + 1 > :maxRescues THEN 'DEAD' ELSE 'PENDING' END,
+           next_run_at = CASE WHEN rescue_count + 1 > :maxRescues THEN next_run_at
+                              ELSE MIN(next_run_at, ${DB_NOW}) END,
+           last_error = CASE WHEN rescue_count + 1 > :maxRescues THEN :deadError ELSE last_error END,
+           finished_at = CASE WHEN rescue_count + 1 > :maxRescues THEN ${DB_NOW} ELSE NULL END,
+           rescue_count = rescue_count + 1,
+           claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE status = 'RUNNING' AND lease_until < ${DB_NOW} AND id IN (
+         SELECT id FROM ${t}
+         WHERE status = 'RUNNING' AND lease_until < ${DB_NOW}
+         ORDER BY lease_until, id
+         LIMIT :limit)
+       RETURNING CAST(id AS TEXT) AS id, type, status`,
+
+    // Admin transitions: one write guarded by the transition's source states (:sources, from core).
+    retry: `UPDATE ${t}
+       SET status = 'PENDING', retry_count = 0, rescue_count = 0, next_run_at = :now,
+           claim_token = NULL, lease_until = NULL, finished_at = NULL, updated_at = ${DB_NOW}
+       WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
+       RETURNING ${COLUMNS}`,
+    requeue: `UPDATE ${t}
+       SET status = 'PENDING', next_run_at = :now, claim_token = NULL, lease_until = NULL,
+           updated_at = ${DB_NOW}
+       WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
+       RETURNING ${COLUMNS}`,
+    /** kill and cancel: both end in CANCELLED; they differ only in their sources. */
+    cancel: `UPDATE ${t}
+       SET status = 'CANCELLED', last_error = COALESCE(:reason, last_error), claim_token = NULL,
+           lease_until = NULL, finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
+       RETURNING ${COLUMNS}`,
+
+    get: `SELECT ${COLUMNS} FROM ${t} WHERE id = ?`,
+    getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`,
+    /** Filters are optional: a null parameter switches its condition off. Newest first. */
+    list: `SELECT ${COLUMNS} FROM ${t}
+       WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+         AND (:type IS NULL OR type = :type)
+         AND (:bizKey IS NULL OR biz_key = :bizKey)
+         AND (:before IS NULL OR id < :before)
+       ORDER BY id DESC
+       LIMIT :limit`,
+    counts: `SELECT status, type, COUNT(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
+    oldestDue: `SELECT MIN(next_run_at) FROM ${t} WHERE status = 'PENDING' AND next_run_at <= ?`,
+    purge: `DELETE FROM ${t} WHERE id IN (
+         SELECT id FROM ${t}
+         WHERE finished_at < :olderThan AND status IN (SELECT value FROM json_each(:statuses))
+         ORDER BY finished_at, id
+         LIMIT :limit)`,
+  };
+}
+
+export type SqliteSql = ReturnType<typeof sqliteSql>;

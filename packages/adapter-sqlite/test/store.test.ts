@@ -1,0 +1,120 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import * as E from 'fp-ts/lib/Either.js';
+import { isAsyncCommandError } from '@asynccmd/core';
+import type { AsyncCommandError, NewCommand } from '@asynccmd/core';
+import type { SqliteCommandStore } from '@asynccmd/adapter-sqlite';
+import { createSqliteStore } from '@asynccmd/adapter-sqlite';
+
+const cmd = (over: Partial<NewCommand> = {}): NewCommand => ({
+  type: 'order.cancel',
+  payloadJson: '{"orderId":1}',
+  maxRetry: 3,
+  ...over,
+});
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (e) {
+    return isAsyncCommandError(e) ? (e as AsyncCommandError).code : `other: ${String(e)}`;
+  }
+  return undefined;
+}
+
+describe('SqliteCommandStore (adapter specifics)', () => {
+  const open: SqliteCommandStore[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((s) => s.close()));
+  });
+
+  async function memoryStore() {
+    const store = createSqliteStore({ filename: ':memory:' });
+    open.push(store);
+    await store.migrate();
+    return store;
+  }
+
+  it('refuses a hostile table name with a typed error, before touching the database', () => {
+    expect(codeOf(() => createSqliteStore({ filename: ':memory:', table: 'x; DROP TABLE y' }))).toBe(
+      'INVALID_IDENTIFIER',
+    );
+    expect(codeOf(() => createSqliteStore({ filename: ':memory:', table: 'a"b' }))).toBe(
+      'INVALID_IDENTIFIER',
+    );
+  });
+
+  it('needs exactly one of filename and database', () => {
+    expect(codeOf(() => createSqliteStore({}))).toBe('INVALID_ARGUMENT');
+  });
+
+  it('submits, claims, completes on :memory:', async () => {
+    const store = await memoryStore();
+    const [id] = await store.transaction((tx) => store.insert(tx, [cmd()]));
+    const claimed = await store.claimDue({
+      types: ['order.cancel'],
+      limit: 10,
+      now: new Date(Date.now() + 1000),
+      token: 't1',
+      leaseMs: 60_000,
+    });
+    expect(claimed.map((c) => c.id)).toEqual([id]);
+    expect(claimed[0]?.payload).toEqual({ orderId: 1 });
+    expect(await store.complete([{ id: id!, token: 't1' }])).toEqual([id]);
+    expect((await store.get(id!))?.status).toBe('SUCCESS');
+  });
+
+  it('refuses payloads that are too large or not JSON, and loses nothing else', async () => {
+    const store = createSqliteStore({ filename: ':memory:', maxPayloadBytes: 16 });
+    open.push(store);
+    await store.migrate();
+    await expect(
+      store.insert(store.db, [cmd({ payloadJson: JSON.stringify('x'.repeat(20)) })]),
+    ).rejects.toMatchObject({
+      code: 'PAYLOAD_TOO_LARGE',
+    });
+    await expect(store.insert(store.db, [cmd({ payloadJson: '{oops' })])).rejects.toMatchObject({
+      code: 'PAYLOAD_NOT_SERIALISABLE',
+    });
+    expect((await store.list({})).items).toHaveLength(0);
+  });
+
+  it('refuses bad ids with InvalidCommandIdError', async () => {
+    const store = await memoryStore();
+    await expect(store.get('abc')).rejects.toMatchObject({ code: 'INVALID_ID' });
+    await expect(store.kill('0')).rejects.toMatchObject({ code: 'INVALID_ID' });
+    await expect(store.complete([{ id: '1 OR 1=1', token: 'x' }])).rejects.toMatchObject({
+      code: 'INVALID_ID',
+    });
+  });
+
+  it('shares a caller-owned handle without closing it, and its operations wait for an open transaction', async () => {
+    const db = new Database(':memory:');
+    const store = createSqliteStore({ database: db });
+    await store.migrate();
+    let inserted = '';
+    const tx = store.transaction(async (h) => {
+      [inserted] = await store.insert(h, [cmd()]);
+      await new Promise((r) => setTimeout(r, 20));
+      throw new Error('business rollback');
+    });
+    // Started while the transaction is open: must not run inside it (it would be rolled back too).
+    const listing = store.list({});
+    await expect(tx).rejects.toThrow('business rollback');
+    expect((await listing).items).toHaveLength(0);
+    expect(inserted).not.toBe('');
+    expect(await store.get(inserted)).toBeNull();
+    await store.close();
+    expect(db.open).toBe(true);
+    db.close();
+  });
+
+  it('an admin transition from the wrong state is a typed Left', async () => {
+    const store = await memoryStore();
+    const [id] = await store.insert(store.db, [cmd()]);
+    const r = await store.retry(id!, new Date());
+    expect(E.isLeft(r) && r.left.code).toBe('ILLEGAL_TRANSITION');
+    const missing = await store.kill('999');
+    expect(E.isLeft(missing) && missing.left.code).toBe('NOT_FOUND');
+  });
+});
