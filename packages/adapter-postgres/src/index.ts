@@ -1,1 +1,75 @@
-export {};
+import { silentLogger } from '@asynccmd/core';
+import type { Logger } from '@asynccmd/core';
+import pg from 'pg';
+import type { ClientConfig, Pool, PoolConfig } from 'pg';
+import { tableNames } from './names.js';
+import { PostgresCommandStore } from './store.js';
+import { PostgresWakeups } from './wakeups.js';
+
+export { PostgresCommandStore } from './store.js';
+export { PostgresWakeups } from './wakeups.js';
+export { MIGRATIONS } from './migrations.js';
+export { tableNames } from './names.js';
+export type { TableNames } from './names.js';
+
+const READ_COMMITTED = '-c default_transaction_isolation=read\\ committed';
+
+export interface PostgresStoreOptions {
+  /**
+   * An existing pool to run on; the store never ends it. Its sessions should use READ COMMITTED
+   * (PostgreSQL's default), which the claim statements are written for.
+   */
+  readonly pool?: Pool;
+  /** Otherwise the store opens (and on close ends) its own pool from these. */
+  readonly connectionString?: string;
+  readonly poolConfig?: PoolConfig;
+  /** Default 'public'; created by migrate() when missing. */
+  readonly schema?: string;
+  /** Default 'async_command'. */
+  readonly table?: string;
+  /** Coalescing window of wake-up NOTIFYs, in ms: at most one per window per process. Default 5. */
+  readonly wakeupWindowMs?: number;
+  /** Reconnect backoff of the LISTEN connection, in ms. Default 100 doubling to 5000. */
+  readonly listenReconnectMinMs?: number;
+  readonly listenReconnectMaxMs?: number;
+  readonly logger?: Logger;
+}
+
+/**
+ * A PostgreSQL command store. Validates `schema` and `table` (core InvalidIdentifierError for a
+ * hostile name); call `migrate()` before use.
+ */
+export function createPostgresStore(options: PostgresStoreOptions = {}): PostgresCommandStore {
+  const names = tableNames(options.schema ?? 'public', options.table ?? 'async_command');
+  const logger = options.logger ?? silentLogger;
+  const ownsPool = options.pool === undefined;
+  const pool =
+    options.pool ??
+    new pg.Pool({
+      ...options.poolConfig,
+      ...(options.connectionString === undefined ? {} : { connectionString: options.connectionString }),
+      // Sessions of the store's own pool use READ COMMITTED whatever the server's default, as the
+      // claim statements need; set at connection start-up, so it costs no round trip.
+      options: [options.poolConfig?.options, READ_COMMITTED].filter(Boolean).join(' '),
+    });
+  // pg emits 'error' on an idle pooled client whose server connection dies (restart,
+  // pg_terminate_backend, network); unheard, it would crash the process. The pool has already
+  // dropped that client, and the next query opens a fresh one.
+  pool.on('error', (err) => logger.warn({ err }, 'asynccmd: idle PostgreSQL connection lost'));
+  const wakeups = new PostgresWakeups({
+    pool,
+    clientConfig: listenConfig(pool),
+    channel: names.channel,
+    windowMs: options.wakeupWindowMs ?? 5,
+    reconnectMinMs: options.listenReconnectMinMs ?? 100,
+    reconnectMaxMs: options.listenReconnectMaxMs ?? 5000,
+    logger,
+  });
+  return new PostgresCommandStore({ pool, ownsPool, names, wakeups });
+}
+
+/** The LISTEN connection opens with the pool's own connection settings. */
+function listenConfig(pool: Pool): ClientConfig {
+  const { max: _max, min: _min, idleTimeoutMillis: _idle, ...config } = pool.options as PoolConfig;
+  return config;
+}

@@ -1,0 +1,61 @@
+import { createHash } from 'node:crypto';
+import * as E from 'fp-ts/lib/Either.js';
+import { InvalidIdentifierError, validateIdentifier } from '@asynccmd/core';
+
+/**
+ * The only text this adapter splices into SQL: a schema and a table name that passed core
+ * `validateIdentifier` (letters, digits, _), then double-quoted so they keep their case. Every value
+ * travels as a bound parameter.
+ */
+export interface TableNames {
+  /** Unquoted, as given: for catalog lookups by bound parameter. */
+  readonly schemaName: string;
+  readonly tableName: string;
+  /** Quoted and qualified, ready for SQL text. */
+  readonly schema: string;
+  readonly table: string;
+  readonly migrations: string;
+  /** An index name next to the table (suffixes stay ≤ 15 characters: 48 + 15 fits Postgres's 63). */
+  index(suffix: string): string;
+  /** Key of the advisory lock that serialises migrations of this table. */
+  readonly lockKey: string;
+  /** LISTEN/NOTIFY channel for this table's wake-ups (≤ 63 characters, so never truncated). */
+  readonly channel: string;
+}
+
+const MAX_NAME = 63;
+
+/** Validates the names; throws core's InvalidIdentifierError for a hostile or malformed one. */
+export function tableNames(schema: string, table: string): TableNames {
+  const s = unwrap(validateIdentifier('schema', schema));
+  if (s.startsWith('pg_')) throw new ReservedSchemaError(s);
+  const t = unwrap(validateIdentifier('table', table));
+  const q = (name: string): string => `"${name}"`;
+  const plain = `asynccmd_${s}_${t}`;
+  return {
+    schemaName: s,
+    tableName: t,
+    schema: q(s),
+    table: `${q(s)}.${q(t)}`,
+    migrations: `${q(s)}.${q(`${t}_migrations`)}`,
+    index: (suffix) => q(`${t}_${suffix}`),
+    lockKey: `${s}.${t}`,
+    channel:
+      plain.length <= MAX_NAME
+        ? plain
+        : `asynccmd_${createHash('sha256').update(`${s}.${t}`).digest('hex').slice(0, 40)}`,
+  };
+}
+
+/** PostgreSQL keeps schema names starting with pg_ for itself. */
+class ReservedSchemaError extends InvalidIdentifierError {
+  constructor(input: string) {
+    super('schema', input);
+    this.message = `schema ${JSON.stringify(input)} is reserved: PostgreSQL keeps names starting with pg_ for itself`;
+  }
+}
+
+function unwrap<L, R>(e: E.Either<L, R>): R {
+  if (E.isLeft(e)) throw e.left;
+  return e.right;
+}

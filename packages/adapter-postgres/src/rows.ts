@@ -1,0 +1,85 @@
+import type { CommandHeaders, CommandRecord, CommandStatus } from '@asynccmd/core';
+import type { CustomTypesConfig } from 'pg';
+
+/** A command row as the store's queries return it: every column as text (see `RAW_TYPES`). */
+export interface CommandRow {
+  readonly id: string;
+  readonly type: string;
+  readonly biz_key: string | null;
+  readonly payload: string;
+  readonly status: string;
+  readonly max_retry: string;
+  readonly retry_count: string;
+  readonly rescue_count: string;
+  readonly next_run_at: string;
+  readonly last_error: string | null;
+  readonly owner: string | null;
+  readonly claim_token: string | null;
+  readonly lease_until: string | null;
+  readonly idempotent: string;
+  readonly headers: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly started_at: string | null;
+  readonly finished_at: string | null;
+}
+
+/**
+ * The store parses its own rows from text instead of trusting pg's global type parsers, which
+ * applications often change (`setTypeParser(20, parseInt)` would corrupt ids beyond 2^53).
+ */
+export const RAW_TYPES: CustomTypesConfig = {
+  getTypeParser: (() => (text: string) => text) as unknown as CustomTypesConfig['getTypeParser'],
+};
+
+export function toRecord(row: CommandRow): CommandRecord {
+  return {
+    id: row.id,
+    type: row.type,
+    bizKey: row.biz_key,
+    payload: JSON.parse(row.payload) as unknown,
+    status: row.status as CommandStatus,
+    maxRetry: Number(row.max_retry),
+    retryCount: Number(row.retry_count),
+    rescueCount: Number(row.rescue_count),
+    nextRunAt: toDate(row.next_run_at),
+    lastError: row.last_error,
+    owner: row.owner,
+    claimToken: row.claim_token,
+    leaseUntil: toDateOrNull(row.lease_until),
+    idempotent: row.idempotent === 't',
+    headers: JSON.parse(row.headers) as CommandHeaders,
+    createdAt: toDate(row.created_at),
+    updatedAt: toDate(row.updated_at),
+    startedAt: toDateOrNull(row.started_at),
+    finishedAt: toDateOrNull(row.finished_at),
+  };
+}
+
+// Postgres's ISO output: 2026-11-30 05:31:11.123+00, 2026-11-30 05:31:11+05:30, …
+const ISO =
+  /^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?$/;
+
+/** A timestamptz in text form → Date, at millisecond precision (the columns hold no more). */
+export function toDate(text: string): Date {
+  const m = ISO.exec(text);
+  if (!m) {
+    const d = new Date(text);
+    if (Number.isNaN(d.getTime())) throw new Error(`unreadable timestamp from PostgreSQL: ${text}`);
+    return d;
+  }
+  const [, y, mo, d, h, mi, s, frac, sign, oh, om, os] = m;
+  const ms = frac ? Number(frac.padEnd(3, '0').slice(0, 3)) : 0;
+  const utc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), ms);
+  const offset = (Number(oh) * 3600 + Number(om ?? 0) * 60 + Number(os ?? 0)) * 1000;
+  return new Date(sign === '+' ? utc - offset : utc + offset);
+}
+
+function toDateOrNull(text: string | null): Date | null {
+  return text === null ? null : toDate(text);
+}
+
+/** Dates go out as ISO text with an explicit zone, independent of the process's time zone. */
+export function toTimestamp(d: Date): string {
+  return d.toISOString();
+}

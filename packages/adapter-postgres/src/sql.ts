@@ -1,0 +1,202 @@
+import { ACTIVE_STATUSES } from '@asynccmd/core';
+import type { TableNames } from './names.js';
+
+/**
+ * Every statement the store runs, for one table, built once. Values are always bound parameters;
+ * the only spliced text is the validated, quoted table name.
+ *
+ * Times: rows keep milliseconds (TIMESTAMPTZ(3)); the database clock is truncated to the
+ * millisecond so a lease written as "now + 0" is already expired by the next statement's now.
+ * Due times (`$now`, runAt, retry times) come from the application's clock; leases, startedAt,
+ * updatedAt and finishedAt from the database's.
+ */
+const NOW = `date_trunc('milliseconds', now())`;
+const lease = (param: string): string => `${NOW} + ${param}::float8 * interval '1 millisecond'`;
+
+/** Columns of a command row, in the order rows.ts reads them. */
+const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
+  last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
+  finished_at`;
+
+/** The idempotency key is held while a command is unfinished; same text as the unique index's predicate. */
+const active = (alias = ''): string =>
+  `${alias}status IN (${ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
+
+export type Sql = ReturnType<typeof buildSql>;
+
+export function buildSql(n: TableNames) {
+  const t = n.table;
+  /** The claim's write: RUNNING under a fresh token, started and leased on the database clock. */
+  const claimSet = (token: string, leaseMs: string): string =>
+    `status = 'RUNNING', claim_token = ${token}, started_at = ${NOW}, lease_until = ${lease(leaseMs)}, updated_at = ${NOW}`;
+  const returning = `RETURNING ${COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
+  return {
+    /**
+     * Batch submit, one statement: the rows arrive as parallel arrays; ids are drawn from the
+     * table's sequence in the CTE so they can be handed back in input order.
+     * $1 types, $2 biz keys, $3 payloads, $4 max retries, $5 run-at times (null: now), $6 owners,
+     * $7 headers.
+     */
+    insert: `
+      WITH input AS (
+        SELECT nextval((SELECT pg_get_serial_sequence('${t}', 'id'))::regclass) AS id, u.*
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[], $7::text[])
+             WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, ord)
+      ), inserted AS (
+        INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
+        SELECT id, type, biz_key, payload::json, max_retry, COALESCE(run_at, ${NOW}), owner, headers::json,
+               ${NOW}, ${NOW}
+        FROM input ORDER BY ord
+      )
+      SELECT id FROM input ORDER BY ord`,
+
+    /**
+     * Idempotent submit: the partial unique index decides. When the insert yields to an unfinished
+     * holder, the holder's id is read in the same statement, unless the holder committed after
+     * this statement's snapshot, in which case nothing comes back and the caller asks again.
+     * $1 type, $2 biz key, $3 payload, $4 max retry, $5 run-at, $6 owner, $7 headers.
+     */
+    insertIdempotent: `
+      WITH inserted AS (
+        INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, idempotent,
+                          created_at, updated_at)
+        VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, TRUE, ${NOW}, ${NOW})
+        ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
+        RETURNING id
+      )
+      SELECT id, FALSE AS duplicate FROM inserted
+      UNION ALL
+      (SELECT id, TRUE FROM ${t}
+        WHERE type = $1 AND biz_key = $2 AND idempotent AND ${active()} AND NOT EXISTS (SELECT 1 FROM inserted)
+        LIMIT 1)`,
+
+    /**
+     * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in due order
+     * from the partial index, skipping rows other claimers hold; the UPDATE then touches only those.
+     * $1 now, $2 types, $3 limit, $4 token, $5 lease ms.
+     */
+    claimDue: `
+      WITH due AS (
+        SELECT id FROM ${t}
+        WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz AND type = ANY($2::text[])
+        ORDER BY next_run_at, id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE ${t} AS c SET ${claimSet('$4', '$5')}
+      FROM due WHERE c.id = due.id
+      ${returning}`,
+
+    /** $1 id, $2 now, $3 token, $4 lease ms, $5 types (null: any). */
+    claimById: `
+      WITH one AS (
+        SELECT id FROM ${t}
+        WHERE id = $1::bigint AND status = 'PENDING' AND next_run_at <= $2::timestamptz
+          AND ($5::text[] IS NULL OR type = ANY($5::text[]))
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE ${t} AS c SET ${claimSet('$3', '$4')}
+      FROM one WHERE c.id = one.id
+      ${returning}`,
+
+    /** Fenced batch writes: $1 ids, $2 tokens (parallel arrays). */
+    heartbeat: `
+      UPDATE ${t} AS c SET lease_until = ${lease('$3')}, updated_at = ${NOW}
+      FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
+      WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+      RETURNING c.id, c.claim_token`,
+
+    complete: `
+      UPDATE ${t} AS c SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL, finished_at = ${NOW},
+        updated_at = ${NOW}
+      FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
+      WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+      RETURNING c.id`,
+
+    release: `
+      UPDATE ${t} AS c SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
+      FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
+      WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+      RETURNING c.id`,
+
+    /** $1 id, $2 token, $3 status (PENDING | DEAD), $4 retry count, $5 next run at, $6 last error. */
+    fail: `
+      UPDATE ${t} SET status = $3, retry_count = $4, next_run_at = $5::timestamptz, last_error = $6,
+        claim_token = NULL, lease_until = NULL,
+        finished_at = CASE WHEN $3 = 'DEAD' THEN ${NOW} END, updated_at = ${NOW}
+      WHERE id = $1::bigint AND status = 'RUNNING' AND claim_token = $2`,
+
+    /**
+     * Hung reclaim on the database clock, in a bounded batch: back to PENDING due now, or DEAD once
+     * the rescue count would pass $2 (with $3 as the reason). The UPDATE repeats the status and
+     * lease guard, so a row that completed or heartbeat meanwhile is left alone. $1 limit.
+     */
+    reclaimHung: `
+      WITH hung AS (
+        SELECT id FROM ${t}
+        WHERE status = 'RUNNING' AND lease_until <= ${NOW}
+        ORDER BY lease_until, id
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE ${t} AS c SET
+        rescue_count = c.rescue_count + 1,
+        status = CASE WHEN c.rescue_count + 1 > $2 THEN 'DEAD' ELSE 'PENDING' END,
+        next_run_at = CASE WHEN c.rescue_count + 1 > $2 THEN c.next_run_at ELSE ${NOW} END,
+        last_error = CASE WHEN c.rescue_count + 1 > $2 THEN $3 ELSE c.last_error END,
+        finished_at = CASE WHEN c.rescue_count + 1 > $2 THEN ${NOW} END,
+        claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
+      FROM hung WHERE c.id = hung.id AND c.status = 'RUNNING' AND c.lease_until <= ${NOW}
+      RETURNING c.id, c.type, c.status`,
+
+    /** Admin transitions: one guarded UPDATE each; $1 id, $2 allowed source statuses. */
+    retry: `
+      UPDATE ${t} AS c SET status = 'PENDING', retry_count = 0, rescue_count = 0, next_run_at = $3::timestamptz,
+        claim_token = NULL, lease_until = NULL, finished_at = NULL, updated_at = ${NOW}
+      WHERE id = $1::bigint AND status = ANY($2::text[])
+      ${returning}`,
+    requeue: `
+      UPDATE ${t} AS c SET status = 'PENDING', next_run_at = $3::timestamptz, claim_token = NULL, lease_until = NULL,
+        updated_at = ${NOW}
+      WHERE id = $1::bigint AND status = ANY($2::text[])
+      ${returning}`,
+    /** kill and cancel: $3 reason (null keeps the last error). */
+    dispose: `
+      UPDATE ${t} AS c SET status = 'CANCELLED', last_error = COALESCE($3, last_error), claim_token = NULL,
+        lease_until = NULL, finished_at = ${NOW}, updated_at = ${NOW}
+      WHERE id = $1::bigint AND status = ANY($2::text[])
+      ${returning}`,
+    /** Who holds the idempotency key a retried command needs; $1 the retried id. */
+    keyHolder: `
+      SELECT h.id FROM ${t} AS h JOIN ${t} AS me ON h.type = me.type AND h.biz_key = me.biz_key
+      WHERE me.id = $1::bigint AND h.id <> me.id AND h.idempotent AND ${active('h.')}
+      LIMIT 1`,
+    activeKeyIndex: n.index('active_key').replace(/"/g, ''),
+
+    statusOf: `SELECT status FROM ${t} WHERE id = $1::bigint`,
+    get: `SELECT ${COLUMNS} FROM ${t} WHERE id = $1::bigint`,
+    getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id = ANY($1::bigint[])`,
+    /** $1 statuses (null: any), $2 type, $3 biz key, $4 cursor (ids below it), $5 limit. */
+    list: `
+      SELECT ${COLUMNS} FROM ${t}
+      WHERE ($1::text[] IS NULL OR status = ANY($1::text[]))
+        AND ($2::text IS NULL OR type = $2)
+        AND ($3::text IS NULL OR biz_key = $3)
+        AND ($4::bigint IS NULL OR id < $4::bigint)
+      ORDER BY id DESC
+      LIMIT $5`,
+    counts: `SELECT status, type, count(*)::int AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
+    oldestDue: `SELECT min(next_run_at) AS oldest FROM ${t} WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz`,
+    /** $1 statuses, $2 cutoff, $3 limit. */
+    purge: `
+      DELETE FROM ${t} WHERE id IN (
+        SELECT id FROM ${t}
+        WHERE status = ANY($1::text[]) AND finished_at < $2::timestamptz
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+      )`,
+    now: `SELECT ${NOW} AS now`,
+    ping: `SELECT 1`,
+    notify: `SELECT pg_notify($1, '')`,
+  };
+}

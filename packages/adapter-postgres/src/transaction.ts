@@ -1,0 +1,41 @@
+import type { Pool, PoolClient } from 'pg';
+
+/**
+ * Runs `fn` in a READ COMMITTED transaction on a client of `pool`: commits, or rolls back and
+ * rethrows. While the client is checked out an 'error' listener is attached, because pg emits
+ * 'error' on a client whose server connection dies, and an unheard 'error' would crash the process.
+ * A client that failed is destroyed rather than returned to the pool.
+ */
+export async function runInTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error): void => {
+    broken = err;
+  };
+  client.on('error', onError);
+  try {
+    await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+    let result: T;
+    try {
+      result = await fn(client);
+    } catch (err) {
+      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+        broken ??= asError(rollbackError);
+      });
+      throw err;
+    }
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    // A failure of BEGIN or COMMIT leaves the session in an unknown state: do not reuse it.
+    if (client.getTransactionStatus() !== 'I') broken ??= asError(err);
+    throw err;
+  } finally {
+    client.removeListener('error', onError);
+    client.release(broken);
+  }
+}
+
+function asError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(String(e));
+}

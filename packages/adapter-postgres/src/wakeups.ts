@@ -1,0 +1,171 @@
+import type { Logger, WakeupChannel } from '@asynccmd/core';
+import pg from 'pg';
+import type { ClientConfig, Notification, Pool } from 'pg';
+
+export interface PostgresWakeupsOptions {
+  /** Sends the NOTIFYs (outside any caller transaction). */
+  readonly pool: Pool;
+  /** Opens the dedicated LISTEN connection. */
+  readonly clientConfig: ClientConfig;
+  readonly channel: string;
+  /** At most one NOTIFY per window per process. */
+  readonly windowMs: number;
+  /** Reconnect delays: doubling from the first to the last, with jitter. */
+  readonly reconnectMinMs: number;
+  readonly reconnectMaxMs: number;
+  readonly logger: Logger;
+}
+
+/**
+ * Cross-process wake-ups over LISTEN/NOTIFY.
+ *
+ * notify() is coalesced: the first call of a quiet period sends at once (low rates keep
+ * millisecond latency), calls within the next window are folded into one NOTIFY at its end (high
+ * rates cost one NOTIFY per window, not one per submit). It is never sent inside a submit
+ * transaction: a NOTIFY takes a global lock at commit and would serialise concurrent commits.
+ *
+ * subscribe() holds one dedicated LISTEN connection. When it dies (server restart,
+ * pg_terminate_backend, network) it reconnects on its own with backoff and then wakes the
+ * subscribers once, since notifications sent meanwhile were lost; until then the poll loop is the
+ * fallback.
+ */
+export class PostgresWakeups implements WakeupChannel {
+  private readonly subscribers = new Set<() => void>();
+  private client: pg.Client | null = null;
+  private connecting: Promise<void> | null = null;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private windowTimer: NodeJS.Timeout | null = null;
+  private notifyPending = false;
+  private closed = false;
+
+  constructor(private readonly options: PostgresWakeupsOptions) {}
+
+  /** Whether the LISTEN connection is up (for tests and health details). */
+  get listening(): boolean {
+    return this.client !== null;
+  }
+
+  async subscribe(onWake: () => void): Promise<() => Promise<void>> {
+    if (this.closed) throw new Error('the PostgreSQL store is closed');
+    this.subscribers.add(onWake);
+    if (this.client === null) await this.ensureListening();
+    let active = true;
+    return async () => {
+      if (!active) return;
+      active = false;
+      this.subscribers.delete(onWake);
+      if (this.subscribers.size === 0) await this.stopListening();
+    };
+  }
+
+  notify(): void {
+    if (this.closed) return;
+    if (this.windowTimer !== null) {
+      this.notifyPending = true;
+      return;
+    }
+    this.send();
+    this.windowTimer = setTimeout(() => {
+      this.windowTimer = null;
+      if (this.notifyPending) {
+        this.notifyPending = false;
+        this.notify();
+      }
+    }, this.options.windowMs);
+    this.windowTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.windowTimer !== null) clearTimeout(this.windowTimer);
+    this.windowTimer = null;
+    this.subscribers.clear();
+    await this.stopListening();
+  }
+
+  private send(): void {
+    this.options.pool.query('SELECT pg_notify($1, $2)', [this.options.channel, '']).catch((err: unknown) => {
+      // Harmless: listeners fall back to polling.
+      this.options.logger.warn({ err }, 'asynccmd: PostgreSQL NOTIFY failed');
+    });
+  }
+
+  private ensureListening(): Promise<void> {
+    this.connecting ??= this.connect().finally(() => {
+      this.connecting = null;
+    });
+    return this.connecting;
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ ...this.options.clientConfig, keepAlive: true });
+    // Registered before connecting: an unheard 'error' would crash the process.
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client));
+    client.on('notification', (msg: Notification) => {
+      if (msg.channel === this.options.channel) this.wake();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${this.options.channel}"`);
+    } catch (err) {
+      client.end().catch(() => undefined);
+      this.options.logger.warn({ err }, 'asynccmd: PostgreSQL LISTEN connection failed; will retry');
+      this.scheduleReconnect();
+      return;
+    }
+    if (this.closed || this.subscribers.size === 0) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    const recovered = this.failures > 0;
+    this.client = client;
+    this.failures = 0;
+    if (recovered) {
+      this.options.logger.info({}, 'asynccmd: PostgreSQL LISTEN connection restored');
+      this.wake();
+    }
+  }
+
+  private lost(client: pg.Client, err?: Error): void {
+    if (client !== this.client) return; // a connection being opened or already closed
+    this.client = null;
+    client.end().catch(() => undefined);
+    this.options.logger.warn({ err }, 'asynccmd: PostgreSQL LISTEN connection lost; reconnecting');
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.subscribers.size === 0 || this.reconnectTimer !== null) return;
+    const { reconnectMinMs, reconnectMaxMs } = this.options;
+    const base = Math.min(reconnectMaxMs, reconnectMinMs * 2 ** this.failures);
+    this.failures += 1;
+    const delay = base / 2 + (Math.random() * base) / 2;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      if (this.client === null) void this.ensureListening();
+    }, delay);
+    this.reconnectTimer.unref();
+  }
+
+  private async stopListening(): Promise<void> {
+    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+    await this.connecting;
+    const client = this.client;
+    this.client = null;
+    this.failures = 0;
+    if (client) await client.end().catch(() => undefined);
+  }
+
+  private wake(): void {
+    for (const onWake of [...this.subscribers]) {
+      try {
+        onWake();
+      } catch (err) {
+        this.options.logger.error({ err }, 'asynccmd: wake-up subscriber threw');
+      }
+    }
+  }
+}

@@ -1,0 +1,374 @@
+import { randomUUID } from 'node:crypto';
+import * as E from 'fp-ts/lib/Either.js';
+import { decideFailure, exponentialBackoff, isAsyncCommandError, rescueLimitMessage } from '@asynccmd/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresStore } from '../src/index.js';
+import type { PostgresCommandStore } from '../src/index.js';
+import { adminQuery, command, dropSchema, openStore, uniqueSchema } from './helpers.js';
+
+const schema = uniqueSchema('acpg_store');
+let store: PostgresCommandStore;
+
+beforeAll(async () => {
+  store = await openStore(schema);
+});
+
+afterAll(async () => {
+  await store?.close();
+  await dropSchema(schema);
+});
+
+const claim = (types: string[], limit = 10, leaseMs = 30_000, now = new Date(Date.now() + 1)) =>
+  store.claimDue({ types, limit, now, token: randomUUID(), leaseMs });
+
+describe('PostgresCommandStore', () => {
+  it('refuses hostile schema and table names with a typed error', () => {
+    const hostile = ['x"; DROP TABLE t; --', 'a b', '1abc', '', 'x'.repeat(49), 'é', 'a-b'];
+    const cases = [...hostile.flatMap((bad) => [{ schema: bad }, { table: bad }]), { schema: 'pg_catalog' }];
+    {
+      for (const opts of cases) {
+        let caught: unknown;
+        try {
+          createPostgresStore({ connectionString: 'postgres://unused', ...opts });
+        } catch (e) {
+          caught = e;
+        }
+        expect(isAsyncCommandError(caught) && caught.code).toBe('INVALID_IDENTIFIER');
+      }
+    }
+  });
+
+  it('creates the schema, table and indexes; migrating again, and concurrently, is harmless', async () => {
+    const peers = await Promise.all([openStore(schema), openStore(schema), openStore(schema)]);
+    await Promise.all(peers.map((p) => p.migrate()));
+    await Promise.all(peers.map((p) => p.close()));
+    const versions = await adminQuery(`SELECT version FROM "${schema}".async_command_migrations`);
+    expect(versions).toEqual([{ version: 1 }]);
+    const indexes = await adminQuery<{ indexname: string }>(
+      'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
+      [schema],
+    );
+    expect(indexes.map((i) => i.indexname)).toEqual(
+      [
+        'async_command_active_key',
+        'async_command_due_idx',
+        'async_command_lease_idx',
+        'async_command_pkey',
+        'async_command_type_biz_idx',
+        'async_command_migrations_pkey',
+      ].sort(),
+    );
+  });
+
+  it('submits inside the caller transaction: rollback leaves nothing, commit keeps all, in order', async () => {
+    await expect(
+      store.transaction(async (tx) => {
+        await store.insert(tx, [command('rollback.me')]);
+        throw new Error('business failed');
+      }),
+    ).rejects.toThrow('business failed');
+    expect((await store.list({ type: 'rollback.me' })).items).toHaveLength(0);
+
+    const ids = await store.transaction((tx) =>
+      store.insert(tx, [
+        command('batch', { n: 1 }),
+        command('batch', { n: 2, text: 'quote " backslash \\ nul \u0000 ☃ 😀' }, { bizKey: 'b-2' }),
+        command('batch', { n: 3 }, { headers: { traceparent: '00-abc-def-01' }, owner: 'orders' }),
+      ]),
+    );
+    expect(ids).toHaveLength(3);
+    expect([...ids].sort((a, b) => Number(a) - Number(b))).toEqual(ids);
+    const rows = await store.getMany(ids);
+    expect(rows.map((r) => (r.payload as { n: number }).n)).toEqual([1, 2, 3]);
+    expect(rows[1]?.payload).toEqual({ n: 2, text: 'quote " backslash \\ nul \u0000 ☃ 😀' });
+    expect(rows[1]?.bizKey).toBe('b-2');
+    expect(rows[2]?.headers).toEqual({ traceparent: '00-abc-def-01' });
+    expect(rows[2]?.owner).toBe('orders');
+    expect(rows[0]).toMatchObject({ status: 'PENDING', retryCount: 0, rescueCount: 0, idempotent: false });
+  });
+
+  it('keeps times exact to the millisecond', async () => {
+    const runAt = new Date('2031-02-03T04:05:06.789Z');
+    const [id] = await store.transaction((tx) => store.insert(tx, [command('times', {}, { runAt })]));
+    const row = await store.get(id!);
+    expect(row?.nextRunAt.toISOString()).toBe(runAt.toISOString());
+    expect(row!.createdAt.getTime() % 1).toBe(0);
+    const dbNow = await store.now();
+    expect(Math.abs(dbNow.getTime() - Date.now())).toBeLessThan(5_000);
+  });
+
+  it('hands out ids beyond 2^53 as exact decimal text', async () => {
+    const big = createPostgresStore({
+      connectionString: 'postgres://postgres@127.0.0.1:5432/test',
+      schema,
+      table: 'big_ids',
+      poolConfig: { max: 2 },
+    });
+    await big.migrate();
+    try {
+      await adminQuery(`ALTER TABLE "${schema}".big_ids ALTER COLUMN id RESTART WITH 9007199254740993`);
+      const ids = await big.transaction((tx) => big.insert(tx, [command('big'), command('big')]));
+      expect(ids).toEqual(['9007199254740993', '9007199254740994']);
+      const claimed = await big.claimDue({
+        types: ['big'],
+        limit: 5,
+        now: new Date(Date.now() + 1),
+        token: 't',
+        leaseMs: 1000,
+      });
+      expect(claimed.map((c) => c.id)).toEqual(ids);
+      expect(await big.complete(claimed.map((c) => ({ id: c.id, token: 't' })))).toEqual(ids);
+      expect((await big.get('9007199254740994'))?.status).toBe('SUCCESS');
+      const page = await big.list({ limit: 1 });
+      expect(page.items[0]?.id).toBe('9007199254740994');
+      const next = await big.list({ limit: 1, cursor: page.nextCursor! });
+      expect(next.items[0]?.id).toBe('9007199254740993');
+    } finally {
+      await big.close();
+    }
+  });
+
+  it('claims due rows in (nextRunAt, id) order, honours limit and types, sets the lease on the DB clock', async () => {
+    const base = Date.now() - 10_000;
+    const ids = await store.transaction((tx) =>
+      store.insert(tx, [
+        command('order', { k: 'c' }, { runAt: new Date(base + 300) }),
+        command('order', { k: 'a' }, { runAt: new Date(base + 100) }),
+        command('order', { k: 'b' }, { runAt: new Date(base + 100) }),
+        command('order', { k: 'future' }, { runAt: new Date(Date.now() + 60_000) }),
+        command('other', { k: 'other' }, { runAt: new Date(base) }),
+      ]),
+    );
+    const first = await claim(['order'], 2, 5_000);
+    expect(first.map((c) => (c.payload as { k: string }).k)).toEqual(['a', 'b']);
+    expect(first.map((c) => c.id)).toEqual([ids[1], ids[2]]);
+    const dbNow = await store.now();
+    for (const c of first) {
+      expect(c.status).toBe('RUNNING');
+      expect(c.leaseUntil!.getTime() - c.startedAt!.getTime()).toBe(5_000);
+      expect(Math.abs(c.startedAt!.getTime() - dbNow.getTime())).toBeLessThan(2_000);
+    }
+    const rest = await claim(['order'], 10);
+    expect(rest.map((c) => (c.payload as { k: string }).k)).toEqual(['c']);
+    expect(await claim(['order'], 10)).toEqual([]);
+    await store.complete([...first, ...rest].map((c) => ({ id: c.id, token: c.claimToken })));
+  });
+
+  it('never hands one row to two claimers (peer stores, each with its own pool)', async () => {
+    const total = 600;
+    const peers = await Promise.all(Array.from({ length: 4 }, () => openStore(schema)));
+    try {
+      await store.transaction((tx) =>
+        store.insert(
+          tx,
+          Array.from({ length: total }, (_, i) => command('race', { i })),
+        ),
+      );
+      const seen = new Map<string, number>();
+      await Promise.all(
+        peers.map(async (peer) => {
+          for (;;) {
+            const batch = await peer.claimDue({
+              types: ['race'],
+              limit: 7,
+              now: new Date(Date.now() + 1),
+              token: randomUUID(),
+              leaseMs: 60_000,
+            });
+            if (batch.length === 0) return;
+            for (const c of batch) seen.set(c.id, (seen.get(c.id) ?? 0) + 1);
+            await peer.complete(batch.map((c) => ({ id: c.id, token: c.claimToken })));
+          }
+        }),
+      );
+      const doubles = [...seen.values()].filter((n) => n > 1).length;
+      expect(doubles).toBe(0);
+      expect(seen.size).toBe(total);
+      const stats = await store.stats(new Date());
+      expect(stats.counts.find((r) => r.type === 'race' && r.status === 'SUCCESS')?.count).toBe(total);
+    } finally {
+      await Promise.all(peers.map((p) => p.close()));
+    }
+  });
+
+  it('fences complete, fail and heartbeat by the claim token, in batches', async () => {
+    const ids = await store.transaction((tx) => store.insert(tx, [command('fence'), command('fence')]));
+    const claimed = await claim(['fence']);
+    expect(claimed.map((c) => c.id)).toEqual(ids);
+    const [a, b] = claimed;
+    const stale = { id: a!.id, token: 'not-the-token' };
+    expect(await store.complete([stale])).toEqual([]);
+    expect(await store.heartbeat([stale, { id: b!.id, token: b!.claimToken }], 60_000)).toEqual([
+      { id: b!.id, token: b!.claimToken },
+    ]);
+    const outcome = decideFailure(a!, new Error('boom ☃'), new Date(), exponentialBackoff());
+    expect(await store.fail(stale, outcome)).toBe(false);
+    expect(await store.fail({ id: a!.id, token: a!.claimToken }, outcome)).toBe(true);
+    const failed = await store.get(a!.id);
+    expect(failed).toMatchObject({ status: 'PENDING', retryCount: 1, lastError: 'boom ☃', claimToken: null });
+    expect(failed!.nextRunAt.getTime()).toBe(outcome.nextRunAt.getTime());
+    expect(
+      await store.complete([
+        { id: b!.id, token: b!.claimToken },
+        { id: a!.id, token: a!.claimToken },
+      ]),
+    ).toEqual([b!.id]);
+    expect((await store.get(b!.id))!.finishedAt).not.toBeNull();
+  });
+
+  it('reclaims expired leases on the database clock, leaves live ones, and kills past the rescue limit', async () => {
+    const [hungId, liveId] = await store.transaction((tx) =>
+      store.insert(tx, [command('hung'), command('live')]),
+    );
+    const [hung] = await claim(['hung'], 1, 0);
+    const [live] = await claim(['live'], 1, 60_000);
+    expect(hung?.id).toBe(hungId);
+    expect(live?.id).toBe(liveId);
+    const reclaimed = await store.reclaimHung({ limit: 100, maxRescues: 1 });
+    expect(reclaimed).toEqual([{ id: hungId, type: 'hung', status: 'PENDING' }]);
+    expect(await store.complete([{ id: hung!.id, token: hung!.claimToken }])).toEqual([]);
+    const again = await claim(['hung'], 1, 0);
+    expect(again[0]).toMatchObject({ id: hungId, rescueCount: 1 });
+    expect(await store.reclaimHung({ limit: 100, maxRescues: 1 })).toEqual([
+      { id: hungId, type: 'hung', status: 'DEAD' },
+    ]);
+    const dead = await store.get(hungId!);
+    expect(dead).toMatchObject({ status: 'DEAD', rescueCount: 2, lastError: rescueLimitMessage(1) });
+    expect(dead!.finishedAt).not.toBeNull();
+    expect((await store.get(liveId!))?.status).toBe('RUNNING');
+    await store.complete([{ id: live!.id, token: live!.claimToken }]);
+  });
+
+  it('submits idempotently: one row under concurrency, the key free again once finished', async () => {
+    const peers = await Promise.all(Array.from({ length: 3 }, () => openStore(schema)));
+    try {
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => {
+          const s = peers[i % peers.length]!;
+          return s.transaction((tx) => s.insertIdempotent(tx, { ...command('idem'), bizKey: 'order-1' }));
+        }),
+      );
+      expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
+      expect(new Set(results.map((r) => r.id)).size).toBe(1);
+      const plain = await store.transaction((tx) =>
+        store.insert(tx, [command('idem', {}, { bizKey: 'order-1' })]),
+      );
+      expect(plain).toHaveLength(1);
+      const [held] = await claim(['idem'], 1);
+      expect(held?.id).toBe(results[0]!.id);
+      await store.complete([{ id: held!.id, token: held!.claimToken }]);
+      const fresh = await store.transaction((tx) =>
+        store.insertIdempotent(tx, { ...command('idem'), bizKey: 'order-1' }),
+      );
+      expect(fresh.duplicate).toBe(false);
+      expect(fresh.id).not.toBe(results[0]!.id);
+    } finally {
+      await Promise.all(peers.map((p) => p.close()));
+    }
+  });
+
+  it('answers admin transitions with one guarded write, or a typed Left', async () => {
+    const [id] = await store.transaction((tx) => store.insert(tx, [command('admin', {}, { maxRetry: 0 })]));
+    const notFound = await store.retry('999999999999', new Date());
+    expect(E.isLeft(notFound) && notFound.left.code).toBe('NOT_FOUND');
+    const illegal = await store.retry(id!, new Date());
+    expect(E.isLeft(illegal) && illegal.left.code).toBe('ILLEGAL_TRANSITION');
+    const [c] = await claim(['admin']);
+    await store.fail(
+      { id: id!, token: c!.claimToken },
+      decideFailure(c!, 'nope', new Date(), exponentialBackoff()),
+    );
+    expect((await store.get(id!))?.status).toBe('DEAD');
+    const retried = await store.retry(id!, new Date());
+    expect(E.isRight(retried) && retried.right).toMatchObject({
+      status: 'PENDING',
+      retryCount: 0,
+      finishedAt: null,
+    });
+    const [c2] = await claim(['admin']);
+    const requeued = await store.requeue(id!, new Date());
+    expect(E.isRight(requeued) && requeued.right).toMatchObject({ status: 'PENDING', claimToken: null });
+    expect(await store.complete([{ id: id!, token: c2!.claimToken }])).toEqual([]);
+    const cancelled = await store.cancel(id!, 'customer changed their mind');
+    expect(E.isRight(cancelled) && cancelled.right).toMatchObject({
+      status: 'CANCELLED',
+      lastError: 'customer changed their mind',
+    });
+    const refused = await store.kill(id!);
+    expect(E.isLeft(refused) && refused.left.code).toBe('ILLEGAL_TRANSITION');
+  });
+
+  it('refuses an admin retry whose idempotency key another active command holds', async () => {
+    const first = await store.transaction((tx) =>
+      store.insertIdempotent(tx, { ...command('idem-retry', {}, { maxRetry: 0 }), bizKey: 'k' }),
+    );
+    const [c] = await claim(['idem-retry']);
+    await store.fail(
+      { id: first.id, token: c!.claimToken },
+      decideFailure(c!, 'x', new Date(), exponentialBackoff()),
+    );
+    const second = await store.transaction((tx) =>
+      store.insertIdempotent(tx, { ...command('idem-retry'), bizKey: 'k' }),
+    );
+    expect(second.duplicate).toBe(false);
+    const refused = await store.retry(first.id, new Date());
+    expect(E.isLeft(refused) && refused.left).toMatchObject({
+      code: 'IDEMPOTENCY_CONFLICT',
+      holderId: second.id,
+    });
+    expect((await store.get(first.id))?.status).toBe('DEAD');
+  });
+
+  it('purges finished rows older than the cutoff in bounded batches, DEAD only when asked', async () => {
+    const purgeStore = await openStore(schema, { table: 'purge_cmd' });
+    try {
+      const ids = await purgeStore.transaction((tx) =>
+        purgeStore.insert(
+          tx,
+          Array.from({ length: 5 }, () => command('p', {}, { maxRetry: 0 })),
+        ),
+      );
+      const claimed = await purgeStore.claimDue({
+        types: ['p'],
+        limit: 5,
+        now: new Date(Date.now() + 1),
+        token: 't',
+        leaseMs: 1000,
+      });
+      await purgeStore.complete(claimed.slice(0, 4).map((c) => ({ id: c.id, token: 't' })));
+      const last = claimed[4]!;
+      await purgeStore.fail(
+        { id: last.id, token: 't' },
+        decideFailure(last, 'x', new Date(), exponentialBackoff()),
+      );
+      const cutoff = new Date(Date.now() + 60_000);
+      expect(await purgeStore.purge({ olderThan: new Date(Date.now() - 60_000), limit: 10 })).toBe(0);
+      expect(await purgeStore.purge({ olderThan: cutoff, limit: 3 })).toBe(3);
+      expect(await purgeStore.purge({ olderThan: cutoff, limit: 3 })).toBe(1);
+      expect(await purgeStore.purge({ olderThan: cutoff, limit: 3 })).toBe(0);
+      expect((await purgeStore.getMany(ids)).map((r) => r.status)).toEqual(['DEAD']);
+      expect(await purgeStore.purge({ olderThan: cutoff, limit: 3, statuses: ['DEAD'] })).toBe(1);
+    } finally {
+      await purgeStore.close();
+    }
+  });
+
+  it('keeps claims on the partial due index when many finished rows sit in the table', async () => {
+    const t = `"${schema}".async_command`;
+    await adminQuery(
+      `INSERT INTO ${t} (type, payload, status, max_retry, next_run_at, created_at, updated_at, finished_at)
+       SELECT 'work', '{}', 'SUCCESS', 0, now(), now(), now(), now() FROM generate_series(1, 20000)`,
+    );
+    await adminQuery(`ANALYZE ${t}`);
+    const plan = await adminQuery<{ 'QUERY PLAN': string }>(
+      `EXPLAIN WITH due AS (
+         SELECT id FROM ${t}
+         WHERE status = 'PENDING' AND next_run_at <= now() AND type = ANY('{work}'::text[])
+         ORDER BY next_run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED)
+       UPDATE ${t} AS c SET status = 'RUNNING' FROM due WHERE c.id = due.id RETURNING c.id`,
+    );
+    const text = plan.map((p) => p['QUERY PLAN']).join('\n');
+    expect(text).toContain('async_command_due_idx');
+    expect(text).not.toContain('Seq Scan');
+  });
+});
