@@ -1,1 +1,92 @@
-export {};
+import type { Logger } from '@asynccmd/core';
+import {
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  InvalidArgumentError,
+  silentLogger,
+  validateIdentifier,
+} from '@asynccmd/core';
+import * as E from 'fp-ts/lib/Either.js';
+import type { Pool, PoolOptions } from 'mysql2/promise';
+import type { ClaimStrategyName } from './claim-strategies.js';
+import { CLAIM_STRATEGIES, strategyForServer } from './claim-strategies.js';
+import { openPool, ownPoolOptions, select } from './connection.js';
+import { MysqlCommandStore } from './store.js';
+
+export { MysqlCommandStore } from './store.js';
+export type { ClaimStrategy, ClaimStrategyName } from './claim-strategies.js';
+export { strategyForServer } from './claim-strategies.js';
+export { MIGRATIONS } from './migrations.js';
+
+export const DEFAULT_TABLE = 'async_command';
+
+export interface MysqlStoreOptions {
+  /**
+   * A mysql2/promise pool to use (the caller keeps it: close() does not end it). Queries set their
+   * own read options, so its supportBigNumbers / dateStrings settings do not matter.
+   */
+  readonly pool?: Pool;
+  /** Or connection options / a mysql:// URI; the store builds and owns its pool. */
+  readonly connection?: string | PoolOptions;
+  /** Connections of a pool the store builds; default 10. */
+  readonly connectionLimit?: number;
+  /** Table name, validated as an identifier; default 'async_command'. */
+  readonly table?: string;
+  /**
+   * Step 1 of the claim: 'skip-locked' (MySQL ≥ 8.0.1, MariaDB ≥ 10.6), 'legacy' (the seed's
+   * derived-table UPDATE, for older servers), or 'auto' (default): chosen from the server version.
+   */
+  readonly claimStrategy?: 'auto' | ClaimStrategyName;
+  /** Largest payload accepted, in UTF-8 bytes of its JSON; default 64 KiB. */
+  readonly maxPayloadBytes?: number;
+  /** Where connection errors of the store's own pool are reported. */
+  readonly logger?: Logger;
+}
+
+/**
+ * Builds a MySQL / MariaDB command store. Asks the server its version (for the 'auto' claim
+ * strategy), so the database must be reachable; call `migrate()` before use.
+ */
+export async function createMysqlStore(options: MysqlStoreOptions): Promise<MysqlCommandStore> {
+  const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);
+  if (E.isLeft(table)) throw table.left;
+  const choice = options.claimStrategy ?? 'auto';
+  if (choice !== 'auto' && !(choice in CLAIM_STRATEGIES)) {
+    throw new InvalidArgumentError(
+      `claimStrategy must be 'auto', 'skip-locked' or 'legacy', not ${String(choice)}`,
+    );
+  }
+  const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+  if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes < 1) {
+    throw new InvalidArgumentError('maxPayloadBytes must be a positive integer');
+  }
+  if ((options.pool === undefined) === (options.connection === undefined)) {
+    throw new InvalidArgumentError('give the MySQL store exactly one of `pool` or `connection`');
+  }
+  const logger = options.logger ?? silentLogger;
+  const ownsPool = options.pool === undefined;
+  const pool =
+    options.pool ??
+    openPool(ownPoolOptions(options.connection as string | PoolOptions, options.connectionLimit ?? 10), (e) =>
+      logger.warn({ err: e, table: table.right }, 'asynccmd: a MySQL connection of the store was lost'),
+    );
+  try {
+    let name: ClaimStrategyName;
+    if (choice === 'auto') {
+      const [row] = await select<{ version: string }>(pool, 'SELECT VERSION() AS version');
+      name = strategyForServer(String(row?.version ?? ''));
+    } else {
+      name = choice;
+    }
+    return new MysqlCommandStore({
+      pool,
+      ownsPool,
+      table: table.right,
+      strategy: CLAIM_STRATEGIES[name],
+      maxPayloadBytes,
+      logger,
+    });
+  } catch (e) {
+    if (ownsPool) await pool.end().catch(() => undefined);
+    throw e;
+  }
+}

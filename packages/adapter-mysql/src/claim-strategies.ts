@@ -1,0 +1,101 @@
+import type { Pool } from 'mysql2/promise';
+import { inTransaction, select, write } from './connection.js';
+import type { MysqlSql } from './sql.js';
+
+/**
+ * Step 1 of the two-step token claim, and the lock taken on hung rows: the only places where
+ * servers with SKIP LOCKED and older servers differ. Step 2 (read back by token) is shared.
+ */
+export interface ClaimStrategy {
+  readonly name: ClaimStrategyName;
+  readonly skipLocked: boolean;
+  /** Marks up to `limit` due rows RUNNING with `token`; returns how many it marked. */
+  markDue(pool: Pool, sql: MysqlSql, round: ClaimRound): Promise<number>;
+  /** The locking clause that picks hung rows without two reclaimers fighting over them. */
+  readonly hungLock: string;
+}
+
+export type ClaimStrategyName = 'skip-locked' | 'legacy';
+
+export interface ClaimRound {
+  readonly token: string;
+  readonly leaseMicros: number;
+  /** Application-clock now, as UTC text. */
+  readonly now: string;
+  readonly types: readonly string[];
+  readonly limit: number;
+}
+
+/**
+ * MySQL ≥ 8.0.1, MariaDB ≥ 10.6: a short READ COMMITTED transaction locks this round's candidates
+ * with FOR UPDATE SKIP LOCKED (concurrent claimers take different rows instead of queueing on, or
+ * deadlocking over, the same ones), marks exactly those, and commits. READ COMMITTED takes no gap
+ * locks, so claimers and submitters do not block each other either.
+ */
+export const skipLockedStrategy: ClaimStrategy = {
+  name: 'skip-locked',
+  skipLocked: true,
+  hungLock: 'FOR UPDATE SKIP LOCKED',
+  async markDue(pool, sql, r) {
+    return inTransaction(pool, true, async (conn) => {
+      const ids = (await select<{ id: string }>(conn, sql.lockDue, [r.now, r.types, r.limit])).map(
+        (c) => c.id,
+      );
+      if (ids.length === 0) return 0;
+      const marked = await write(conn, sql.markClaimed, [r.token, r.leaseMicros, ids]);
+      return marked.affectedRows;
+    });
+  },
+};
+
+/** Empty legacy rounds re-checked before giving up (see below). */
+const LEGACY_EMPTY_ROUND_RETRIES = 3;
+
+/**
+ * Older servers: the seed's single UPDATE with the derived-table subquery, in autocommit. Claimers
+ * that picked the same candidates queue on each other's row locks; the loser re-reads the row,
+ * finds it RUNNING and skips it, so its round can come back empty although due rows remain — then
+ * it looks again (a few times), so an empty answer means there was nothing left to claim.
+ */
+export const legacyStrategy: ClaimStrategy = {
+  name: 'legacy',
+  skipLocked: false,
+  hungLock: 'FOR UPDATE',
+  async markDue(pool, sql, r) {
+    for (let attempt = 0; ; attempt++) {
+      const marked = await write(pool, sql.markDueLegacy, [
+        r.token,
+        r.leaseMicros,
+        r.now,
+        r.types,
+        r.now,
+        r.types,
+        r.limit,
+      ]);
+      if (marked.affectedRows > 0 || attempt >= LEGACY_EMPTY_ROUND_RETRIES) return marked.affectedRows;
+      const due = await select(pool, sql.anyDue, [r.now, r.types]);
+      if (due.length === 0) return 0;
+    }
+  },
+};
+
+export const CLAIM_STRATEGIES: { readonly [N in ClaimStrategyName]: ClaimStrategy } = {
+  'skip-locked': skipLockedStrategy,
+  legacy: legacyStrategy,
+};
+
+/** SKIP LOCKED arrived in MySQL 8.0.1 and MariaDB 10.6. */
+export function strategyForServer(version: string): ClaimStrategyName {
+  const m = /^(\d+)\.(\d+)\.(\d+)/.exec(version);
+  if (!m) return 'legacy';
+  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const atLeast = (a: number, b: number, c: number): boolean =>
+    major !== a ? major > a : minor !== b ? minor > b : patch >= c;
+  return /mariadb/i.test(version)
+    ? atLeast(10, 6, 0)
+      ? 'skip-locked'
+      : 'legacy'
+    : atLeast(8, 0, 1)
+      ? 'skip-locked'
+      : 'legacy';
+}

@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto';
+import type { Pool } from 'mysql2/promise';
+import { select, withConnection, write } from './connection.js';
+
+/**
+ * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
+ * indexes), recorded in `<table>_migrations`. MySQL commits each DDL statement on its own, so every
+ * statement is idempotent (IF NOT EXISTS) and a half-applied version re-runs cleanly; two processes
+ * migrating at once take turns under a named lock (GET_LOCK), released even if the holder dies.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  statements(table: string, collation: string): readonly string[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'command table and the indexes of its hot paths',
+    statements: (t, collation) => [
+      // DATETIME(3) in UTC: millisecond precision, and no conversion by the session time zone
+      // (TIMESTAMP would convert, and ends in 2038). A binary collation, so 'A' and 'a' are different
+      // types and business keys. payload is LONGTEXT: the JSON text exactly as submitted (MySQL's
+      // JSON type would reorder keys and reformat numbers, and MariaDB's is LONGTEXT anyway).
+      `CREATE TABLE IF NOT EXISTS \`${t}\` (
+        id           BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+        type         VARCHAR(128)    NOT NULL,
+        biz_key      VARCHAR(255)    NULL,
+        payload      LONGTEXT        NOT NULL,
+        status       VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'PENDING',
+        max_retry    INT             NOT NULL,
+        retry_count  INT             NOT NULL DEFAULT 0,
+        rescue_count INT             NOT NULL DEFAULT 0,
+        next_run_at  DATETIME(3)     NOT NULL,
+        last_error   VARCHAR(500)    NULL,
+        owner        VARCHAR(128)    NULL,
+        claim_token  VARCHAR(128)    NULL,
+        lease_until  DATETIME(3)     NULL,
+        idempotent   TINYINT(1)      NOT NULL DEFAULT 0,
+        headers      TEXT            NOT NULL,
+        created_at   DATETIME(3)     NOT NULL,
+        updated_at   DATETIME(3)     NOT NULL,
+        started_at   DATETIME(3)     NULL,
+        finished_at  DATETIME(3)     NULL,
+        -- The business key while the command holds its idempotency key (idempotent and unfinished),
+        -- NULL otherwise. A UNIQUE index ignores NULLs, so (type, active_key) admits one holder.
+        active_key   VARCHAR(255) GENERATED ALWAYS AS (
+                       CASE WHEN idempotent = 1 AND status IN ('PENDING', 'RUNNING') THEN biz_key END
+                     ) STORED,
+        PRIMARY KEY (id),
+        -- The due claim walks this in (next_run_at, id) order and stops after LIMIT rows.
+        KEY idx_due (status, next_run_at, id),
+        KEY idx_claim_token (claim_token),
+        KEY idx_type_biz (type, biz_key),
+        UNIQUE KEY uq_active_key (type, active_key),
+        KEY idx_finished (status, finished_at),
+        CHECK (status IN ('PENDING', 'RUNNING', 'SUCCESS', 'DEAD', 'CANCELLED'))
+      ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = ${collation} ROW_FORMAT = DYNAMIC`,
+    ],
+  },
+];
+
+/** No-pad binary collations compare 'a' and 'a ' as different keys; older servers only have utf8mb4_bin. */
+const COLLATION_PREFERENCE = ['utf8mb4_0900_bin', 'utf8mb4_nopad_bin', 'utf8mb4_bin'];
+
+const LOCK_TIMEOUT_S = 60;
+
+/** Applies the versions this database lacks; returns the versions applied. */
+export async function runMigrations(pool: Pool, table: string): Promise<number[]> {
+  return withConnection(pool, async (conn) => {
+    // Lock names are limited to 64 characters: hash the database-qualified table name.
+    const [db] = await select<{ db: string | null }>(conn, 'SELECT DATABASE() AS db');
+    if (!db?.db) throw new Error('the MySQL store needs a default database (database option or URI path)');
+    const lockName = `asynccmd:${createHash('sha1').update(`${db.db}.${table}`).digest('hex')}`;
+    const [locked] = await select<{ ok: number | null }>(conn, 'SELECT GET_LOCK(?, ?) AS ok', [
+      lockName,
+      LOCK_TIMEOUT_S,
+    ]);
+    if (Number(locked?.ok) !== 1)
+      throw new Error(`could not take the migration lock for ${table} within 60 s`);
+    try {
+      await write(
+        conn,
+        `CREATE TABLE IF NOT EXISTS \`${table}_migrations\` (
+           version    INT          NOT NULL PRIMARY KEY,
+           name       VARCHAR(200) NOT NULL,
+           applied_at DATETIME(3)  NOT NULL
+         ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4`,
+      );
+      const applied = new Set(
+        (await select<{ version: number }>(conn, `SELECT version FROM \`${table}_migrations\``)).map((r) =>
+          Number(r.version),
+        ),
+      );
+      const pending = MIGRATIONS.filter((m) => !applied.has(m.version));
+      if (pending.length === 0) return [];
+      const collation = await binaryCollation(conn);
+      for (const m of pending) {
+        for (const statement of m.statements(table, collation)) await write(conn, statement);
+        await write(
+          conn,
+          `INSERT INTO \`${table}_migrations\` (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(3))`,
+          [m.version, m.name],
+        );
+      }
+      return pending.map((m) => m.version);
+    } finally {
+      await conn.query('SELECT RELEASE_LOCK(?)', [lockName]);
+    }
+  });
+}
+
+async function binaryCollation(conn: Parameters<typeof select>[0]): Promise<string> {
+  const rows = await select<{ name: string }>(
+    conn,
+    'SELECT COLLATION_NAME AS name FROM information_schema.COLLATIONS WHERE COLLATION_NAME IN (?)',
+    [COLLATION_PREFERENCE],
+  );
+  const available = new Set(rows.map((r) => r.name));
+  return COLLATION_PREFERENCE.find((c) => available.has(c)) ?? 'utf8mb4_bin';
+}

@@ -1,0 +1,168 @@
+import { TRANSITION_SOURCES } from '@asynccmd/core';
+
+/**
+ * Every statement of the MySQL / MariaDB store, built once per (validated) table name. Values are
+ * always bound parameters (`?`); an array bound to `IN (?)` expands into a list (mysql2 `query()`).
+ *
+ * Times are DATETIME(3) in UTC. DB_NOW is the database clock, in UTC whatever the server's or the
+ * session's time zone (NOW(3) would follow the session time zone); leases and updated_at use it.
+ * Due checks compare with the application clock's `now`, bound as UTC text.
+ *
+ * With no RETURNING on MariaDB, a batched complete writes a fresh marker of its own into
+ * claim_token of the rows it finishes and reads them back by it (the record never shows it: a
+ * claim token is reported only while RUNNING). Every other transition out of RUNNING clears it.
+ */
+export const DB_NOW = 'UTC_TIMESTAMP(3)';
+
+/** leaseUntil for a claim or heartbeat; the bound value is the lease in microseconds. */
+const LEASE_UNTIL = `${DB_NOW} + INTERVAL ? MICROSECOND`;
+
+const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
+  last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
+  finished_at`;
+
+const INSERT_COLUMNS = `(type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent, headers,
+  created_at, updated_at)`;
+
+/** One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, idempotent, headers. */
+const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
+
+/** The claimable rows, in the order the (status, next_run_at, id) index holds them. */
+const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?)`;
+
+/** `(id, claim_token) IN ((?, ?), …)` for `n` claim refs. */
+function refs(n: number): string {
+  return `(id, claim_token) IN (${Array.from({ length: n }, () => '(?, ?)').join(', ')})`;
+}
+
+const sources = (name: keyof typeof TRANSITION_SOURCES): string =>
+  TRANSITION_SOURCES[name].map((s) => `'${s}'`).join(', ');
+
+export function mysqlSql(t: string) {
+  const table = `\`${t}\``;
+  return {
+    now: `SELECT ${DB_NOW} AS now`,
+    ping: 'SELECT 1',
+    autoIncrementStep: 'SELECT @@auto_increment_increment AS step',
+    lastInsertId: 'SELECT LAST_INSERT_ID() AS id',
+    /** A harmless statement whose OK packet tells whether the connection is inside a transaction. */
+    probeTransaction: 'DO 0',
+
+    /** `rows` commands in one statement; InnoDB gives a simple multi-row insert consecutive ids. */
+    insertMany: (rows: number) =>
+      `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${Array.from({ length: rows }, () => INSERT_ROW).join(', ')}`,
+    /** The unfinished idempotent command holding (type, bizKey): the generated active_key column. */
+    activeHolder: `SELECT id FROM ${table} WHERE type = ? AND active_key = ?`,
+
+    /** Step 1, SKIP LOCKED form: lock this round's candidates, skipping rows other claimers hold. */
+    lockDue: `SELECT id FROM ${table} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    /** Marks locked candidates (ids bound as a list). */
+    markClaimed: `UPDATE ${table}
+       SET status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
+           updated_at = ${DB_NOW}
+       WHERE id IN (?) AND status = 'PENDING'`,
+    /**
+     * Step 1, legacy form (servers without SKIP LOCKED): the seed's single UPDATE. The derived table
+     * materialises the candidate ids (MySQL refuses a subquery on the updated table, error 1093, and
+     * LIMIT inside IN); the outer WHERE repeats status and due time, so a row another claimer took
+     * meanwhile is left alone.
+     */
+    markDueLegacy: `UPDATE ${table}
+       SET status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
+           updated_at = ${DB_NOW}
+       WHERE ${DUE} AND id IN (
+         SELECT id FROM (
+           SELECT id FROM ${table} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ?
+         ) AS due)`,
+    anyDue: `SELECT 1 AS due FROM ${table} WHERE ${DUE} LIMIT 1`,
+    /** Step 2: this round's rows, read back by their fresh token (indexed). */
+    claimedBy: `SELECT ${COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY next_run_at, id`,
+    /** claimById: one row by primary key; `types` is optional (the list form is a second statement). */
+    claimById: `UPDATE ${table}
+       SET status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
+           updated_at = ${DB_NOW}
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ?`,
+    claimByIdOfTypes: `UPDATE ${table}
+       SET status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
+           updated_at = ${DB_NOW}
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND type IN (?)`,
+    claimedRow: `SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND claim_token = ? AND status = 'RUNNING'`,
+
+    // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
+    heartbeat: (n: number) =>
+      `UPDATE ${table} SET lease_until = ${LEASE_UNTIL}, updated_at = ${DB_NOW}
+       WHERE status = 'RUNNING' AND ${refs(n)}`,
+    heldRefs: (n: number) => `SELECT id, claim_token FROM ${table} WHERE status = 'RUNNING' AND ${refs(n)}`,
+    /** Bound: this call's marker, then the refs. */
+    complete: (n: number) =>
+      `UPDATE ${table}
+       SET status = 'SUCCESS', claim_token = ?, lease_until = NULL, finished_at = ${DB_NOW},
+           updated_at = ${DB_NOW}
+       WHERE status = 'RUNNING' AND ${refs(n)}`,
+    /** The rows one complete call finished (SUCCESS is final, so the marker stays put). */
+    completedBy: `SELECT id FROM ${table} WHERE claim_token = ? AND status = 'SUCCESS'`,
+    /** Bound: status, retry_count, next_run_at, last_error, status again (for finished_at), id, token. */
+    fail: `UPDATE ${table}
+       SET status = ?, retry_count = ?, next_run_at = ?, last_error = ?, claim_token = NULL, lease_until = NULL,
+           finished_at = CASE WHEN ? = 'DEAD' THEN ${DB_NOW} ELSE NULL END, updated_at = ${DB_NOW}
+       WHERE id = ? AND status = 'RUNNING' AND claim_token = ?`,
+    /** release runs in a transaction: lock the rows still held, then move exactly those. */
+    lockHeld: (n: number) =>
+      `SELECT id FROM ${table} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
+    release: `UPDATE ${table} SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE id IN (?) AND status = 'RUNNING'`,
+
+    /** Leases that expired on the database clock, oldest first, in a bounded batch (strategy adds the lock clause). */
+    hungCandidates: `SELECT id, type, rescue_count FROM ${table}
+       WHERE status = 'RUNNING' AND lease_until < ${DB_NOW}
+       ORDER BY lease_until, id LIMIT ?`,
+    /**
+     * Back to PENDING due now (never later than it already was), or DEAD past the rescue limit.
+     * Bound: maxRescues ×4, the dead letter's text, the ids. Guarded by status and lease again.
+     */
+    reclaim: `UPDATE ${table}
+       SET status = CASE WHEN rescue_count + 1 > ? THEN 'DEAD' ELSE 'PENDING' END,
+           next_run_at = CASE WHEN rescue_count + 1 > ? THEN next_run_at ELSE LEAST(next_run_at, ${DB_NOW}) END,
+           last_error = CASE WHEN rescue_count + 1 > ? THEN ? ELSE last_error END,
+           finished_at = CASE WHEN rescue_count + 1 > ? THEN ${DB_NOW} ELSE NULL END,
+           rescue_count = rescue_count + 1, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE id IN (?) AND status = 'RUNNING' AND lease_until < ${DB_NOW}`,
+
+    // Admin transitions: one write guarded by the transition's source states (from core).
+    retry: `UPDATE ${table}
+       SET status = 'PENDING', retry_count = 0, rescue_count = 0, next_run_at = ?, claim_token = NULL,
+           lease_until = NULL, finished_at = NULL, updated_at = ${DB_NOW}
+       WHERE id = ? AND status IN (${sources('retry')})`,
+    requeue: `UPDATE ${table}
+       SET status = 'PENDING', next_run_at = ?, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE id = ? AND status IN (${sources('requeue')})`,
+    kill: `UPDATE ${table}
+       SET status = 'CANCELLED', last_error = COALESCE(?, last_error), claim_token = NULL, lease_until = NULL,
+           finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE id = ? AND status IN (${sources('kill')})`,
+    cancel: `UPDATE ${table}
+       SET status = 'CANCELLED', last_error = COALESCE(?, last_error), claim_token = NULL, lease_until = NULL,
+           finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE id = ? AND status IN (${sources('cancel')})`,
+
+    get: `SELECT ${COLUMNS} FROM ${table} WHERE id = ?`,
+    getMany: `SELECT ${COLUMNS} FROM ${table} WHERE id IN (?) ORDER BY id`,
+    /** Newest first; the optional filters are added by the store in this order. */
+    list: (filters: readonly ('status' | 'type' | 'bizKey' | 'before')[]) =>
+      `SELECT ${COLUMNS} FROM ${table}
+       ${filters.length ? `WHERE ${filters.map((f) => LIST_FILTERS[f]).join(' AND ')}` : ''}
+       ORDER BY id DESC LIMIT ?`,
+    counts: `SELECT status, type, COUNT(*) AS count FROM ${table} GROUP BY status, type ORDER BY status, type`,
+    oldestDue: `SELECT MIN(next_run_at) AS oldest FROM ${table} WHERE status = 'PENDING' AND next_run_at <= ?`,
+    purge: `DELETE FROM ${table} WHERE status IN (?) AND finished_at < ? ORDER BY finished_at, id LIMIT ?`,
+  };
+}
+
+const LIST_FILTERS = {
+  status: 'status IN (?)',
+  type: 'type = ?',
+  bizKey: 'biz_key = ?',
+  before: 'id < ?',
+} as const;
+
+export type MysqlSql = ReturnType<typeof mysqlSql>;

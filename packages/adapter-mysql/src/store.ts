@@ -1,0 +1,635 @@
+import type {
+  AdminError,
+  AdminTransition,
+  ClaimByIdParams,
+  ClaimDueParams,
+  ClaimedCommand,
+  ClaimRef,
+  CommandId,
+  CommandRecord,
+  CommandStatus,
+  CommandStore,
+  FailureOutcome,
+  InsertResult,
+  ListPage,
+  ListQuery,
+  Logger,
+  NewCommand,
+  PurgeParams,
+  ReclaimedCommand,
+  ReclaimParams,
+  StoreCapabilities,
+  StoreStats,
+} from '@asynccmd/core';
+import {
+  CommandNotFoundError,
+  FINISHED_STATUSES,
+  IdempotencyConflictError,
+  InvalidArgumentError,
+  PayloadNotSerialisableError,
+  PayloadTooLargeError,
+  checkTransition,
+  isCommandStatus,
+  parseCommandId,
+  rescueLimitMessage,
+  truncateErrorText,
+} from '@asynccmd/core';
+import * as E from 'fp-ts/lib/Either.js';
+import { randomUUID } from 'node:crypto';
+import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
+import type { ClaimStrategy } from './claim-strategies.js';
+import type { Queryable } from './connection.js';
+import {
+  inTransaction,
+  isConnectionLost,
+  isDuplicateKey,
+  retryConnectionLoss,
+  retryLockConflicts,
+  rollbackQuietly,
+  select,
+  withConnection,
+  write,
+} from './connection.js';
+import { runMigrations } from './migrations.js';
+import type { CommandRow } from './rows.js';
+import { fromUtcText, toRecord, toUtcText } from './rows.js';
+import type { MysqlSql } from './sql.js';
+import { mysqlSql } from './sql.js';
+
+export interface MysqlStoreParts {
+  readonly pool: Pool;
+  /** Whether close() ends the pool (false for a pool the caller handed in). */
+  readonly ownsPool: boolean;
+  readonly table: string;
+  readonly strategy: ClaimStrategy;
+  readonly maxPayloadBytes: number;
+  readonly logger: Logger;
+}
+
+/** Rows per multi-row INSERT, and the payload bytes one statement may carry (max_allowed_packet is 16 MiB by default). */
+const INSERT_CHUNK_ROWS = 1000;
+const INSERT_CHUNK_BYTES = 4 * 1024 * 1024;
+const RACE_ATTEMPTS = 5;
+const SERVER_STATUS_IN_TRANS = 0x0001;
+/** Column widths (in characters) of the table; longer text is refused rather than cut. */
+const WIDTHS = { type: 128, bizKey: 255, owner: 128, token: 128 } as const;
+
+/**
+ * The store port on MySQL 8 / MariaDB 10.6+ (and older servers through the legacy claim). `Tx` is a
+ * mysql2/promise connection: submits run on the caller's connection and commit or roll back with
+ * the caller's transaction; everything else runs on the store's pool.
+ */
+export class MysqlCommandStore implements CommandStore<Connection> {
+  readonly dialect = 'mysql';
+  readonly capabilities: StoreCapabilities;
+  readonly table: string;
+  readonly strategy: ClaimStrategy;
+  private readonly pool: Pool;
+  private readonly ownsPool: boolean;
+  private readonly sql: MysqlSql;
+  private readonly maxPayloadBytes: number;
+  private autoIncrementStep: bigint | null = null;
+  private closed = false;
+
+  constructor(parts: MysqlStoreParts) {
+    this.pool = parts.pool;
+    this.ownsPool = parts.ownsPool;
+    this.table = parts.table;
+    this.strategy = parts.strategy;
+    this.sql = mysqlSql(parts.table);
+    this.maxPayloadBytes = parts.maxPayloadBytes;
+    this.capabilities = { skipLocked: parts.strategy.skipLocked, wakeups: false };
+  }
+
+  async migrate(): Promise<void> {
+    await runMigrations(this.pool, this.table);
+  }
+
+  async transaction<T>(fn: (tx: Connection) => Promise<T>): Promise<T> {
+    return withConnection(this.pool, async (conn) => {
+      await conn.query('START TRANSACTION');
+      try {
+        const result = await fn(conn);
+        await conn.query('COMMIT');
+        return result;
+      } catch (e) {
+        await rollbackQuietly(conn);
+        throw e;
+      }
+    });
+  }
+
+  async insert(tx: Connection, commands: readonly NewCommand[]): Promise<CommandId[]> {
+    const rows = commands.map((c) => this.insertParams(c, false));
+    if (rows.length === 0) return [];
+    const chunks = chunkRows(rows);
+    if (chunks.length === 1) return this.insertChunk(tx, chunks[0] ?? []);
+    // Several statements must commit together: inside the caller's transaction they do; on a
+    // connection in autocommit they get a transaction of their own.
+    const probe = await write(tx, this.sql.probeTransaction);
+    const own = (probe.serverStatus & SERVER_STATUS_IN_TRANS) === 0;
+    if (own) await tx.query('START TRANSACTION');
+    try {
+      const ids: CommandId[] = [];
+      for (const chunk of chunks) ids.push(...(await this.insertChunk(tx, chunk)));
+      if (own) await tx.query('COMMIT');
+      return ids;
+    } catch (e) {
+      if (own) await rollbackQuietly(tx);
+      throw e;
+    }
+  }
+
+  async insertIdempotent(
+    tx: Connection,
+    command: NewCommand & { readonly bizKey: string },
+  ): Promise<InsertResult> {
+    if (typeof command.bizKey !== 'string' || command.bizKey === '') {
+      throw new InvalidArgumentError('an idempotent submit needs a non-empty bizKey');
+    }
+    const params = this.insertParams(command, true);
+    // The holder may finish between the refused insert and the look-up: then insert again.
+    for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
+      try {
+        const [id] = await this.insertChunk(tx, [params]);
+        return { id: id as CommandId, duplicate: false };
+      } catch (e) {
+        if (!isDuplicateKey(e)) throw e;
+      }
+      // A duplicate-key error rolls back the statement only; the caller's transaction goes on. The
+      // holder is visible on the caller's connection if that transaction inserted it itself, else it
+      // is committed and a fresh read on the pool sees it (the caller's snapshot may be older).
+      const key = [command.type, command.bizKey];
+      const holder =
+        (await select<{ id: string }>(tx, this.sql.activeHolder, key))[0] ??
+        (await select<{ id: string }>(this.pool, this.sql.activeHolder, key))[0];
+      if (holder) return { id: String(holder.id), duplicate: true };
+    }
+    throw new Error(`idempotent submit of (${command.type}, ${command.bizKey}) kept racing with its holder`);
+  }
+
+  async claimDue(params: ClaimDueParams): Promise<ClaimedCommand[]> {
+    const limit = requireInt('limit', params.limit, 0);
+    const types = requireTypes(params.types);
+    const round = {
+      token: requireToken(params.token),
+      leaseMicros: requireInt('leaseMs', params.leaseMs, 1) * 1000,
+      now: requireTime('now', params.now),
+      types,
+      limit,
+    };
+    if (limit === 0 || types.length === 0) return [];
+    try {
+      const marked = await retryLockConflicts(() => this.strategy.markDue(this.pool, this.sql, round));
+      if (marked === 0) return [];
+    } catch (e) {
+      // The connection died under step 1: it may have committed before it did. The token is fresh
+      // and ours alone, so step 2 tells; rows it finds are claimed and must not wait for a reclaim.
+      if (!isConnectionLost(e)) throw e;
+      const claimed = await this.claimedBy(round.token).catch(() => []);
+      if (claimed.length === 0) throw e;
+      return claimed;
+    }
+    return retryConnectionLoss(() => this.claimedBy(round.token));
+  }
+
+  async claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null> {
+    const id = requireId(params.id);
+    const token = requireToken(params.token);
+    const lease = requireInt('leaseMs', params.leaseMs, 1) * 1000;
+    const now = requireTime('now', params.now);
+    const types = params.types === undefined ? undefined : requireTypes(params.types);
+    if (types !== undefined && types.length === 0) return null;
+    const marked = await retryLockConflicts(() =>
+      types === undefined
+        ? write(this.pool, this.sql.claimById, [token, lease, id, now])
+        : write(this.pool, this.sql.claimByIdOfTypes, [token, lease, id, now, types]),
+    );
+    if (marked.affectedRows === 0) return null;
+    const [row] = await retryConnectionLoss(() =>
+      select<CommandRow>(this.pool, this.sql.claimedRow, [id, token]),
+    );
+    return row ? (toRecord(row) as ClaimedCommand) : null;
+  }
+
+  async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
+    const lease = requireInt('leaseMs', leaseMs, 1) * 1000;
+    const pairs = refPairs(refs);
+    if (pairs.length === 0) return [];
+    const n = pairs.length / 2;
+    // Extending a lease twice is harmless, so a lost connection just means: do it again.
+    const updated = await retryConnectionLoss(() =>
+      retryLockConflicts(() => write(this.pool, this.sql.heartbeat(n), [lease, ...pairs])),
+    );
+    if (updated.affectedRows === n) return [...refs];
+    const held = await select<{ id: string; claim_token: string }>(this.pool, this.sql.heldRefs(n), pairs);
+    const live = new Set(held.map((r) => `${r.id} ${r.claim_token}`));
+    return refs.filter((r) => live.has(`${r.id} ${r.token}`));
+  }
+
+  async complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    const pairs = refPairs(refs);
+    if (pairs.length === 0) return [];
+    const n = pairs.length / 2;
+    // Completing again with the same marker after a lost connection is harmless: the read by
+    // marker below reports what this call finished, on the first attempt or the second.
+    const marker = `done:${randomUUID()}`;
+    const updated = await retryConnectionLoss(() =>
+      retryLockConflicts(() => write(this.pool, this.sql.complete(n), [marker, ...pairs])),
+    );
+    const ids = unique(refs.map((r) => r.id));
+    if (updated.affectedRows === n && ids.length === n) return ids;
+    const done = new Set(
+      (await select<{ id: string }>(this.pool, this.sql.completedBy, [marker])).map((r) => String(r.id)),
+    );
+    return ids.filter((id) => done.has(id));
+  }
+
+  async fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean> {
+    if (outcome.status !== 'PENDING' && outcome.status !== 'DEAD') {
+      throw new InvalidArgumentError(`a failed attempt ends PENDING or DEAD, not ${String(outcome.status)}`);
+    }
+    const values = [
+      outcome.status,
+      requireInt('retryCount', outcome.retryCount, 0),
+      requireTime('nextRunAt', outcome.nextRunAt),
+      truncateErrorText(String(outcome.lastError)),
+      outcome.status,
+      requireId(ref.id),
+      requireToken(ref.token),
+    ];
+    const updated = await retryLockConflicts(() => write(this.pool, this.sql.fail, values));
+    return updated.affectedRows === 1;
+  }
+
+  async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    const pairs = refPairs(refs);
+    if (pairs.length === 0) return [];
+    const n = pairs.length / 2;
+    // PENDING is not final (the row may be claimed again at once), so lock, then move exactly those.
+    return retryLockConflicts(() =>
+      inTransaction(this.pool, true, async (conn) => {
+        const held = (await select<{ id: string }>(conn, this.sql.lockHeld(n), pairs)).map((r) =>
+          String(r.id),
+        );
+        if (held.length > 0) await write(conn, this.sql.release, [held]);
+        const released = new Set(held);
+        return unique(refs.map((r) => r.id)).filter((id) => released.has(id));
+      }),
+    );
+  }
+
+  async reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]> {
+    const limit = requireInt('limit', params.limit, 0);
+    const maxRescues = requireInt('maxRescues', params.maxRescues, 0);
+    if (limit === 0) return [];
+    const dead = rescueLimitMessage(maxRescues);
+    return retryLockConflicts(() =>
+      inTransaction(this.pool, true, async (conn) => {
+        const hung = await select<{ id: string; type: string; rescue_count: number }>(
+          conn,
+          `${this.sql.hungCandidates} ${this.strategy.hungLock}`,
+          [limit],
+        );
+        if (hung.length === 0) return [];
+        const ids = hung.map((h) => String(h.id));
+        await write(conn, this.sql.reclaim, [maxRescues, maxRescues, maxRescues, dead, maxRescues, ids]);
+        // The rows are locked until commit, so the guarded write moved every one of them.
+        return hung.map((h) => ({
+          id: String(h.id),
+          type: h.type,
+          status: Number(h.rescue_count) + 1 > maxRescues ? ('DEAD' as const) : ('PENDING' as const),
+        }));
+      }),
+    );
+  }
+
+  async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+    return this.adminTransition('retry', id, [requireTime('now', now)]);
+  }
+
+  async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+    return this.adminTransition('requeue', id, [requireTime('now', now)]);
+  }
+
+  async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+    return this.adminTransition('kill', id, [reasonText(reason)]);
+  }
+
+  async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+    return this.adminTransition('cancel', id, [reasonText(reason)]);
+  }
+
+  async get(id: CommandId): Promise<CommandRecord | null> {
+    const key = requireId(id);
+    const [row] = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.get, [key]));
+    return row ? toRecord(row) : null;
+  }
+
+  async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
+    const keys = ids.map((id) => requireId(id));
+    if (keys.length === 0) return [];
+    const rows = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.getMany, [keys]));
+    return rows.map(toRecord);
+  }
+
+  async list(query: ListQuery): Promise<ListPage> {
+    const limit = requireInt('limit', query.limit ?? 50, 1, 1000);
+    const filters: ('status' | 'type' | 'bizKey' | 'before')[] = [];
+    const values: unknown[] = [];
+    const add = (f: (typeof filters)[number], v: unknown): void => {
+      filters.push(f);
+      values.push(v);
+    };
+    if (query.status !== undefined) add('status', requireStatuses(query.status));
+    const type = optionalText('type', query.type);
+    if (type !== null) add('type', type);
+    const bizKey = optionalText('bizKey', query.bizKey);
+    if (bizKey !== null) add('bizKey', bizKey);
+    if (query.cursor !== undefined && query.cursor !== null) add('before', decodeCursor(query.cursor));
+    if (filters[0] === 'status' && (values[0] as unknown[]).length === 0)
+      return { items: [], nextCursor: null };
+    const rows = await retryConnectionLoss(() =>
+      select<CommandRow>(this.pool, this.sql.list(filters), [...values, limit + 1]),
+    );
+    const items = rows.slice(0, limit).map(toRecord);
+    const last = items[items.length - 1];
+    return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+  }
+
+  async stats(now: Date): Promise<StoreStats> {
+    const at = requireTime('now', now);
+    return retryConnectionLoss(async () => {
+      const counts = await select<{ status: CommandStatus; type: string; count: string | number }>(
+        this.pool,
+        this.sql.counts,
+      );
+      const [oldest] = await select<{ oldest: string | null }>(this.pool, this.sql.oldestDue, [at]);
+      return {
+        counts: counts.map((c) => ({ status: c.status, type: c.type, count: Number(c.count) })),
+        oldestDueAt: oldest?.oldest ? fromUtcText(oldest.oldest) : null,
+      };
+    });
+  }
+
+  async purge(params: PurgeParams): Promise<number> {
+    const statuses = params.statuses ?? ['SUCCESS', 'CANCELLED'];
+    for (const s of statuses) {
+      if (!FINISHED_STATUSES.includes(s)) {
+        throw new InvalidArgumentError(`purge deletes only finished commands, not ${String(s)} ones`);
+      }
+    }
+    const limit = requireInt('limit', params.limit, 0);
+    const olderThan = requireTime('olderThan', params.olderThan);
+    if (limit === 0 || statuses.length === 0) return 0;
+    const deleted = await retryLockConflicts(() =>
+      write(this.pool, this.sql.purge, [[...statuses], olderThan, limit]),
+    );
+    return deleted.affectedRows;
+  }
+
+  async now(): Promise<Date> {
+    const [row] = await retryConnectionLoss(() => select<{ now: string }>(this.pool, this.sql.now));
+    if (!row) throw new Error('the database returned no time');
+    return fromUtcText(row.now);
+  }
+
+  async ping(): Promise<void> {
+    await retryConnectionLoss(() => select(this.pool, this.sql.ping));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsPool) await this.pool.end();
+  }
+
+  // ── internals ──────────────────────────────────────────────────────────────────────────────────
+
+  private async claimedBy(token: string): Promise<ClaimedCommand[]> {
+    const rows = await select<CommandRow>(this.pool, this.sql.claimedBy, [token]);
+    return rows.map(toRecord) as ClaimedCommand[];
+  }
+
+  /** One multi-row INSERT; its ids are consecutive (InnoDB, simple insert), stepping by auto_increment_increment. */
+  private async insertChunk(tx: Queryable, rows: readonly InsertParams[]): Promise<CommandId[]> {
+    const header: ResultSetHeader = await write(tx, this.sql.insertMany(rows.length), rows.flat());
+    let first: bigint;
+    if (typeof header.insertId === 'number' && !Number.isSafeInteger(header.insertId)) {
+      const [last] = await select<{ id: string }>(tx, this.sql.lastInsertId);
+      first = BigInt(String(last?.id));
+    } else {
+      first = BigInt(String(header.insertId));
+    }
+    const step = rows.length === 1 ? 1n : await this.step();
+    return rows.map((_, i) => String(first + BigInt(i) * step));
+  }
+
+  private async step(): Promise<bigint> {
+    if (this.autoIncrementStep === null) {
+      const [row] = await select<{ step: string | number }>(this.pool, this.sql.autoIncrementStep);
+      this.autoIncrementStep = BigInt(String(row?.step ?? 1));
+    }
+    return this.autoIncrementStep;
+  }
+
+  /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
+  private insertParams(c: NewCommand, idempotent: boolean): InsertParams {
+    const type = requireText('type', c.type, WIDTHS.type);
+    if (type === '') throw new InvalidArgumentError('a command needs a type');
+    if (typeof c.payloadJson !== 'string') {
+      throw new PayloadNotSerialisableError('payloadJson must be the JSON text of the payload');
+    }
+    const bytes = Buffer.byteLength(c.payloadJson, 'utf8');
+    if (bytes > this.maxPayloadBytes) throw new PayloadTooLargeError(bytes, this.maxPayloadBytes);
+    try {
+      JSON.parse(c.payloadJson);
+    } catch (e) {
+      // A row whose payload cannot be parsed would poison every claim that reads it.
+      throw new PayloadNotSerialisableError(`payloadJson is not valid JSON (${(e as Error).message})`);
+    }
+    const headers = c.headers ?? {};
+    for (const [k, v] of Object.entries(headers)) {
+      if (typeof v !== 'string')
+        throw new InvalidArgumentError(`header ${JSON.stringify(k)} must be a string`);
+    }
+    return [
+      type,
+      c.bizKey === undefined || c.bizKey === null ? null : requireText('bizKey', c.bizKey, WIDTHS.bizKey),
+      c.payloadJson,
+      requireInt('maxRetry', c.maxRetry, 0, 2147483647),
+      c.runAt === undefined || c.runAt === null ? null : requireTime('runAt', c.runAt),
+      c.owner === undefined || c.owner === null ? null : requireText('owner', c.owner, WIDTHS.owner),
+      idempotent ? 1 : 0,
+      JSON.stringify(headers),
+    ];
+  }
+
+  /**
+   * One guarded write in a short transaction, then the row as it now is. A refusal is explained from
+   * the row; if it changed in between so that the transition is allowed after all, try again.
+   */
+  private async adminTransition(
+    name: AdminTransition,
+    id: CommandId,
+    leading: readonly unknown[],
+  ): Promise<E.Either<AdminError, CommandRecord>> {
+    const key = requireId(id);
+    for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
+      const outcome = await retryLockConflicts(() =>
+        inTransaction(this.pool, true, async (conn): Promise<E.Either<AdminError, CommandRecord> | null> => {
+          let updated: ResultSetHeader;
+          try {
+            updated = await write(conn, this.sql[name], [...leading, key]);
+          } catch (e) {
+            if (name === 'retry' && isDuplicateKey(e))
+              return E.left(await this.idempotencyConflict(conn, key));
+            throw e;
+          }
+          const [row] = await select<CommandRow>(conn, this.sql.get, [key]);
+          if (!row) return E.left(new CommandNotFoundError(key));
+          if (updated.affectedRows === 1) return E.right(toRecord(row));
+          const allowed = checkTransition(name, row.status, key);
+          return E.isLeft(allowed) ? E.left(allowed.left) : null;
+        }),
+      );
+      if (outcome !== null) return outcome;
+    }
+    throw new Error(`command ${key} kept changing while ${name} was applied to it`);
+  }
+
+  private async idempotencyConflict(conn: PoolConnection, id: string): Promise<IdempotencyConflictError> {
+    const [row] = await select<CommandRow>(conn, this.sql.get, [id]);
+    const [holder] = row
+      ? await select<{ id: string }>(conn, this.sql.activeHolder, [row.type, row.biz_key])
+      : [];
+    return new IdempotencyConflictError(id, holder ? String(holder.id) : null);
+  }
+}
+
+type InsertParams = readonly [
+  string,
+  string | null,
+  string,
+  number,
+  string | null,
+  string | null,
+  number,
+  string,
+];
+
+function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
+  const chunks: InsertParams[][] = [];
+  let current: InsertParams[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    const size = Buffer.byteLength(row[2], 'utf8') + 512;
+    if (current.length > 0 && (current.length >= INSERT_CHUNK_ROWS || bytes + size > INSERT_CHUNK_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(row);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+// ── input checks: bad input is refused with a typed error before it reaches SQL ─────────────────────
+
+function requireId(id: unknown): CommandId {
+  const parsed = parseCommandId(id);
+  if (E.isLeft(parsed)) throw parsed.left;
+  return parsed.right;
+}
+
+function requireInt(what: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError(`${what} must be an integer in [${min}, ${max}], got ${String(value)}`);
+  }
+  return value;
+}
+
+/** DATETIME holds years 1000–9999; the time is bound as UTC text. */
+function requireTime(what: string, value: unknown): string {
+  const ms = value instanceof Date ? value.getTime() : NaN;
+  const year = Number.isFinite(ms) ? (value as Date).getUTCFullYear() : NaN;
+  if (!(year >= 1000 && year <= 9999)) {
+    throw new InvalidArgumentError(`${what} must be a valid Date between the years 1000 and 9999`);
+  }
+  return toUtcText(value as Date);
+}
+
+function requireText(what: string, value: unknown, maxChars: number): string {
+  if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
+  // Column widths count characters (code points), not UTF-16 units.
+  if ([...value].length > maxChars) {
+    throw new InvalidArgumentError(`${what} is longer than ${maxChars} characters`);
+  }
+  return value;
+}
+
+function requireToken(token: unknown): string {
+  const text = requireText('a claim token', token, WIDTHS.token);
+  if (text === '') throw new InvalidArgumentError('a claim token must be a non-empty string');
+  return text;
+}
+
+function requireTypes(types: unknown): string[] {
+  if (!Array.isArray(types) || !types.every((t) => typeof t === 'string')) {
+    throw new InvalidArgumentError('types must be an array of command type names');
+  }
+  return types as string[];
+}
+
+function requireStatuses(status: CommandStatus | readonly CommandStatus[]): CommandStatus[] {
+  const list = (Array.isArray(status) ? status : [status]) as unknown[];
+  for (const s of list) {
+    if (!isCommandStatus(s)) throw new InvalidArgumentError(`${JSON.stringify(s)} is not a command status`);
+  }
+  return list as CommandStatus[];
+}
+
+function optionalText(what: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
+  return value;
+}
+
+function reasonText(reason: unknown): string | null {
+  const text = optionalText('reason', reason);
+  return text === null ? null : truncateErrorText(text);
+}
+
+/** [id, token, id, token, …] for `(id, claim_token) IN ((?, ?), …)`, one pair per distinct ref. */
+function refPairs(refs: readonly ClaimRef[]): string[] {
+  const seen = new Set<string>();
+  const pairs: string[] = [];
+  for (const r of refs) {
+    const id = requireId(r.id);
+    const token = requireToken(r.token);
+    const k = `${id} ${token}`;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    pairs.push(id, token);
+  }
+  return pairs;
+}
+
+function unique(ids: readonly CommandId[]): CommandId[] {
+  return [...new Set(ids)];
+}
+
+const CURSOR_PREFIX = 'id:';
+
+function encodeCursor(id: CommandId): string {
+  return Buffer.from(`${CURSOR_PREFIX}${id}`, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: unknown): string {
+  const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  const id = text.startsWith(CURSOR_PREFIX) ? parseCommandId(text.slice(CURSOR_PREFIX.length)) : null;
+  if (!id || E.isLeft(id)) throw new InvalidArgumentError('the list cursor is not one this store handed out');
+  return id.right;
+}

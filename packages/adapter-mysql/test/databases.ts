@@ -1,0 +1,40 @@
+import { createConnection } from 'mysql2/promise';
+import type { MysqlStoreOptions } from '../src/index.js';
+import { createMysqlStore } from '../src/index.js';
+import type { MysqlCommandStore } from '../src/store.js';
+
+/** The MariaDB of this machine; MYSQL_URL overrides it (a server URI without a database). */
+export const SERVER = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
+
+/** Runs admin statements (CREATE / DROP DATABASE, KILL) on a short-lived connection of its own. */
+export async function admin<T>(
+  fn: (conn: Awaited<ReturnType<typeof createConnection>>) => Promise<T>,
+): Promise<T> {
+  const conn = await createConnection(SERVER);
+  try {
+    return await fn(conn);
+  } finally {
+    await conn.end();
+  }
+}
+
+/** A fresh database for one test file: created empty, dropped by the returned function. */
+export async function freshDatabase(name: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  await admin(async (c) => {
+    await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
+    await c.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`);
+  });
+  return {
+    url: `${SERVER}/${name}`,
+    drop: () => admin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS \`${name}\``))),
+  };
+}
+
+export async function openStore(
+  url: string,
+  options: Omit<MysqlStoreOptions, 'connection' | 'pool'> = {},
+): Promise<MysqlCommandStore> {
+  const store = await createMysqlStore({ connection: url, connectionLimit: 4, ...options });
+  await store.migrate();
+  return store;
+}
