@@ -1,0 +1,58 @@
+import { InvalidArgumentError, type CommandStore } from '@asynccmd/core';
+import { existsSync } from 'node:fs';
+
+export interface StoreLocation {
+  /** `sqlite:path`, `postgres://…` (or postgresql://), `mysql://…` (or mariadb://). */
+  readonly url: string;
+  readonly table?: string;
+  /** PostgreSQL schema. */
+  readonly schema?: string;
+  /** Refuse to create a SQLite file that is not there (every command but migrate). */
+  readonly mustExist?: boolean;
+}
+
+/**
+ * Opens the store a database URL names. Adapters are imported on demand, so `asynccmd` against
+ * SQLite never loads pg or mysql2. The table and schema names are validated by the adapters
+ * (core validateIdentifier) before they reach any SQL.
+ */
+export async function openStore(location: StoreLocation): Promise<CommandStore> {
+  const { url, table, schema } = location;
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  switch (scheme) {
+    case 'sqlite': {
+      if (schema !== undefined) throw new InvalidArgumentError('--schema applies to PostgreSQL only');
+      const filename = sqliteFilename(url);
+      if (location.mustExist && filename !== ':memory:' && !existsSync(filename)) {
+        throw new InvalidArgumentError(
+          `no SQLite database at ${JSON.stringify(filename)} (run "asynccmd migrate" to create one)`,
+        );
+      }
+      const { createSqliteStore } = await import('@asynccmd/adapter-sqlite');
+      return createSqliteStore({ filename, ...(table !== undefined ? { table } : {}) });
+    }
+    default:
+      throw new InvalidArgumentError(
+        `unsupported database URL ${JSON.stringify(redactUrl(url))}: expected sqlite:PATH, postgres://… or mysql://…`,
+      );
+  }
+}
+
+/** `sqlite:data/app.db`, `sqlite:/abs/app.db`, `sqlite:///abs/app.db`, `sqlite://data/app.db`. */
+export function sqliteFilename(url: string): string {
+  const rest = url.slice('sqlite:'.length);
+  const filename = rest.startsWith('//') ? rest.slice(2) : rest;
+  if (filename === '') throw new InvalidArgumentError('sqlite: URL names no file (e.g. sqlite:data/app.db)');
+  return filename;
+}
+
+/** The URL with its password hidden, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}

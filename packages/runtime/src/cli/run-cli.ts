@@ -1,0 +1,391 @@
+import {
+  describeFailure,
+  isAsyncCommandError,
+  type AdminTransition,
+  type CommandId,
+  type CommandRecord,
+  type CommandStore,
+} from '@asynccmd/core';
+import { Command, CommanderError } from 'commander';
+import * as E from 'fp-ts/lib/Either.js';
+import { applyAdminTransition } from '../ops/admin-actions.js';
+import { formatDuration, parseDuration } from '../ops/duration.js';
+import { purgeFinished } from '../ops/retention.js';
+import { readStats } from '../ops/stats-view.js';
+import { toStatusResource } from '../ops/status-resource.js';
+import {
+  DEFAULT_LIST_LIMIT,
+  parseBizKey,
+  parseCursor,
+  parseLimit,
+  parseReason,
+  parseStatuses,
+  parseType,
+  requireCommandId,
+} from '../ops/validation.js';
+import { openStore, redactUrl } from './open-store.js';
+import { clip, renderTable } from './table.js';
+
+/** Where the CLI writes, and the environment it reads (ASYNCCMD_DB). */
+export interface CliIo {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Exit codes: 0 done, 1 the operation failed (unknown id, illegal transition, database down), 2 bad input. */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+/** A failure the CLI explains in one line and exits with. */
+class CliFailure extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+interface GlobalOptions {
+  readonly db?: string;
+  readonly table?: string;
+  readonly schema?: string;
+}
+
+/** Runs `asynccmd <argv…>` and resolves to its exit code; never calls process.exit. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const env = io.env ?? {};
+  const out = (text: string) => io.stdout(text.endsWith('\n') ? text : `${text}\n`);
+  const json = (value: unknown) => out(JSON.stringify(value, null, 2));
+  let exitCode = EXIT_OK;
+
+  const program = new Command('asynccmd')
+    .description('Inspect and steer asynccmd commands in a SQLite, PostgreSQL or MySQL/MariaDB database.')
+    .option('--db <url>', 'database URL: sqlite:PATH, postgres://…, mysql://… (default: $ASYNCCMD_DB)')
+    .option('--table <name>', 'command table (default async_command)')
+    .option('--schema <name>', 'PostgreSQL schema (default public)')
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .showHelpAfterError('(run asynccmd --help for usage)');
+
+  /** Opens the store the global options name, checks it answers, runs `fn`, closes it. */
+  const withStore = async (
+    cmd: Command,
+    fn: (store: CommandStore) => Promise<void>,
+    create = false,
+  ): Promise<void> => {
+    const g = cmd.optsWithGlobals<GlobalOptions>();
+    const url = g.db ?? env['ASYNCCMD_DB'];
+    if (url === undefined || url.trim() === '') {
+      throw new CliFailure('no database: pass --db URL or set ASYNCCMD_DB', EXIT_USAGE);
+    }
+    const store = await openStore({
+      url: url.trim(),
+      ...(g.table !== undefined ? { table: g.table } : {}),
+      ...(g.schema !== undefined ? { schema: g.schema } : {}),
+      mustExist: !create,
+    }).catch((e: unknown) => {
+      if (isAsyncCommandError(e)) throw e;
+      throw new CliFailure(`cannot open ${redactUrl(url)}: ${describeFailure(e)}`, EXIT_FAILED);
+    });
+    try {
+      await store.ping().catch((e: unknown) => {
+        throw new CliFailure(
+          `cannot reach the database at ${redactUrl(url)}: ${describeFailure(e)}`,
+          EXIT_FAILED,
+        );
+      });
+      await fn(store);
+    } finally {
+      await store.close().catch(() => undefined);
+    }
+  };
+
+  program
+    .command('migrate')
+    .description('create or upgrade the command table (idempotent)')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { json?: boolean }, cmd: Command) =>
+      withStore(
+        cmd,
+        async (store) => {
+          await store.migrate();
+          if (opts.json) json({ migrated: true, dialect: store.dialect });
+          else out(`migrated: the ${store.dialect} command table is up to date`);
+        },
+        true,
+      ),
+    );
+
+  program
+    .command('stats')
+    .description('counts by status and type, and the age of the oldest due pending command')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { json?: boolean }, cmd: Command) =>
+      withStore(cmd, async (store) => {
+        const stats = await readStats(store);
+        if (opts.json) return json(stats);
+        const statuses = Object.keys(stats.byStatus);
+        const types = Object.keys(stats.byType).sort();
+        out(
+          renderTable(
+            ['TYPE', ...statuses],
+            [
+              ...types.map((t) => [t, ...statuses.map((s) => String(stats.byType[t]?.[s as 'DEAD'] ?? 0))]),
+              ['(all)', ...statuses.map((s) => String(stats.byStatus[s as 'DEAD']))],
+            ],
+          ),
+        );
+        out(
+          stats.oldestDueAt === null
+            ? 'oldest due pending: none waiting'
+            : `oldest due pending: waiting ${formatDuration(stats.oldestPendingAgeMs ?? 0)} (due ${stats.oldestDueAt})`,
+        );
+      }),
+    );
+
+  program
+    .command('list')
+    .description('list commands, newest first')
+    .option('--status <statuses>', 'PENDING, RUNNING, SUCCESS, DEAD or CANCELLED (comma-separated)')
+    .option('--type <type>', 'only this command type')
+    .option('--biz-key <key>', 'only this business key')
+    .option('--limit <n>', `at most this many (1-1000, default ${DEFAULT_LIST_LIMIT})`)
+    .option('--cursor <cursor>', 'continue after a previous page')
+    .option('--json', 'machine-readable output')
+    .action(
+      async (
+        opts: {
+          status?: string;
+          type?: string;
+          bizKey?: string;
+          limit?: string;
+          cursor?: string;
+          json?: boolean;
+        },
+        cmd: Command,
+      ) => {
+        const query = {
+          ...(opts.status !== undefined ? { status: parseStatuses(opts.status) } : {}),
+          ...(opts.type !== undefined ? { type: parseType(opts.type) } : {}),
+          ...(opts.bizKey !== undefined ? { bizKey: parseBizKey(opts.bizKey) } : {}),
+          ...(opts.cursor !== undefined ? { cursor: parseCursor(opts.cursor) } : {}),
+          limit: opts.limit !== undefined ? parseLimit(opts.limit) : DEFAULT_LIST_LIMIT,
+        };
+        await withStore(cmd, async (store) => {
+          const page = await store.list(query);
+          if (opts.json) {
+            return json({ items: page.items.map((c) => toStatusResource(c)), nextCursor: page.nextCursor });
+          }
+          if (page.items.length === 0) return out('no commands match');
+          out(
+            renderTable(
+              ['ID', 'STATUS', 'TYPE', 'BIZ KEY', 'FAILED', 'NEXT RUN AT', 'LAST ERROR'],
+              page.items.map((c) => [
+                c.id,
+                c.status,
+                c.type,
+                c.bizKey ?? '',
+                `${c.retryCount}/${c.maxRetry + 1}`,
+                c.nextRunAt.toISOString(),
+                clip(c.lastError, 60),
+              ]),
+            ),
+          );
+          if (page.nextCursor !== null) out(`more: --cursor ${page.nextCursor}`);
+        });
+      },
+    );
+
+  program
+    .command('show')
+    .description('everything about one command, payload included')
+    .argument('<id>', 'command id')
+    .option('--json', 'machine-readable output')
+    .action(async (idText: string, opts: { json?: boolean }, cmd: Command) => {
+      const id = requireCommandId(idText);
+      await withStore(cmd, async (store) => {
+        const c = await store.get(id);
+        if (c === null) throw new CliFailure(`command ${id} does not exist`, EXIT_FAILED);
+        const detail = {
+          ...toStatusResource(c),
+          payload: c.payload,
+          headers: c.headers,
+          leaseUntil: c.leaseUntil,
+        };
+        if (opts.json) return json(detail);
+        out(describeCommand(c));
+      });
+    });
+
+  const transitionCommand = (name: AdminTransition, description: string, withReason: boolean) => {
+    const sub = program
+      .command(name)
+      .description(description)
+      .argument('<id>', 'command id')
+      .option('--json', 'machine-readable output');
+    if (withReason) sub.option('--reason <text>', 'why (kept as the last error)');
+    sub.action(async (idText: string, opts: { json?: boolean; reason?: string }, cmd: Command) => {
+      const id = requireCommandId(idText);
+      const reason = parseReason(opts.reason);
+      await withStore(cmd, async (store) => {
+        const c = await transitionOrFail(store, name, id, reason);
+        if (opts.json) json(toStatusResource(c));
+        else out(`command ${c.id}: ${name} done, now ${c.status}`);
+      });
+    });
+  };
+
+  program
+    .command('retry')
+    .description('dead letter(s) back to PENDING with fresh attempts, due now')
+    .argument('[id]', 'command id')
+    .option('--all-dead', 'every dead letter (with --type: of that type)')
+    .option('--type <type>', 'with --all-dead: only this command type')
+    .option('--json', 'machine-readable output')
+    .action(
+      async (idText: string | undefined, opts: { allDead?: boolean; type?: string; json?: boolean }, cmd) => {
+        if ((idText === undefined) === (opts.allDead !== true)) {
+          throw new CliFailure('retry takes either an ID or --all-dead', EXIT_USAGE);
+        }
+        if (opts.type !== undefined && !opts.allDead)
+          throw new CliFailure('--type goes with --all-dead', EXIT_USAGE);
+        if (idText !== undefined) {
+          const id = requireCommandId(idText);
+          return withStore(cmd as Command, async (store) => {
+            const c = await transitionOrFail(store, 'retry', id);
+            if (opts.json) json(toStatusResource(c));
+            else out(`command ${c.id}: retry done, now ${c.status}`);
+          });
+        }
+        const type = opts.type === undefined ? undefined : parseType(opts.type);
+        await withStore(cmd as Command, async (store) => {
+          const { retried, failed } = await retryAllDead(store, type);
+          if (opts.json) json({ retried, failed });
+          else {
+            out(`retried ${retried.length} dead command(s)`);
+            for (const f of failed) io.stderr(`command ${f.id}: ${f.error.message}\n`);
+          }
+          if (failed.length > 0) exitCode = EXIT_FAILED;
+        });
+      },
+    );
+
+  transitionCommand('requeue', 'force a RUNNING (hung) command back to PENDING, due now', false);
+  transitionCommand('kill', 'dispose of a PENDING, RUNNING or DEAD command (→ CANCELLED)', true);
+  transitionCommand('cancel', 'cancel a command that has not started (PENDING → CANCELLED)', true);
+
+  program
+    .command('purge')
+    .description('delete finished commands (SUCCESS, CANCELLED; DEAD only with --include-dead)')
+    .requiredOption('--older-than <duration>', 'finished longer ago than this, e.g. 7d, 12h, 30m')
+    .option('--include-dead', 'delete dead letters too')
+    .option('--batch-size <n>', 'rows per DELETE (default 1000)')
+    .option('--json', 'machine-readable output')
+    .action(
+      async (
+        opts: { olderThan: string; includeDead?: boolean; batchSize?: string; json?: boolean },
+        cmd: Command,
+      ) => {
+        const olderThanMs = parseDuration(opts.olderThan);
+        const batchSize = opts.batchSize === undefined ? undefined : parseLimit(opts.batchSize, 100_000);
+        await withStore(cmd, async (store) => {
+          const r = await purgeFinished(store, {
+            olderThanMs,
+            includeDead: opts.includeDead === true,
+            ...(batchSize !== undefined ? { batchSize } : {}),
+          });
+          if (opts.json)
+            json({ deleted: r.deleted, batches: r.batches, olderThan: r.olderThan.toISOString() });
+          else
+            out(`purged ${r.deleted} finished command(s) that finished before ${r.olderThan.toISOString()}`);
+        });
+      },
+    );
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return exitCode;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // Commander has already printed its message (or the help / version text).
+      return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.exitCode === 0
+        ? EXIT_OK
+        : EXIT_USAGE;
+    }
+    if (e instanceof CliFailure) {
+      io.stderr(`asynccmd: ${e.message}\n`);
+      return e.exitCode;
+    }
+    if (isAsyncCommandError(e)) {
+      io.stderr(`asynccmd: ${e.message}\n`);
+      return e.code.startsWith('INVALID_') ? EXIT_USAGE : EXIT_FAILED;
+    }
+    io.stderr(`asynccmd: ${describeFailure(e)}\n`);
+    return EXIT_FAILED;
+  }
+}
+
+async function transitionOrFail(
+  store: CommandStore,
+  name: AdminTransition,
+  id: CommandId,
+  reason?: string,
+): Promise<CommandRecord> {
+  const result = await applyAdminTransition(store, name, id, reason);
+  if (E.isLeft(result)) throw new CliFailure(result.left.message, EXIT_FAILED);
+  return result.right;
+}
+
+/**
+ * Retries every dead letter, paging by cursor so a command whose retry is refused (its idempotency
+ * key is held by a newer command) is reported once and not retried forever.
+ */
+async function retryAllDead(
+  store: CommandStore,
+  type: string | undefined,
+): Promise<{ retried: CommandId[]; failed: { id: CommandId; error: { code: string; message: string } }[] }> {
+  const retried: CommandId[] = [];
+  const failed: { id: CommandId; error: { code: string; message: string } }[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await store.list({
+      status: 'DEAD',
+      limit: 200,
+      ...(type !== undefined ? { type } : {}),
+      ...(cursor !== null ? { cursor } : {}),
+    });
+    for (const c of page.items) {
+      const result = await applyAdminTransition(store, 'retry', c.id);
+      if (E.isRight(result)) retried.push(c.id);
+      else failed.push({ id: c.id, error: { code: result.left.code, message: result.left.message } });
+    }
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return { retried, failed };
+}
+
+function describeCommand(c: CommandRecord): string {
+  const view = toStatusResource(c);
+  const iso = (d: Date | null) => d?.toISOString() ?? '-';
+  const lines: [string, string][] = [
+    ['id', c.id],
+    ['type', c.type],
+    ['bizKey', c.bizKey ?? '-'],
+    ['status', `${c.status} (${view.operation})`],
+    ['attempts', `${c.retryCount} failed of ${c.maxRetry + 1} allowed, rescued ${c.rescueCount}x`],
+    ['nextRunAt', iso(c.nextRunAt)],
+    ['lastError', c.lastError ?? '-'],
+    ['owner', c.owner ?? '-'],
+    ['createdAt', iso(c.createdAt)],
+    ['updatedAt', iso(c.updatedAt)],
+    ['startedAt', iso(c.startedAt)],
+    ['finishedAt', iso(c.finishedAt)],
+    ['leaseUntil', iso(c.leaseUntil)],
+    ['headers', JSON.stringify(c.headers)],
+    ['payload', JSON.stringify(c.payload, null, 2)],
+  ];
+  return lines.map(([k, v]) => `${k.padEnd(11)} ${v}`).join('\n');
+}

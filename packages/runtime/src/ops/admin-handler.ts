@@ -1,0 +1,252 @@
+import {
+  ADMIN_TRANSITIONS,
+  CommandNotFoundError,
+  InvalidArgumentError,
+  silentLogger,
+  type AdminTransition,
+  type CommandStore,
+  type Logger,
+} from '@asynccmd/core';
+import * as E from 'fp-ts/lib/Either.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { applyAdminTransition } from './admin-actions.js';
+import { bearerMatches, validateToken } from './auth.js';
+import { checkHealth, type HealthOptions } from './health.js';
+import { describeHttpError, HttpError, sendJson, sendText } from './http-response.js';
+import { createMetrics, type CommandMetrics } from './metrics.js';
+import { readStats } from './stats-view.js';
+import { toStatusResource } from './status-resource.js';
+import { parseListQuery, parseReason, requireCommandId } from './validation.js';
+
+export interface AdminHandlerOptions {
+  readonly store: CommandStore;
+  /**
+   * Bearer token guarding listing, stats, metrics and every mutation. Without one the handler does
+   * no authentication of its own: mount it behind yours (startAdminServer refuses to listen on the
+   * network without one).
+   */
+  readonly token?: string;
+  /** Let anyone read `GET /commands/:id` (API clients follow it after a 202). Default false. */
+  readonly publicStatus?: boolean;
+  /** Let anyone scrape `GET /metrics`. Default false. `GET /health` is always public, for probes. */
+  readonly publicMetrics?: boolean;
+  /** Path the routes live under, e.g. '/ops' → '/ops/commands/42'. Default ''. */
+  readonly prefix?: string;
+  /**
+   * Base of the links in answers, when it differs from `prefix` (e.g. Express's `app.use('/ops', h)`
+   * strips '/ops' from req.url: pass prefix '' and linkBase '/ops'). Default: `prefix`.
+   */
+  readonly linkBase?: string;
+  readonly health?: HealthOptions;
+  /**
+   * The metrics to serve; subscribe its `listener` to the runtime's events for the counters and
+   * histograms. Default: gauges read from the store only.
+   */
+  readonly metrics?: CommandMetrics;
+  /** Retry-After (seconds) sent with a status that is not terminal yet. Default 2. */
+  readonly statusRetryAfterSeconds?: number;
+  readonly logger?: Logger;
+}
+
+/**
+ * A plain Node handler. With `next` (Express/Connect style) it passes on requests outside its
+ * routes; without, it answers them 404.
+ */
+export type AdminHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next?: (error?: unknown) => void,
+) => Promise<void>;
+
+const MAX_BODY_BYTES = 16 * 1024;
+
+type Access = 'public' | 'protected';
+interface Route {
+  readonly method: 'GET' | 'POST';
+  readonly access: Access;
+  readonly handle: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+}
+
+export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
+  const { store } = options;
+  const token = options.token === undefined ? undefined : validateToken(options.token);
+  const prefix = normalisePrefix(options.prefix ?? '');
+  const linkBase = normalisePrefix(options.linkBase ?? prefix);
+  const logger = options.logger ?? silentLogger;
+  const retryAfter = String(options.statusRetryAfterSeconds ?? 2);
+  const metrics = options.metrics ?? createMetrics({ store });
+
+  const showStatus = async (_req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
+    const commandId = requireCommandId(id);
+    const command = await store.get(commandId);
+    if (command === null) throw new CommandNotFoundError(commandId);
+    const view = toStatusResource(command, linkBase);
+    sendJson(res, 200, view, view.terminal ? {} : { 'Retry-After': retryAfter });
+  };
+
+  const transition =
+    (name: AdminTransition) =>
+    async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
+      const commandId = requireCommandId(id);
+      const body = await readJsonBody(req);
+      const allowed = name === 'kill' || name === 'cancel' ? ['reason'] : [];
+      for (const key of Object.keys(body)) {
+        if (!allowed.includes(key)) {
+          throw new InvalidArgumentError(
+            `${name} takes ${allowed.length ? 'only "reason"' : 'no body fields'}, not ${JSON.stringify(key.slice(0, 40))}`,
+          );
+        }
+      }
+      const result = await applyAdminTransition(store, name, commandId, parseReason(body['reason']));
+      if (E.isLeft(result)) throw result.left;
+      logger.info({ commandId, transition: name, status: result.right.status }, 'admin transition');
+      sendJson(res, 200, toStatusResource(result.right, linkBase));
+    };
+
+  const fixed: Readonly<Record<string, Route>> = {
+    '/health': {
+      method: 'GET',
+      access: 'public',
+      handle: async (_req, res) => {
+        const report = await checkHealth(store, options.health);
+        sendJson(res, report.status === 'UP' ? 200 : 503, report);
+      },
+    },
+    '/metrics': {
+      method: 'GET',
+      access: options.publicMetrics ? 'public' : 'protected',
+      handle: async (_req, res) => sendText(res, 200, metrics.contentType, await metrics.metrics()),
+    },
+    '/stats': {
+      method: 'GET',
+      access: 'protected',
+      handle: async (_req, res) => sendJson(res, 200, await readStats(store)),
+    },
+    '/commands': {
+      method: 'GET',
+      access: 'protected',
+      handle: async (_req, res, url) => {
+        const query = parseListQuery(url.searchParams);
+        const page = await store.list(query);
+        const next = new URLSearchParams(url.searchParams);
+        if (page.nextCursor !== null) next.set('cursor', page.nextCursor);
+        sendJson(res, 200, {
+          items: page.items.map((c) => toStatusResource(c, linkBase)),
+          nextCursor: page.nextCursor,
+          links: { next: page.nextCursor === null ? null : `${linkBase}/commands?${next.toString()}` },
+        });
+      },
+    },
+  };
+
+  const route = (path: string): Route | undefined => {
+    const known = fixed[path];
+    if (known !== undefined) return known;
+    const m = /^\/commands\/([^/]+)(?:\/([^/]+))?$/.exec(path);
+    if (m === null) return undefined;
+    const id = decodeSegment(m[1] ?? '');
+    const action = m[2];
+    if (action === undefined) {
+      return {
+        method: 'GET',
+        access: options.publicStatus ? 'public' : 'protected',
+        handle: (req, res) => showStatus(req, res, id),
+      };
+    }
+    if (!(ADMIN_TRANSITIONS as readonly string[]).includes(action)) return undefined;
+    const act = transition(action as AdminTransition);
+    return { method: 'POST', access: 'protected', handle: (req, res) => act(req, res, id) };
+  };
+
+  return async (req, res, next) => {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://admin.invalid');
+    } catch {
+      return respondError(res, new InvalidArgumentError('malformed request URL'), logger);
+    }
+    const path = url.pathname.replace(/\/+$/, '') || '/';
+    const inside = prefix === '' || path === prefix || path.startsWith(`${prefix}/`);
+    try {
+      const r = inside ? route(path.slice(prefix.length) || '/') : undefined;
+      if (r === undefined) {
+        if (next !== undefined) return next();
+        throw new HttpError(404, 'ROUTE_NOT_FOUND', `no route ${req.method ?? ''} ${path}`);
+      }
+      if (req.method !== r.method && !(r.method === 'GET' && req.method === 'HEAD')) {
+        throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${path} answers ${r.method} only`, {
+          Allow: r.method,
+        });
+      }
+      if (
+        r.access === 'protected' &&
+        token !== undefined &&
+        !bearerMatches(req.headers.authorization, token)
+      ) {
+        throw new HttpError(401, 'UNAUTHORIZED', 'a valid bearer token is required', {
+          'WWW-Authenticate': 'Bearer realm="asynccmd"',
+        });
+      }
+      await r.handle(req, res, url);
+    } catch (e) {
+      respondError(res, e, logger);
+    }
+  };
+}
+
+function respondError(res: ServerResponse, e: unknown, logger: Logger): void {
+  const answer = describeHttpError(e);
+  if (answer.internal) logger.error({ err: e }, 'asynccmd admin request failed');
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(res, answer.status, answer.body, answer.headers);
+}
+
+function normalisePrefix(prefix: string): string {
+  const p = prefix.trim().replace(/\/+$/, '');
+  if (p === '') return '';
+  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(p)) {
+    throw new InvalidArgumentError(`prefix ${JSON.stringify(prefix)} must look like /ops or /admin/commands`);
+  }
+  return p;
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    // Not even text: parseCommandId will refuse it with a 400.
+    return segment;
+  }
+}
+
+/** An optional JSON object body, at most 16 KiB. */
+async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES) {
+    throw new HttpError(413, 'BODY_TOO_LARGE', `request body over ${MAX_BODY_BYTES} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > MAX_BODY_BYTES)
+      throw new HttpError(413, 'BODY_TOO_LARGE', `request body over ${MAX_BODY_BYTES} bytes`);
+    chunks.push(buf);
+  }
+  const text = Buffer.concat(chunks).toString('utf8').trim();
+  if (text === '') return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new InvalidArgumentError('request body is not JSON');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new InvalidArgumentError('request body must be a JSON object');
+  }
+  return body as Record<string, unknown>;
+}

@@ -1,0 +1,207 @@
+import {
+  systemClock,
+  type ClaimedCommand,
+  type Clock,
+  type CommandEvent,
+  type CommandEventListener,
+  type CommandStore,
+} from '@asynccmd/core';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { readStats } from './stats-view.js';
+
+export interface MetricsOptions {
+  /** Where the series are registered. Default: a new registry, never prom-client's global one. */
+  readonly registry?: Registry;
+  /** When given, the gauges of commands by status and of the pending age are read from it at each scrape. */
+  readonly store?: CommandStore;
+  /** Metric name prefix. Default 'asynccmd_'. */
+  readonly prefix?: string;
+  /** Judges accept→terminal latency (createdAt → the event). Default: the system clock. */
+  readonly clock?: Clock;
+  /** Buckets in seconds of the execution-duration histogram. */
+  readonly executionBuckets?: readonly number[];
+  /** Buckets in seconds of the accept→terminal latency histogram. */
+  readonly latencyBuckets?: readonly number[];
+}
+
+export interface CommandMetrics {
+  readonly registry: Registry;
+  /** Subscribe it to the runtime's command events. */
+  readonly listener: CommandEventListener;
+  /** The Content-Type to serve `metrics()` with. */
+  readonly contentType: string;
+  /** The Prometheus text exposition of the registry. */
+  metrics(): Promise<string>;
+}
+
+const EXECUTION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+// From "ran right after commit" to "retried over a day": the latency an API client experiences.
+const LATENCY_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600];
+const ROUND_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+/**
+ * Prometheus series for asynccmd. Counters and histograms are fed by the `listener`; the gauges of
+ * what the table holds are read from the store at scrape time (one stats query per scrape, shared by
+ * every gauge), so they are true for the whole cluster, not just this instance.
+ */
+export function createMetrics(options: MetricsOptions = {}): CommandMetrics {
+  const registry = options.registry ?? new Registry();
+  const p = options.prefix ?? 'asynccmd_';
+  const clock = options.clock ?? systemClock;
+  const registers = [registry];
+  const store = options.store;
+
+  let refreshing: Promise<void> | null = null;
+  // prom-client collects all metrics concurrently: the first gauge starts the stats query, the others join it.
+  const refresh = (): Promise<void> => {
+    if (store === undefined) return Promise.resolve();
+    refreshing ??= refreshFromStore(store).finally(() => {
+      refreshing = null;
+    });
+    return refreshing;
+  };
+
+  const commands = new Gauge({
+    name: `${p}commands`,
+    help: 'Commands in the table by status and type (read from the store at scrape).',
+    labelNames: ['status', 'type'] as const,
+    registers,
+    collect: refresh,
+  });
+  const deadLetters = new Gauge({
+    name: `${p}dead_letters`,
+    help: 'DEAD commands waiting for a person (read from the store at scrape).',
+    registers,
+    collect: refresh,
+  });
+  const pendingAge = new Gauge({
+    name: `${p}oldest_pending_age_seconds`,
+    help: 'How long the oldest due PENDING command has waited past its due time; 0 when none waits.',
+    registers,
+    collect: refresh,
+  });
+  const storeUp = new Gauge({
+    name: `${p}store_up`,
+    help: '1 when the last scrape could read the store, else 0.',
+    registers,
+    collect: refresh,
+  });
+
+  async function refreshFromStore(s: CommandStore): Promise<void> {
+    try {
+      const stats = await readStats(s);
+      commands.reset();
+      for (const row of stats.rows) commands.inc({ status: row.status, type: row.type }, row.count);
+      deadLetters.set(stats.byStatus.DEAD);
+      pendingAge.set((stats.oldestPendingAgeMs ?? 0) / 1_000);
+      storeUp.set(1);
+    } catch {
+      // Stale counts would look healthy; an empty gauge and store_up 0 say what is known.
+      commands.reset();
+      deadLetters.reset();
+      pendingAge.reset();
+      storeUp.set(0);
+    }
+  }
+
+  const counter = (name: string, help: string, labelNames: readonly string[] = ['type']) =>
+    new Counter({ name: `${p}${name}`, help, labelNames, registers });
+  const submitted = counter('commands_submitted_total', 'Commands submitted, by type and duplicate.', [
+    'type',
+    'duplicate',
+  ]);
+  const claimed = counter('commands_claimed_total', 'Commands claimed, by type and via (poll | immediate).', [
+    'type',
+    'via',
+  ]);
+  const succeeded = counter('commands_succeeded_total', 'Commands that succeeded.');
+  const retried = counter('commands_retried_total', 'Failed attempts scheduled for a retry.');
+  const dead = counter('commands_dead_total', 'Commands that became dead letters after a failed attempt.');
+  const reclaimed = counter(
+    'commands_reclaimed_total',
+    'RUNNING commands taken back after their lease expired, by outcome (pending | dead).',
+    ['type', 'outcome'],
+  );
+  const fenced = counter(
+    'commands_fenced_total',
+    'Outcomes not recorded because the claim had been taken away meanwhile.',
+  );
+  const released = counter('commands_released_total', 'Claimed commands handed back unstarted (shutdown).');
+  const storeErrors = counter('store_errors_total', 'Store operations that failed, by operation.', [
+    'operation',
+  ]);
+  const execution = new Histogram({
+    name: `${p}execution_duration_seconds`,
+    help: 'Executor run time, by type and outcome (succeeded | retried | dead).',
+    labelNames: ['type', 'outcome'] as const,
+    buckets: [...(options.executionBuckets ?? EXECUTION_BUCKETS)],
+    registers,
+  });
+  const acceptToTerminal = new Histogram({
+    name: `${p}accept_to_terminal_seconds`,
+    help: 'From submit (createdAt) to a terminal outcome (succeeded | dead): what an API client waits.',
+    labelNames: ['type', 'outcome'] as const,
+    buckets: [...(options.latencyBuckets ?? LATENCY_BUCKETS)],
+    registers,
+  });
+  const round = new Histogram({
+    name: `${p}claim_round_duration_seconds`,
+    help: 'Duration of a scheduler round (reclaim + claim).',
+    buckets: ROUND_BUCKETS,
+    registers,
+  });
+
+  const terminal = (command: ClaimedCommand, outcome: 'succeeded' | 'dead'): void => {
+    const seconds = Math.max(0, clock.now().getTime() - command.createdAt.getTime()) / 1_000;
+    acceptToTerminal.observe({ type: command.type, outcome }, seconds);
+  };
+
+  const listener = (event: CommandEvent): void => {
+    switch (event.kind) {
+      case 'submitted':
+        submitted.inc({ type: event.type, duplicate: String(event.duplicate) });
+        return;
+      case 'claimed':
+        claimed.inc({ type: event.command.type, via: event.via });
+        return;
+      case 'succeeded':
+        succeeded.inc({ type: event.command.type });
+        execution.observe({ type: event.command.type, outcome: 'succeeded' }, event.durationMs / 1_000);
+        terminal(event.command, 'succeeded');
+        return;
+      case 'retried':
+        retried.inc({ type: event.command.type });
+        execution.observe({ type: event.command.type, outcome: 'retried' }, event.durationMs / 1_000);
+        return;
+      case 'dead':
+        dead.inc({ type: event.command.type });
+        execution.observe({ type: event.command.type, outcome: 'dead' }, event.durationMs / 1_000);
+        terminal(event.command, 'dead');
+        return;
+      case 'fenced':
+        fenced.inc({ type: event.command.type });
+        return;
+      case 'reclaimed':
+        reclaimed.inc({ type: event.type, outcome: event.dead ? 'dead' : 'pending' });
+        return;
+      case 'released':
+        released.inc({ type: event.type });
+        return;
+      case 'round':
+        round.observe(event.durationMs / 1_000);
+        return;
+      case 'store-error':
+        storeErrors.inc({ operation: event.operation });
+        return;
+      case 'started':
+        return;
+    }
+  };
+
+  return {
+    registry,
+    listener,
+    contentType: registry.contentType,
+    metrics: () => registry.metrics(),
+  };
+}

@@ -1,0 +1,47 @@
+import { COMMAND_STATUSES, type CommandStatus, type CommandStore, type StatsRow } from '@asynccmd/core';
+
+/** Counts by status and by type, and the age of the backlog, as /stats and `asynccmd stats` show them. */
+export interface StatsView {
+  /** The database clock the view was taken at. */
+  readonly now: string;
+  readonly total: number;
+  /** Every status, zero included, so a dashboard never has to guess whether a key is missing. */
+  readonly byStatus: Readonly<Record<CommandStatus, number>>;
+  readonly byType: Readonly<Record<string, Readonly<Record<CommandStatus, number>>>>;
+  readonly rows: readonly StatsRow[];
+  /** nextRunAt of the oldest due PENDING command; null when nothing is waiting. */
+  readonly oldestDueAt: string | null;
+  /** How long that command has been waiting past its due time, in milliseconds. */
+  readonly oldestPendingAgeMs: number | null;
+}
+
+export function zeroCounts(): Record<CommandStatus, number> {
+  return Object.fromEntries(COMMAND_STATUSES.map((s) => [s, 0])) as Record<CommandStatus, number>;
+}
+
+/**
+ * Reads the stats on the database clock: the ops process may run on a machine whose clock nobody
+ * watches, while every instance's leases are judged by the database's.
+ */
+export async function readStats(store: CommandStore): Promise<StatsView> {
+  const now = await store.now();
+  const stats = await store.stats(now);
+  const byStatus = zeroCounts();
+  const byType: Record<string, Record<CommandStatus, number>> = {};
+  let total = 0;
+  for (const row of stats.counts) {
+    byStatus[row.status] += row.count;
+    (byType[row.type] ??= zeroCounts())[row.status] += row.count;
+    total += row.count;
+  }
+  return {
+    now: now.toISOString(),
+    total,
+    byStatus,
+    byType,
+    rows: stats.counts,
+    oldestDueAt: stats.oldestDueAt?.toISOString() ?? null,
+    oldestPendingAgeMs:
+      stats.oldestDueAt === null ? null : Math.max(0, now.getTime() - stats.oldestDueAt.getTime()),
+  };
+}

@@ -1,0 +1,67 @@
+import {
+  isTerminalOperationState,
+  operationState,
+  type CommandRecord,
+  type CommandStatus,
+  type OperationState,
+} from '@asynccmd/core';
+
+/**
+ * The command as an API client following a 202 Accepted sees it (seed 2, §3: a stable operation id,
+ * the current state, where to look next). The payload, headers and claim token are left out on
+ * purpose: this resource may be public, and a payload can carry data its submitter never meant to
+ * publish.
+ */
+export interface CommandStatusResource {
+  readonly id: string;
+  readonly type: string;
+  readonly bizKey: string | null;
+  readonly status: CommandStatus;
+  /** accepted | processing | completed | follow_up_failed | cancelled */
+  readonly operation: OperationState;
+  /** Polling may stop (a follow_up_failed command may still be retried by a person). */
+  readonly terminal: boolean;
+  readonly attempts: {
+    /** Failed attempts so far. */
+    readonly failed: number;
+    /** Retries allowed after the first attempt. */
+    readonly maxRetry: number;
+    /** Times it was taken back from an instance that went silent. */
+    readonly rescued: number;
+  };
+  readonly nextRunAt: string;
+  readonly lastError: string | null;
+  readonly owner: string | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly startedAt: string | null;
+  readonly finishedAt: string | null;
+  readonly links: { readonly self: string };
+}
+
+/** `basePath` is where the admin routes are mounted ('' or e.g. '/ops'). */
+export function toStatusResource(c: CommandRecord, basePath = ''): CommandStatusResource {
+  const operation = operationState(c);
+  return {
+    id: c.id,
+    type: c.type,
+    bizKey: c.bizKey,
+    status: c.status,
+    operation,
+    terminal: isTerminalOperationState(operation),
+    attempts: { failed: c.retryCount, maxRetry: c.maxRetry, rescued: c.rescueCount },
+    nextRunAt: c.nextRunAt.toISOString(),
+    lastError: c.lastError,
+    owner: c.owner,
+    createdAt: c.createdAt.toISOString(),
+    updatedAt: c.updatedAt.toISOString(),
+    startedAt: c.startedAt?.toISOString() ?? null,
+    finishedAt: c.finishedAt?.toISOString() ?? null,
+    links: { self: statusPath(c.id, basePath) },
+  };
+}
+
+/** The status URI an API returns in `Location` with its 202. */
+export function statusPath(id: string, basePath = ''): string {
+  return `${basePath.replace(/\/+$/, '')}/commands/${encodeURIComponent(id)}`;
+}
