@@ -1,0 +1,115 @@
+import type Database from 'better-sqlite3';
+import { seededRandom, sleep } from './stats.js';
+
+/** How a simulated downstream behaves: latency around `latencyMs` with a slow tail, and failures. */
+export interface DownstreamProfile {
+  /** Median-ish latency of one call. */
+  readonly latencyMs: number;
+  /** Fraction of calls that fail (0..1), after their latency. */
+  readonly failureRate: number;
+  /** Fraction of calls that take 5× as long (the tail every real dependency has). */
+  readonly slowRate?: number;
+}
+
+export type DownstreamName = 'inventory' | 'notification' | 'external' | 'projection';
+
+export type DownstreamProfiles = Readonly<Record<DownstreamName, DownstreamProfile>>;
+
+/** The default profile of `npm start` and of the experiment: same for both variants. */
+export const DEFAULT_PROFILES: DownstreamProfiles = {
+  inventory: { latencyMs: 40, failureRate: 0.02, slowRate: 0.02 },
+  notification: { latencyMs: 30, failureRate: 0.05, slowRate: 0.02 },
+  external: { latencyMs: 120, failureRate: 0.1, slowRate: 0.03 },
+  projection: { latencyMs: 5, failureRate: 0, slowRate: 0 },
+};
+
+export class DownstreamError extends Error {
+  constructor(
+    readonly downstream: DownstreamName,
+    message: string,
+  ) {
+    super(`${downstream}: ${message}`);
+    this.name = 'DownstreamError';
+  }
+}
+
+/**
+ * A stand-in for a remote system (SMS gateway, ERP, supplier). Each call takes simulated time and
+ * may fail; a successful call is recorded in the downstream's own ledger (`downstream_call`) under
+ * the caller's idempotency key, the way a real API with idempotency keys dedups — so the demo can
+ * count how often the same side effect was delivered (at-least-once made visible).
+ */
+export class SimulatedDownstream {
+  private profile: DownstreamProfile;
+  private readonly random: () => number;
+  private forcedDown: string | null = null;
+  calls = 0;
+  failures = 0;
+
+  constructor(
+    readonly name: DownstreamName,
+    profile: DownstreamProfile,
+    seed: number,
+    private readonly db: Database.Database,
+  ) {
+    this.profile = profile;
+    this.random = seededRandom(seed);
+  }
+
+  setProfile(profile: DownstreamProfile): void {
+    this.profile = profile;
+  }
+
+  /** Every call fails with `reason` until `recover()`: an outage. */
+  goDown(reason = 'service unavailable (simulated outage)'): void {
+    this.forcedDown = reason;
+  }
+
+  recover(): void {
+    this.forcedDown = null;
+  }
+
+  /**
+   * Performs the side effect named by `key`. Resolves with the number of times this key has been
+   * delivered so far (1 the first time); rejects with a DownstreamError on a (simulated) failure.
+   */
+  async call(key: string, signal?: AbortSignal): Promise<number> {
+    this.calls++;
+    const slow = this.random() < (this.profile.slowRate ?? 0);
+    const fail = this.random() < this.profile.failureRate;
+    const jitter = 0.5 + this.random();
+    await sleep(Math.round(this.profile.latencyMs * jitter * (slow ? 5 : 1)), signal);
+    if (this.forcedDown !== null) {
+      this.failures++;
+      throw new DownstreamError(this.name, this.forcedDown);
+    }
+    if (fail) {
+      this.failures++;
+      throw new DownstreamError(this.name, 'answered 503 (simulated failure)');
+    }
+    const now = Date.now();
+    const row = this.db
+      .prepare(
+        `INSERT INTO downstream_call (system, key, calls, first_at, last_at) VALUES (?, ?, 1, ?, ?)
+         ON CONFLICT (system, key) DO UPDATE SET calls = calls + 1, last_at = excluded.last_at
+         RETURNING calls`,
+      )
+      .get(this.name, key, now, now) as { calls: number };
+    return row.calls;
+  }
+}
+
+export type Downstreams = Readonly<Record<DownstreamName, SimulatedDownstream>>;
+
+export function createDownstreams(
+  db: Database.Database,
+  profiles: DownstreamProfiles,
+  seed = 42,
+): Downstreams {
+  return {
+    inventory: new SimulatedDownstream('inventory', profiles.inventory, seed + 1, db),
+    notification: new SimulatedDownstream('notification', profiles.notification, seed + 2, db),
+    external: new SimulatedDownstream('external', profiles.external, seed + 3, db),
+    projection: new SimulatedDownstream('projection', profiles.projection, seed + 4, db),
+  };
+}

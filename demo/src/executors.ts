@@ -1,0 +1,106 @@
+import { exponentialBackoff, type BackoffPolicy, type ExecutionMode } from '@asynccmd/core';
+import type { Downstreams } from './downstream.js';
+import { COMMAND_TYPES } from './domain/facts.js';
+import type { OrderPayloads } from './domain/payloads.js';
+import { OrderRepository } from './domain/order-repository.js';
+import type { OrderService } from './domain/order-service.js';
+
+/** The isolated pool of the external-system sync: a slow ERP never starves the notifications. */
+export const EXTERNAL_POOL = 'external-sync';
+
+/** Orders of more than this many made-to-order items are refused by the (simulated) supplier. */
+export const SUPPLIER_CAPACITY = 40;
+
+export interface RetryProfile {
+  /** Retries after the first attempt before a command becomes a dead letter. */
+  readonly maxRetry: number;
+  /** Delay before the first retry; doubles per retry (the demo keeps it short). */
+  readonly backoffBaseMs: number;
+  readonly backoffCapMs: number;
+}
+
+export const DEMO_RETRY: RetryProfile = { maxRetry: 4, backoffBaseMs: 200, backoffCapMs: 2_000 };
+
+/** The executor shape of @asynccmd/runtime, with the payload typed per command type. */
+export interface OrderExecutor<K extends keyof OrderPayloads> {
+  readonly type: K;
+  readonly mode: ExecutionMode;
+  readonly pool?: string;
+  readonly maxRetry: number;
+  readonly backoff: BackoffPolicy;
+  readonly timeoutMs: number;
+  execute(payload: OrderPayloads[K], context: { readonly signal: AbortSignal }): Promise<void>;
+}
+
+export type AnyOrderExecutor = { [K in keyof OrderPayloads]: OrderExecutor<K> }[keyof OrderPayloads];
+
+/**
+ * The executors of the deferred actions. Each is idempotent (delivery is at-least-once): the
+ * downstream call carries an idempotency key built from (action, order, version), and local writes
+ * are guarded by the state they expect.
+ */
+export function orderExecutors(
+  service: OrderService,
+  downstreams: Downstreams,
+  retry: RetryProfile = DEMO_RETRY,
+): AnyOrderExecutor[] {
+  const common = {
+    maxRetry: retry.maxRetry,
+    backoff: exponentialBackoff({ baseMs: retry.backoffBaseMs, capMs: retry.backoffCapMs, jitter: 0.2 }),
+    timeoutMs: 10_000,
+  };
+  const confirmInventory: OrderExecutor<'order.confirm-inventory'> = {
+    ...common,
+    type: COMMAND_TYPES.confirmInventory,
+    // The client is polling its 202: start at once, not on the next poll.
+    mode: 'IMMEDIATE',
+    async execute(p, { signal }) {
+      await downstreams.inventory.call(`confirm:${p.orderId}:v${p.version}`, signal);
+      const tooMany = p.lines.find((l) => l.quantity > SUPPLIER_CAPACITY);
+      // Record the supplier's answer and owe the follow-ups of the confirmed version, atomically.
+      await service.transaction(async (tx) => {
+        const decided = new OrderRepository(tx).decide(
+          p.orderId,
+          tooMany ? 'REJECTED' : 'CONFIRMED',
+          tooMany
+            ? `the supplier cannot make ${tooMany.quantity} × ${tooMany.sku} (at most ${SUPPLIER_CAPACITY})`
+            : null,
+          Date.now(),
+        );
+        if (decided?.status === 'CONFIRMED') await service.submitFollowUps(tx, decided);
+      });
+    },
+  };
+  const notifyUser: OrderExecutor<'order.notify-user'> = {
+    ...common,
+    type: COMMAND_TYPES.notifyUser,
+    // Time-sensitive and light: claimed by id right after the order commits.
+    mode: 'IMMEDIATE',
+    async execute(p, { signal }) {
+      await downstreams.notification.call(`notify:${p.orderId}:v${p.version}`, signal);
+    },
+  };
+  const syncExternal: OrderExecutor<'order.sync-external'> = {
+    ...common,
+    type: COMMAND_TYPES.syncExternal,
+    // Slow and flaky: its own pool, so it cannot hold up anything else.
+    mode: 'ASYNC_POOL',
+    pool: EXTERNAL_POOL,
+    async execute(p, { signal }) {
+      await downstreams.external.call(`sync:${p.orderId}:v${p.version}`, signal);
+    },
+  };
+  const updateProjection: OrderExecutor<'order.update-projection'> = {
+    ...common,
+    type: COMMAND_TYPES.updateProjection,
+    // Quick local work: inline in the poll loop.
+    mode: 'SCHEDULED',
+    async execute(p, { signal }) {
+      await downstreams.projection.call(`projection:${p.orderId}:v${p.version}`, signal);
+      await service.transaction(async (tx) => {
+        new OrderRepository(tx).applyProjection(p);
+      });
+    },
+  };
+  return [confirmInventory, notifyUser, syncExternal, updateProjection];
+}
