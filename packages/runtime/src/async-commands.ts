@@ -1,0 +1,234 @@
+import { randomUUID } from 'node:crypto';
+import {
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_MAX_RESCUES,
+  exponentialBackoff,
+  InvalidArgumentError,
+  silentLogger,
+  systemClock,
+  type Clock,
+  type CommandEventListener,
+  type CommandStore,
+  type Logger,
+  type TokenSource,
+} from '@asynccmd/core';
+import { AsyncCommandClient } from './client.js';
+import { CommandEvents } from './command-events.js';
+import { CommandRunner } from './command-runner.js';
+import { Dispatcher } from './dispatcher.js';
+import type { CommandTypeMap } from './executor.js';
+import { ExecutorRegistry } from './executor-registry.js';
+import { ImmediateDispatch } from './immediate-dispatch.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import {
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_RETRY,
+  DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_RECLAIM_BATCH_SIZE,
+  DEFAULT_SCHEDULED_BATCH_SIZE,
+  DEFAULT_SHARED_POOL,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  type AsyncCommandsOptions,
+  type StopOptions,
+} from './options.js';
+import { OutcomeWriter } from './outcome-writer.js';
+import { PoolSet } from './pool-set.js';
+import { Scheduler, type SchedulerState } from './scheduler.js';
+import { pause, StoreOutage } from './store-outage.js';
+
+export type RuntimeStatus = 'idle' | 'running' | 'stopping' | 'stopped';
+
+export interface RuntimeState {
+  readonly status: RuntimeStatus;
+  readonly scheduler: SchedulerState;
+  /** Claims whose leases this instance keeps alive. */
+  readonly heldLeases: number;
+  /** Store operations failing right now (empty when the database is reachable). */
+  readonly failingStoreOperations: readonly string[];
+}
+
+/** crypto.randomUUID: a fresh token per claim (seed §3). */
+export const uuidTokenSource: TokenSource = { next: () => randomUUID() };
+
+/**
+ * One asynccmd instance: the client to submit with, and the scheduler, pools and lease keeper that
+ * run this process's executors. `start()` to run, `stop()` to shut down gracefully.
+ */
+export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unknown> {
+  readonly store: CommandStore<Tx>;
+  readonly registry: ExecutorRegistry;
+  readonly events: CommandEvents;
+  readonly client: AsyncCommandClient<TM, Tx>;
+  readonly scheduler: Scheduler;
+  readonly pools: PoolSet;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly leases: LeaseKeeper;
+  readonly #runner: CommandRunner;
+  readonly #outcomes: OutcomeWriter;
+  readonly #outage: StoreOutage;
+  #status: RuntimeStatus = 'idle';
+  #stopped: Promise<void> | null = null;
+
+  constructor(options: AsyncCommandsOptions<Tx>) {
+    if (!options?.store) throw new InvalidArgumentError('asynccmd needs a `store`');
+    const store = options.store as CommandStore;
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    const tokens = options.tokens ?? uuidTokenSource;
+    this.events = new CommandEvents(this.logger);
+    this.#outage = new StoreOutage(this.events, this.logger);
+    const pools = options.pools ?? {};
+    this.registry = new ExecutorRegistry(options.executors ?? [], {
+      leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+      backoff: options.backoff ?? exponentialBackoff(),
+      pools: Object.keys(pools),
+    });
+    this.pools = new PoolSet(options.sharedPool ?? DEFAULT_SHARED_POOL, pools, () =>
+      this.scheduler.capacityFreed(),
+    );
+    const shortestLease = Math.min(
+      options.leaseMs ?? DEFAULT_LEASE_MS,
+      ...this.registry.entries().map((e) => e.leaseMs),
+    );
+    const heartbeatMs = options.heartbeatIntervalMs ?? Math.floor(shortestLease / 4);
+    if (!(heartbeatMs >= 10 && heartbeatMs < shortestLease)) {
+      throw new InvalidArgumentError('heartbeatIntervalMs must be ≥ 10 ms and shorter than every lease');
+    }
+    this.leases = new LeaseKeeper(store, this.#outage, heartbeatMs);
+    this.#outcomes = new OutcomeWriter(store, this.#outage);
+    const shared = {
+      store,
+      registry: this.registry,
+      events: this.events,
+      clock: this.clock,
+      outage: this.#outage,
+    };
+    this.#runner = new CommandRunner({
+      ...shared,
+      logger: this.logger,
+      interceptors: options.interceptors ?? [],
+      leases: this.leases,
+      outcomes: this.#outcomes,
+    });
+    const dispatcher = new Dispatcher(this.pools, this.#runner);
+    this.scheduler = new Scheduler(
+      { ...shared, pools: this.pools, runner: this.#runner, dispatcher, tokens },
+      {
+        pollIntervalMs: positive('pollIntervalMs', options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS),
+        scheduledBatchSize: positive(
+          'scheduledBatchSize',
+          options.scheduledBatchSize ?? DEFAULT_SCHEDULED_BATCH_SIZE,
+        ),
+        reclaimBatchSize: positive(
+          'reclaimBatchSize',
+          options.reclaimBatchSize ?? DEFAULT_RECLAIM_BATCH_SIZE,
+        ),
+        maxRescues: options.maxRescues ?? DEFAULT_MAX_RESCUES,
+      },
+    );
+    const immediate = new ImmediateDispatch({
+      ...shared,
+      runner: this.#runner,
+      dispatcher,
+      tokens,
+      accepting: () => this.#status === 'running',
+    });
+    const headersProvider = options.headersProvider;
+    this.client = new AsyncCommandClient<TM, Tx>({
+      store: options.store,
+      registry: this.registry,
+      events: this.events,
+      rules: {
+        registry: this.registry,
+        submitOnlyTypes: options.submitOnlyTypes ?? [],
+        maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+        defaultMaxRetry: options.defaultMaxRetry ?? DEFAULT_MAX_RETRY,
+        owner: options.owner ?? null,
+        headers: headersProvider ? () => headersProvider() : () => ({}),
+      },
+      afterCommit: async (immediateIds) => {
+        store.wakeups?.notify();
+        this.scheduler.wake();
+        await immediate.dispatch(immediateIds);
+      },
+    });
+  }
+
+  /** Subscribes to every CommandEvent; returns the unsubscribe function. */
+  on(listener: CommandEventListener): () => void {
+    return this.events.on(listener);
+  }
+
+  /** Starts heartbeats and the poll loop. */
+  start(): void {
+    if (this.#status !== 'idle')
+      throw new InvalidArgumentError(`cannot start: the runtime is ${this.#status}`);
+    this.#status = 'running';
+    this.leases.start();
+    this.scheduler.start();
+  }
+
+  /**
+   * Graceful shutdown: stop claiming, release claimed-but-unstarted commands, wait for running ones
+   * up to `timeoutMs` (then abort their signals), stop heartbeats, close the store.
+   */
+  stop(options: StopOptions = {}): Promise<void> {
+    this.#stopped ??= this.#shutdown(options);
+    return this.#stopped;
+  }
+
+  state(): RuntimeState {
+    return {
+      status: this.#status,
+      scheduler: this.scheduler.state(),
+      heldLeases: this.leases.size,
+      failingStoreOperations: this.#outage.failing(),
+    };
+  }
+
+  async #shutdown({
+    timeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    closeStore = true,
+  }: StopOptions): Promise<void> {
+    const wasRunning = this.#status === 'running';
+    this.#status = 'stopping';
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    try {
+      if (wasRunning) {
+        const loopDone = this.scheduler.stop();
+        for (const pool of this.pools.all()) pool.drainQueue();
+        await this.#releaseUnstarted();
+        await Promise.race([loopDone, pause(timeoutMs, deadline.signal)]);
+        await this.#releaseUnstarted();
+        await Promise.race([this.#runner.whenIdle(), pause(timeoutMs, deadline.signal)]);
+        if (this.#runner.inflight().length > 0) {
+          this.logger.warn(
+            { running: this.#runner.inflight().length, timeoutMs },
+            'asynccmd: shutdown timeout passed; aborting running commands',
+          );
+          this.#runner.abortRunning();
+          this.#outcomes.giveUp();
+          await Promise.race([this.#runner.whenIdle(), pause(1_000)]);
+        }
+        await loopDone;
+      }
+      await this.leases.stop();
+      if (closeStore) await this.store.close();
+    } finally {
+      clearTimeout(timer);
+      this.#status = 'stopped';
+    }
+  }
+
+  #releaseUnstarted(): Promise<void> {
+    return this.#runner.release(this.#runner.inflight().filter((e) => e.state === 'claimed'));
+  }
+}
+
+function positive(name: string, value: number): number {
+  if (!(Number.isFinite(value) && value >= 1)) throw new InvalidArgumentError(`${name} must be a number ≥ 1`);
+  return value;
+}

@@ -1,0 +1,147 @@
+import type { CommandEvent, CommandId, CommandStore, InsertResult } from '@asynccmd/core';
+import { InvalidArgumentError } from '@asynccmd/core';
+import type { CommandEvents } from './command-events.js';
+import type { CommandTypeMap } from './executor.js';
+import type { ExecutorRegistry } from './executor-registry.js';
+import { toNewCommand, type SubmitOptions, type SubmitRules } from './submit-validation.js';
+
+type TypeOf<TM> = keyof TM & string;
+
+/** One element of `submitMany`. */
+export type SubmitItem<TM extends CommandTypeMap> = {
+  [K in TypeOf<TM>]: { readonly type: K; readonly payload: TM[K] } & SubmitOptions;
+}[TypeOf<TM>];
+
+/** The `submit` handed to `client.transaction` callbacks: bound to the transaction. */
+export type TxSubmit<TM extends CommandTypeMap> = <K extends TypeOf<TM>>(
+  type: K,
+  payload: TM[K],
+  options?: SubmitOptions,
+) => Promise<CommandId>;
+
+export interface ClientDeps<Tx> {
+  readonly store: CommandStore<Tx>;
+  readonly registry: ExecutorRegistry;
+  readonly events: CommandEvents;
+  readonly rules: SubmitRules;
+  /** After-commit work: wake the local scheduler and dispatch IMMEDIATE commands by id. */
+  readonly afterCommit: (immediateIds: readonly CommandId[]) => Promise<void>;
+}
+
+/** What the client learned inside one open `client.transaction`, acted on after commit. */
+interface OpenTransaction {
+  readonly ids: CommandId[];
+  readonly events: CommandEvent[];
+}
+
+const REMEMBERED_TYPES = 10_000;
+
+/**
+ * Submits commands inside the caller's transaction (`tx` is the adapter's transaction handle), so
+ * they commit or roll back with the business writes. Validates everything before writing.
+ */
+export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx = unknown> {
+  readonly #open = new Map<Tx, OpenTransaction>();
+  /** Types of recently submitted ids, so afterCommit claims only IMMEDIATE ones. */
+  readonly #typeOf = new Map<CommandId, string>();
+
+  constructor(private readonly deps: ClientDeps<Tx>) {}
+
+  /** Inserts one command in `tx`; returns its id. */
+  async submit<K extends TypeOf<TM>>(
+    tx: Tx,
+    type: K,
+    payload: TM[K],
+    options?: SubmitOptions,
+  ): Promise<CommandId> {
+    const row = toNewCommand(this.deps.rules, type, payload, options);
+    const [id] = await this.deps.store.insert(tx, [row]);
+    if (id === undefined) throw new Error('store.insert returned no id');
+    this.#submitted(tx, id, type, false);
+    return id;
+  }
+
+  /**
+   * Inserts a command unless an unfinished one with the same (type, bizKey) exists; then returns
+   * that one's id with `duplicate: true`.
+   */
+  async submitIdempotent<K extends TypeOf<TM>>(
+    tx: Tx,
+    type: K,
+    bizKey: string,
+    payload: TM[K],
+    options?: Omit<SubmitOptions, 'bizKey'>,
+  ): Promise<InsertResult> {
+    if (typeof bizKey !== 'string' || bizKey.length === 0) {
+      throw new InvalidArgumentError('submitIdempotent needs a non-empty bizKey');
+    }
+    const row = toNewCommand(this.deps.rules, type, payload, { ...options, bizKey });
+    const result = await this.deps.store.insertIdempotent(tx, { ...row, bizKey });
+    this.#submitted(tx, result.id, type, result.duplicate);
+    return result;
+  }
+
+  /** Inserts a batch in one statement where the database allows; all are validated first. */
+  async submitMany(tx: Tx, items: readonly SubmitItem<TM>[]): Promise<CommandId[]> {
+    const rows = items.map((item) => toNewCommand(this.deps.rules, item.type, item.payload, item));
+    if (rows.length === 0) return [];
+    const ids = await this.deps.store.insert(tx, rows);
+    ids.forEach((id, i) => this.#submitted(tx, id, rows[i]?.type ?? '', false));
+    return ids;
+  }
+
+  /**
+   * Runs `fn` in a store transaction, commits, then does the after-commit work (IMMEDIATE dispatch,
+   * wake-ups). Rolls back and rethrows if `fn` throws: then nothing was submitted.
+   */
+  async transaction<T>(fn: (tx: Tx, submit: TxSubmit<TM>) => Promise<T>): Promise<T> {
+    const open: OpenTransaction = { ids: [], events: [] };
+    const result = await this.deps.store.transaction(async (tx) => {
+      this.#open.set(tx, open);
+      try {
+        return await fn(tx, (type, payload, options) => this.submit(tx, type, payload, options));
+      } finally {
+        this.#open.delete(tx);
+      }
+    });
+    for (const event of open.events) this.deps.events.emit(event);
+    await this.afterCommit(open.ids);
+    return result;
+  }
+
+  /**
+   * For callers who manage their own transactions: call after COMMIT with the ids submitted in it.
+   * Wakes the schedulers and dispatches the IMMEDIATE ones. Never rejects on store trouble (the
+   * poll loop picks up whatever was not dispatched).
+   */
+  async afterCommit(ids: readonly CommandId[]): Promise<void> {
+    if (ids.length === 0) return;
+    const immediate = ids.filter((id) => {
+      const type = this.#typeOf.get(id);
+      this.#typeOf.delete(id);
+      return type === undefined || this.deps.registry.get(type)?.mode === 'IMMEDIATE';
+    });
+    await this.deps.afterCommit(immediate);
+  }
+
+  /** Alias of afterCommit, by what it does. */
+  dispatchImmediate(ids: readonly CommandId[]): Promise<void> {
+    return this.afterCommit(ids);
+  }
+
+  #submitted(tx: Tx, id: CommandId, type: string, duplicate: boolean): void {
+    if (!duplicate) {
+      this.#typeOf.set(id, type);
+      if (this.#typeOf.size > REMEMBERED_TYPES) {
+        const oldest = this.#typeOf.keys().next();
+        if (!oldest.done) this.#typeOf.delete(oldest.value);
+      }
+    }
+    const event: CommandEvent = { kind: 'submitted', id, type, duplicate };
+    const open = this.#open.get(tx);
+    if (!open) return this.deps.events.emit(event);
+    // Inside client.transaction: report and dispatch only once it has committed.
+    if (!duplicate) open.ids.push(id);
+    open.events.push(event);
+  }
+}

@@ -1,0 +1,201 @@
+import {
+  decideFailure,
+  type ClaimedCommand,
+  type Clock,
+  type CommandStore,
+  type ExecutionInterceptor,
+  type Logger,
+} from '@asynccmd/core';
+import type { CommandEvents } from './command-events.js';
+import type { ExecutionContext } from './executor.js';
+import type { ExecutorRegistry } from './executor-registry.js';
+import { Execution, namedError } from './execution.js';
+import type { LeaseKeeper } from './lease-keeper.js';
+import { ABANDONED, type OutcomeWriter, type WriteResult } from './outcome-writer.js';
+import type { StoreOutage } from './store-outage.js';
+
+export interface CommandRunnerDeps {
+  readonly store: CommandStore;
+  readonly registry: ExecutorRegistry;
+  readonly events: CommandEvents;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly interceptors: readonly ExecutionInterceptor[];
+  readonly leases: LeaseKeeper;
+  readonly outcomes: OutcomeWriter;
+  readonly outage: StoreOutage;
+}
+
+/**
+ * Runs claimed commands: holds their lease from claim to recorded outcome, wraps the executor in
+ * the interceptors, enforces the per-type timeout, and records success, retry or dead letter
+ * (core decideFailure), fenced by the claim token.
+ */
+export class CommandRunner {
+  readonly #inflight = new Set<Execution>();
+  #idle: (() => void)[] = [];
+
+  constructor(private readonly deps: CommandRunnerDeps) {}
+
+  /** Takes charge of a freshly claimed command: from now on its lease is kept alive. */
+  track(command: ClaimedCommand, via: 'poll' | 'immediate'): Execution {
+    const entry = this.deps.registry.require(command.type);
+    const execution = new Execution(command, entry, via, (e, runner) => this.execute(e, runner));
+    execution.releaseLease = this.deps.leases.hold(execution);
+    this.#inflight.add(execution);
+    this.deps.events.emit({ kind: 'claimed', command, via });
+    return execution;
+  }
+
+  /** Claims held by this instance, started or not. */
+  inflight(): Execution[] {
+    return [...this.#inflight];
+  }
+
+  /** Runs one claimed command to a recorded outcome. Never rejects. */
+  async execute(execution: Execution, runner: string): Promise<void> {
+    if (execution.state !== 'claimed') return this.#forget(execution);
+    const { command, entry } = execution;
+    const { events, logger } = this.deps;
+    execution.state = 'running';
+    events.emit({ kind: 'started', command, mode: entry.mode, runner });
+    const started = performance.now();
+    const timer =
+      entry.timeoutMs === undefined
+        ? null
+        : setTimeout(
+            () =>
+              execution.abort(
+                'timeout',
+                namedError('TimeoutError', `command timed out after ${entry.timeoutMs} ms`),
+              ),
+            entry.timeoutMs,
+          );
+    let failure: { error: unknown } | null = null;
+    try {
+      await this.#invoke(execution);
+    } catch (error) {
+      failure = { error };
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+    execution.state = 'finishing';
+    const durationMs = performance.now() - started;
+    try {
+      if (failure === null) {
+        const done = await this.deps.outcomes.complete(execution.ref);
+        if (done === true) events.emit({ kind: 'succeeded', command, durationMs });
+        else this.#notRecorded(execution, done, 'succeeded');
+      } else if (execution.abortCause === 'shutdown') {
+        // Stopped by shutdown, not by its own fault: back to PENDING with nothing counted against it.
+        await this.release([execution]);
+      } else {
+        const outcome = decideFailure(command, failure.error, this.deps.clock.now(), entry.backoff);
+        const done = await this.deps.outcomes.fail(execution.ref, outcome);
+        if (done === true) {
+          const error = outcome.lastError;
+          if (outcome.status === 'DEAD') {
+            events.emit({ kind: 'dead', command, durationMs, error });
+            logger.error({ id: command.id, type: command.type, error }, 'asynccmd: command is DEAD');
+          } else {
+            events.emit({ kind: 'retried', command, durationMs, error, nextRunAt: outcome.nextRunAt });
+            logger.warn(
+              { id: command.id, type: command.type, error, nextRunAt: outcome.nextRunAt },
+              'asynccmd: command failed; retry scheduled',
+            );
+          }
+        } else this.#notRecorded(execution, done, 'failed');
+      }
+    } finally {
+      this.#forget(execution);
+    }
+  }
+
+  /** Puts claimed-but-unstarted commands back to PENDING (shutdown). Never rejects. */
+  async release(executions: readonly Execution[]): Promise<void> {
+    const mine = executions.filter((e) => e.state === 'claimed' || e.abortCause === 'shutdown');
+    for (const e of mine) e.state = 'finishing';
+    if (mine.length === 0) return;
+    try {
+      const released = new Set(await this.deps.store.release(mine.map((e) => e.ref)));
+      this.deps.outage.succeeded('release');
+      for (const e of mine) {
+        if (released.has(e.command.id)) {
+          this.deps.events.emit({ kind: 'released', id: e.command.id, type: e.command.type });
+        }
+      }
+    } catch (error) {
+      // Their leases will expire and the hung reclaimer will take them back.
+      this.deps.outage.failed('release', error);
+    } finally {
+      for (const e of mine) this.#forget(e);
+    }
+  }
+
+  #invoke(execution: Execution): Promise<void> {
+    const { command, entry } = execution;
+    const signal = execution.controller.signal;
+    const context: ExecutionContext = {
+      id: command.id,
+      command,
+      attempt: command.retryCount + 1,
+      signal,
+      logger: this.deps.logger,
+    };
+    let next = async (): Promise<void> => {
+      await entry.executor.execute(command.payload as never, context as ExecutionContext<never>);
+    };
+    for (const interceptor of [...this.deps.interceptors].reverse()) {
+      const inner = next;
+      next = () => interceptor(command, inner);
+    }
+    // An executor that ignores its signal must not hold the slot forever: stop waiting on abort.
+    const aborted = new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(signal.reason);
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    });
+    aborted.catch(() => undefined);
+    return Promise.race([next(), aborted]);
+  }
+
+  #notRecorded(execution: Execution, result: WriteResult, outcome: 'succeeded' | 'failed'): void {
+    const { command } = execution;
+    if (result === ABANDONED) {
+      this.deps.logger.error(
+        { id: command.id, type: command.type, outcome },
+        'asynccmd: outcome not recorded before shutdown; the command will be reclaimed and run again',
+      );
+      return;
+    }
+    this.deps.events.emit({ kind: 'fenced', command, outcome });
+    this.deps.logger.warn(
+      { id: command.id, type: command.type, outcome },
+      'asynccmd: outcome refused: the claim had been taken away (reclaimed, requeued or killed)',
+    );
+  }
+
+  /** Resolves once this instance holds no claim. */
+  whenIdle(): Promise<void> {
+    if (this.#inflight.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #forget(execution: Execution): void {
+    execution.state = 'done';
+    execution.releaseLease();
+    this.#inflight.delete(execution);
+    if (this.#inflight.size === 0 && this.#idle.length > 0) {
+      const idle = this.#idle;
+      this.#idle = [];
+      for (const resolve of idle) resolve();
+    }
+  }
+
+  /** Aborts running executions (shutdown deadline passed). */
+  abortRunning(): void {
+    for (const e of this.#inflight) {
+      if (e.state === 'running')
+        e.abort('shutdown', namedError('ShutdownError', 'the instance is shutting down'));
+    }
+  }
+}

@@ -1,0 +1,32 @@
+import { decideDispatch } from '@asynccmd/core';
+import type { CommandRunner } from './command-runner.js';
+import type { Execution } from './execution.js';
+import type { PoolSet } from './pool-set.js';
+
+/** Work the holder of a command must run itself, now: SCHEDULED inline, or caller-runs back-pressure. */
+export type RunHere = () => Promise<void>;
+
+/**
+ * Sends a claimed command where its mode says (core decideDispatch): SCHEDULED inline; ASYNC_POOL
+ * and IMMEDIATE to the type's isolated pool or the shared pool; a full pool hands the work back to
+ * the caller (caller-runs) so nothing is dropped and the caller slows down.
+ */
+export class Dispatcher {
+  constructor(
+    private readonly pools: PoolSet,
+    private readonly runner: CommandRunner,
+  ) {}
+
+  /** Returns null when a pool took the command, else the work to run here (in order, serially). */
+  dispatch(execution: Execution): RunHere | null {
+    const { entry } = execution;
+    const pool = entry.pool === null ? null : this.pools.get(entry.pool);
+    const decision = decideDispatch(entry.mode, pool ? pool.capacity() : null);
+    if (decision.kind === 'inline') return () => this.runner.execute(execution, 'inline');
+    if (decision.kind === 'pool' && pool) {
+      execution.poolName = pool.name;
+      if (pool.offer(execution)) return null;
+    }
+    return () => this.runner.execute(execution, 'caller');
+  }
+}

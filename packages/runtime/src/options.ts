@@ -1,0 +1,73 @@
+import type {
+  BackoffPolicy,
+  Clock,
+  CommandStore,
+  ExecutionInterceptor,
+  Logger,
+  SubmitHeadersProvider,
+  TokenSource,
+} from '@asynccmd/core';
+import type { AnyExecutor } from './executor.js';
+import type { PoolOptions } from './work-pool.js';
+
+/**
+ * Defaults: a dead instance's command is running again within about 9 s — its lease (8 s) runs out
+ * at most 8 s after its last heartbeat, and the next poll round (≤ 1 s) reclaims and claims it.
+ * Heartbeats every 2 s leave a live command three missed beats of slack before it could be taken.
+ */
+export const DEFAULT_LEASE_MS = 8_000;
+export const DEFAULT_POLL_INTERVAL_MS = 1_000;
+export const DEFAULT_MAX_RETRY = 5;
+export const DEFAULT_SHARED_POOL: PoolOptions = { concurrency: 8, queueSize: 0 };
+export const DEFAULT_SCHEDULED_BATCH_SIZE = 10;
+export const DEFAULT_RECLAIM_BATCH_SIZE = 100;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+
+export interface AsyncCommandsOptions<Tx = unknown> {
+  readonly store: CommandStore<Tx>;
+  /** The command types this instance runs; it claims only these. */
+  readonly executors: readonly AnyExecutor[];
+  /** Types submitted here but executed by other processes (the client accepts them). */
+  readonly submitOnlyTypes?: readonly string[];
+  /** Application clock for due times and backoff. Default: the system clock. */
+  readonly clock?: Clock;
+  /** Claim tokens. Default: crypto.randomUUID. */
+  readonly tokens?: TokenSource;
+  /** pino-compatible. Default: silent. */
+  readonly logger?: Logger;
+  /** Wrap every execution (tracing, logging context), outermost first. */
+  readonly interceptors?: readonly ExecutionInterceptor[];
+  /** Headers stored with every submitted command (e.g. the W3C trace context). */
+  readonly headersProvider?: SubmitHeadersProvider;
+  /** Default `owner` column of submitted commands. */
+  readonly owner?: string;
+  /** Largest payload accepted, as UTF-8 JSON bytes. Default: core DEFAULT_MAX_PAYLOAD_BYTES (64 KiB). */
+  readonly maxPayloadBytes?: number;
+  /** Retries after the first attempt when neither the submit nor the executor says. Default 5. */
+  readonly defaultMaxRetry?: number;
+  /** Retry delays when the executor has none. Default: core exponentialBackoff() — min(60 s·2ⁿ, 1 h). */
+  readonly backoff?: BackoffPolicy;
+  /** Lease of a claim, renewed by heartbeats; executors may override. Default 8 s. */
+  readonly leaseMs?: number;
+  /** Heartbeat period. Default: a quarter of the shortest lease. */
+  readonly heartbeatIntervalMs?: number;
+  /** Sleep between poll rounds that found nothing more to do. Default 1 s. */
+  readonly pollIntervalMs?: number;
+  /** The pool for ASYNC_POOL / IMMEDIATE types that name none. Default { concurrency: 8, queueSize: 0 }. */
+  readonly sharedPool?: PoolOptions;
+  /** Isolated pools, by the name executors give in `pool`. */
+  readonly pools?: Readonly<Record<string, PoolOptions>>;
+  /** SCHEDULED commands claimed per round (run one after another in the loop). Default 10. */
+  readonly scheduledBatchSize?: number;
+  /** Hung commands reclaimed per round. Default 100. */
+  readonly reclaimBatchSize?: number;
+  /** Lease expiries a command survives before it is declared DEAD. Default: core DEFAULT_MAX_RESCUES. */
+  readonly maxRescues?: number;
+}
+
+export interface StopOptions {
+  /** How long to wait for running commands. Default 30 s. */
+  readonly timeoutMs?: number;
+  /** Close the store at the end. Default true. */
+  readonly closeStore?: boolean;
+}

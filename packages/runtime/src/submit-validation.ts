@@ -1,0 +1,73 @@
+import * as E from 'fp-ts/lib/Either.js';
+import {
+  InvalidArgumentError,
+  serialisePayload,
+  UnknownCommandTypeError,
+  type CommandHeaders,
+  type NewCommand,
+} from '@asynccmd/core';
+import type { ExecutorRegistry } from './executor-registry.js';
+
+/** Options of one submit. */
+export interface SubmitOptions {
+  /** Business key for tracing (and for idempotency with submitIdempotent); at most 128 characters. */
+  readonly bizKey?: string | null;
+  /** Due time (a delayed command); default: now. */
+  readonly runAt?: Date | null;
+  /** Retries after the first attempt; default: the executor's, else the runtime's (5). */
+  readonly maxRetry?: number;
+  /** Submitting service; default: the runtime's `owner`. */
+  readonly owner?: string | null;
+  /** Extra headers stored with the command (merged over the headers provider's). */
+  readonly headers?: CommandHeaders;
+}
+
+export interface SubmitRules {
+  readonly registry: ExecutorRegistry;
+  /** Types this process submits but another process executes. */
+  readonly submitOnlyTypes: readonly string[];
+  readonly maxPayloadBytes: number;
+  readonly defaultMaxRetry: number;
+  readonly owner: string | null;
+  readonly headers: () => CommandHeaders;
+}
+
+/**
+ * Turns a submit into the row to insert, or throws a typed error before anything is written:
+ * unknown type, payload not JSON-serialisable or too large, malformed options.
+ */
+export function toNewCommand(
+  rules: SubmitRules,
+  type: string,
+  payload: unknown,
+  options: SubmitOptions = {},
+): NewCommand {
+  const entry = rules.registry.get(type);
+  if (!entry && !rules.submitOnlyTypes.includes(type)) {
+    throw new UnknownCommandTypeError(String(type), [...rules.registry.types(), ...rules.submitOnlyTypes]);
+  }
+  const payloadJson = serialisePayload(payload, rules.maxPayloadBytes);
+  if (E.isLeft(payloadJson)) throw payloadJson.left;
+  const { bizKey = null, runAt = null, owner = rules.owner } = options;
+  checkText('bizKey', bizKey, 128);
+  checkText('owner', owner, 64);
+  if (runAt !== null && !(runAt instanceof Date && Number.isFinite(runAt.getTime()))) {
+    throw new InvalidArgumentError('runAt must be a valid Date');
+  }
+  const maxRetry = options.maxRetry ?? entry?.maxRetry ?? rules.defaultMaxRetry;
+  if (!(Number.isInteger(maxRetry) && maxRetry >= 0 && maxRetry <= 1000)) {
+    throw new InvalidArgumentError(`maxRetry must be an integer from 0 to 1000, not ${String(maxRetry)}`);
+  }
+  const headers = { ...rules.headers(), ...options.headers };
+  for (const [k, v] of Object.entries(headers)) {
+    if (typeof v !== 'string') throw new InvalidArgumentError(`header "${k}" must be a string`);
+  }
+  return { type, payloadJson: payloadJson.right, bizKey, runAt, maxRetry, owner, headers };
+}
+
+function checkText(name: string, value: unknown, max: number): void {
+  if (value === null) return;
+  if (typeof value !== 'string' || value.length === 0 || value.length > max) {
+    throw new InvalidArgumentError(`${name} must be a non-empty string of at most ${max} characters`);
+  }
+}

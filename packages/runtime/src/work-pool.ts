@@ -1,0 +1,121 @@
+import { InvalidArgumentError, type PoolCapacity } from '@asynccmd/core';
+
+export interface PoolOptions {
+  /** Commands running at once. */
+  readonly concurrency: number;
+  /**
+   * Claimed commands allowed to wait for a slot. Default 0: the scheduler claims only what can start
+   * now, so no claimed row sits in memory; raise it to smooth bursts of short commands.
+   */
+  readonly queueSize?: number;
+}
+
+/** A unit of pool work; it must not reject (the command runner catches everything). */
+export interface PoolJob {
+  run(): Promise<void>;
+}
+
+export interface PoolState {
+  readonly name: string;
+  readonly concurrency: number;
+  readonly queueSize: number;
+  readonly active: number;
+  readonly queued: number;
+  readonly free: number;
+}
+
+/** A bounded pool of concurrent async work with a bounded queue; `offer` refuses when both are full. */
+export class WorkPool {
+  readonly concurrency: number;
+  readonly queueSize: number;
+  #active = 0;
+  readonly #queue: PoolJob[] = [];
+  #idle: (() => void)[] = [];
+
+  constructor(
+    readonly name: string,
+    options: PoolOptions,
+    private readonly onSlotFree: () => void = () => undefined,
+  ) {
+    const { concurrency, queueSize = 0 } = options;
+    if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
+      throw new InvalidArgumentError(`pool "${name}": concurrency must be an integer ≥ 1`);
+    }
+    if (!(Number.isInteger(queueSize) && queueSize >= 0)) {
+      throw new InvalidArgumentError(`pool "${name}": queueSize must be an integer ≥ 0`);
+    }
+    this.concurrency = concurrency;
+    this.queueSize = queueSize;
+  }
+
+  /** Slots that can take work now, counting queue room. */
+  get free(): number {
+    return Math.max(0, this.concurrency - this.#active) + Math.max(0, this.queueSize - this.#queue.length);
+  }
+
+  capacity(): PoolCapacity {
+    return { free: this.free };
+  }
+
+  /** Starts or queues `job`; false when the pool and its queue are full (the caller runs it then). */
+  offer(job: PoolJob): boolean {
+    if (this.#active < this.concurrency) {
+      this.#start(job);
+      return true;
+    }
+    if (this.#queue.length < this.queueSize) {
+      this.#queue.push(job);
+      return true;
+    }
+    return false;
+  }
+
+  /** Takes `job` out of the queue if it has not started; true when it was removed. */
+  remove(job: PoolJob): boolean {
+    const i = this.#queue.indexOf(job);
+    if (i < 0) return false;
+    this.#queue.splice(i, 1);
+    return true;
+  }
+
+  /** Empties the queue (shutdown): the returned jobs never start. */
+  drainQueue(): PoolJob[] {
+    return this.#queue.splice(0);
+  }
+
+  /** Resolves once nothing runs and nothing waits. */
+  whenIdle(): Promise<void> {
+    if (this.#active === 0 && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  state(): PoolState {
+    return {
+      name: this.name,
+      concurrency: this.concurrency,
+      queueSize: this.queueSize,
+      active: this.#active,
+      queued: this.#queue.length,
+      free: this.free,
+    };
+  }
+
+  #start(job: PoolJob): void {
+    this.#active++;
+    // A job must not reject; if one does anyway, the pool must still free its slot.
+    void job
+      .run()
+      .catch(() => undefined)
+      .then(() => {
+        this.#active--;
+        const next = this.#queue.shift();
+        if (next) this.#start(next);
+        else if (this.#active === 0) {
+          const idle = this.#idle;
+          this.#idle = [];
+          for (const resolve of idle) resolve();
+        }
+        this.onSlotFree();
+      });
+  }
+}

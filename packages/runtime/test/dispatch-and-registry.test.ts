@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { immediateBackoff, silentLogger, systemClock, type ClaimedCommand } from '@asynccmd/core';
+import { CommandEvents } from '../src/command-events.js';
+import { CommandRunner } from '../src/command-runner.js';
+import { Dispatcher } from '../src/dispatcher.js';
+import { ExecutorRegistry } from '../src/executor-registry.js';
+import { LeaseKeeper } from '../src/lease-keeper.js';
+import { OutcomeWriter } from '../src/outcome-writer.js';
+import { PoolSet } from '../src/pool-set.js';
+import { StoreOutage } from '../src/store-outage.js';
+import { stubStore } from './stub-store.js';
+
+let openGate = (): void => undefined;
+const gate = new Promise<void>((r) => (openGate = r));
+const defaults = { leaseMs: 8000, backoff: immediateBackoff, pools: ['slow'] };
+
+function claimed(id: string, type: string): ClaimedCommand {
+  const now = new Date();
+  return {
+    id,
+    type,
+    bizKey: null,
+    payload: {},
+    status: 'RUNNING',
+    maxRetry: 0,
+    retryCount: 0,
+    rescueCount: 0,
+    nextRunAt: now,
+    lastError: null,
+    owner: null,
+    claimToken: `t${id}`,
+    leaseUntil: now,
+    idempotent: false,
+    headers: {},
+    createdAt: now,
+    updatedAt: now,
+    startedAt: now,
+    finishedAt: null,
+  };
+}
+
+describe('ExecutorRegistry', () => {
+  it('fills defaults and refuses duplicates, undeclared pools and pools on SCHEDULED types', () => {
+    const reg = new ExecutorRegistry(
+      [
+        { type: 'a', execute: () => undefined },
+        { type: 'b', mode: 'ASYNC_POOL', pool: 'slow', leaseMs: 30000, execute: () => undefined },
+        { type: 'c', mode: 'IMMEDIATE', execute: () => undefined },
+      ],
+      defaults,
+    );
+    expect(reg.require('a')).toMatchObject({ mode: 'SCHEDULED', pool: null, leaseMs: 8000 });
+    expect(reg.require('b')).toMatchObject({ pool: 'slow', leaseMs: 30000 });
+    expect(reg.require('c')).toMatchObject({ pool: 'shared' });
+    expect(() => reg.require('zzz')).toThrow(expect.objectContaining({ code: 'UNKNOWN_COMMAND_TYPE' }));
+    const one = { type: 'a', execute: () => undefined };
+    expect(() => new ExecutorRegistry([one, one], defaults)).toThrow(/two executors/);
+    expect(
+      () =>
+        new ExecutorRegistry(
+          [{ type: 'x', mode: 'ASYNC_POOL', pool: 'nope', execute: () => undefined }],
+          defaults,
+        ),
+    ).toThrow(/not declared/);
+    expect(
+      () => new ExecutorRegistry([{ type: 'x', pool: 'slow', execute: () => undefined }], defaults),
+    ).toThrow(/SCHEDULED/);
+  });
+});
+
+describe('Dispatcher', () => {
+  it('runs SCHEDULED inline, hands pool types to their own pool, and makes the caller run when it is full', async () => {
+    const registry = new ExecutorRegistry(
+      [
+        { type: 'inline', execute: () => undefined },
+        { type: 'slow', mode: 'ASYNC_POOL', pool: 'slow', execute: () => gate },
+        { type: 'fast', mode: 'ASYNC_POOL', execute: () => undefined },
+      ],
+      defaults,
+    );
+    const store = stubStore({
+      heartbeat: async (refs) => [...refs],
+      complete: async (refs) => refs.map((r) => r.id),
+    });
+    const events = new CommandEvents(silentLogger);
+    const outage = new StoreOutage(events, silentLogger);
+    const pools = new PoolSet({ concurrency: 1 }, { slow: { concurrency: 1 } }, () => undefined);
+    const runner = new CommandRunner({
+      store,
+      registry,
+      events,
+      clock: systemClock,
+      logger: silentLogger,
+      interceptors: [],
+      leases: new LeaseKeeper(store, outage, 1000),
+      outcomes: new OutcomeWriter(store, outage),
+      outage,
+    });
+    const dispatcher = new Dispatcher(pools, runner);
+    const runners: string[] = [];
+    events.onKind('started', (e) => runners.push(`${e.command.id}:${e.runner}`));
+
+    expect(dispatcher.dispatch(runner.track(claimed('1', 'inline'), 'poll'))).toBeTypeOf('function');
+    expect(dispatcher.dispatch(runner.track(claimed('2', 'slow'), 'poll'))).toBeNull();
+    const callerRuns = dispatcher.dispatch(runner.track(claimed('3', 'slow'), 'poll'));
+    expect(callerRuns).toBeTypeOf('function');
+    // The slow pool being full does not touch the shared pool.
+    expect(dispatcher.dispatch(runner.track(claimed('4', 'fast'), 'poll'))).toBeNull();
+    const ran = callerRuns?.();
+    expect(runners).toEqual(['2:pool:slow', '4:pool:shared', '3:caller']);
+    openGate();
+    await ran;
+    await pools.whenIdle();
+  });
+});

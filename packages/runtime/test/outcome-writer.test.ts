@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { silentLogger, type ClaimRef, type CommandEvent } from '@asynccmd/core';
+import { CommandEvents } from '../src/command-events.js';
+import { OutcomeWriter } from '../src/outcome-writer.js';
+import { StoreOutage } from '../src/store-outage.js';
+import { ref, stubStore } from './stub-store.js';
+
+describe('OutcomeWriter', () => {
+  it('batches completions that arrive while a write is in flight, and reports fenced ones', async () => {
+    const calls: ClaimRef[][] = [];
+    const store = stubStore({
+      complete: async (refs) => {
+        calls.push([...refs]);
+        await new Promise((r) => setTimeout(r, 5));
+        return refs.filter((r) => r.id !== '3').map((r) => r.id);
+      },
+    });
+    const writer = new OutcomeWriter(store, new StoreOutage(new CommandEvents(silentLogger), silentLogger));
+    const results = await Promise.all(['1', '2', '3', '4'].map((id) => writer.complete(ref(id))));
+    expect(results).toEqual([true, true, false, true]);
+    expect(calls.map((c) => c.map((r) => r.id))).toEqual([['1'], ['2', '3', '4']]);
+  });
+
+  it('retries a completion through a lost connection instead of abandoning it', async () => {
+    let failures = 2;
+    const store = stubStore({
+      complete: async (refs) => {
+        if (failures-- > 0) throw new Error('Connection terminated unexpectedly');
+        return refs.map((r) => r.id);
+      },
+    });
+    const events = new CommandEvents(silentLogger);
+    const seen: CommandEvent[] = [];
+    events.on((e) => seen.push(e));
+    const writer = new OutcomeWriter(store, new StoreOutage(events, silentLogger));
+    expect(await writer.complete(ref('7'))).toBe(true);
+    expect(seen.filter((e) => e.kind === 'store-error')).toHaveLength(2);
+  });
+});
