@@ -27,6 +27,8 @@ export interface PostgresStoreOptions {
   readonly schema?: string;
   /** Default 'async_command'. */
   readonly table?: string;
+  /** Largest payload accepted, in UTF-8 bytes of its JSON. Default core DEFAULT_MAX_PAYLOAD_BYTES (64 KiB). */
+  readonly maxPayloadBytes?: number;
   /** Coalescing window of wake-up NOTIFYs, in ms: at most one per window per process. Default 5. */
   readonly wakeupWindowMs?: number;
   /** Reconnect backoff of the LISTEN connection, in ms. Default 100 doubling to 5000. */
@@ -40,7 +42,11 @@ export interface PostgresStoreOptions {
  * hostile name); call `migrate()` before use.
  */
 export function createPostgresStore(options: PostgresStoreOptions = {}): PostgresCommandStore {
-  const names = tableNames(options.schema ?? 'public', options.table ?? 'async_command');
+  // Only an absent option takes the default: an explicit null or '' is a bad name, refused.
+  const names = tableNames(
+    options.schema === undefined ? 'public' : options.schema,
+    options.table === undefined ? 'async_command' : options.table,
+  );
   const logger = options.logger ?? silentLogger;
   const ownsPool = options.pool === undefined;
   const pool =
@@ -65,7 +71,13 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     reconnectMaxMs: options.listenReconnectMaxMs ?? 5000,
     logger,
   });
-  return new PostgresCommandStore({ pool, ownsPool, names, wakeups });
+  return new PostgresCommandStore({
+    pool,
+    ownsPool,
+    names,
+    wakeups,
+    maxPayloadBytes: options.maxPayloadBytes,
+  });
 }
 
 /** The LISTEN connection opens with the pool's own connection settings. */

@@ -26,7 +26,7 @@ export interface TableNames {
 const MAX_NAME = 63;
 
 /** Validates the names; throws core's InvalidIdentifierError for a hostile or malformed one. */
-export function tableNames(schema: string, table: string): TableNames {
+export function tableNames(schema: unknown, table: unknown): TableNames {
   const s = unwrap(validateIdentifier('schema', schema));
   if (s.startsWith('pg_')) throw new ReservedSchemaError(s);
   const t = unwrap(validateIdentifier('table', table));

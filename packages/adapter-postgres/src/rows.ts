@@ -58,7 +58,7 @@ export function toRecord(row: CommandRow): CommandRecord {
 
 // Postgres's ISO output: 2026-11-30 05:31:11.123+00, 2026-11-30 05:31:11+05:30, …
 const ISO =
-  /^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?$/;
+  /^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?$/;
 
 /** A timestamptz in text form → Date, at millisecond precision (the columns hold no more). */
 export function toDate(text: string): Date {
@@ -77,9 +77,4 @@ export function toDate(text: string): Date {
 
 function toDateOrNull(text: string | null): Date | null {
   return text === null ? null : toDate(text);
-}
-
-/** Dates go out as ISO text with an explicit zone, independent of the process's time zone. */
-export function toTimestamp(d: Date): string {
-  return d.toISOString();
 }

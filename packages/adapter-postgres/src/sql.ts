@@ -134,7 +134,7 @@ export function buildSql(n: TableNames) {
     reclaimHung: `
       WITH hung AS (
         SELECT id FROM ${t}
-        WHERE status = 'RUNNING' AND lease_until <= ${NOW}
+        WHERE status = 'RUNNING' AND lease_until < ${NOW}
         ORDER BY lease_until, id
         LIMIT $1
         FOR UPDATE SKIP LOCKED
@@ -146,7 +146,7 @@ export function buildSql(n: TableNames) {
         last_error = CASE WHEN c.rescue_count + 1 > $2 THEN $3 ELSE c.last_error END,
         finished_at = CASE WHEN c.rescue_count + 1 > $2 THEN ${NOW} END,
         claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
-      FROM hung WHERE c.id = hung.id AND c.status = 'RUNNING' AND c.lease_until <= ${NOW}
+      FROM hung WHERE c.id = hung.id AND c.status = 'RUNNING' AND c.lease_until < ${NOW}
       RETURNING c.id, c.type, c.status`,
 
     /** Admin transitions: one guarded UPDATE each; $1 id, $2 allowed source statuses. */

@@ -2,14 +2,12 @@ import * as E from 'fp-ts/lib/Either.js';
 import {
   checkTransition,
   CommandNotFoundError,
+  DEFAULT_MAX_PAYLOAD_BYTES,
   FINISHED_STATUSES,
   IdempotencyConflictError,
   InvalidArgumentError,
-  isCommandStatus,
-  parseCommandId,
   rescueLimitMessage,
   TRANSITION_SOURCES,
-  truncateErrorText,
 } from '@asynccmd/core';
 import type {
   AdminError,
@@ -34,9 +32,22 @@ import type {
   StoreStats,
 } from '@asynccmd/core';
 import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
+import {
+  commandValues,
+  errorText,
+  optionalText,
+  reasonText,
+  refArrays,
+  requireId,
+  requireInt,
+  requireStatuses,
+  requireTime,
+  requireToken,
+  requireTypes,
+} from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
-import { RAW_TYPES, toDate, toRecord, toTimestamp } from './rows.js';
+import { RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
@@ -49,15 +60,15 @@ export interface PostgresCommandStoreParts {
   readonly ownsPool: boolean;
   readonly names: TableNames;
   readonly wakeups: PostgresWakeups;
+  readonly maxPayloadBytes?: number;
 }
 
 type Queryable = Pick<ClientBase, 'query'> | Pool;
 
-const DEFAULT_LIST_LIMIT = 50;
-const MAX_LIST_LIMIT = 1000;
-/** An idempotent submit retries while the key's holder keeps finishing under it; rare, so few. */
+const MAX_INT = 2 ** 31 - 1;
+/** An idempotent submit asks again while the key's holder keeps finishing under it; rare, so few. */
 const IDEMPOTENT_ATTEMPTS = 20;
-/** An admin write retries when the row changed between its guarded UPDATE and the re-read. */
+/** An admin write is tried again when the row changed between its guarded UPDATE and the re-read. */
 const ADMIN_ATTEMPTS = 5;
 const UNIQUE_VIOLATION = '23505';
 
@@ -74,6 +85,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   private readonly sql: Sql;
   private readonly names: TableNames;
   private readonly ownsPool: boolean;
+  private readonly maxPayloadBytes: number;
   private closing: Promise<void> | null = null;
 
   constructor(parts: PostgresCommandStoreParts) {
@@ -81,6 +93,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     this.ownsPool = parts.ownsPool;
     this.names = parts.names;
     this.wakeups = parts.wakeups;
+    this.maxPayloadBytes = requireInt(
+      'maxPayloadBytes',
+      parts.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      1,
+    );
     this.sql = buildSql(parts.names);
   }
 
@@ -98,16 +115,16 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async insert(tx: ClientBase, commands: readonly NewCommand[]): Promise<CommandId[]> {
-    if (commands.length === 0) return [];
-    commands.forEach(checkNewCommand);
+    const values = commands.map((c) => commandValues(c, this.maxPayloadBytes));
+    if (values.length === 0) return [];
     const rows = await this.query<{ id: string }>(tx, this.sql.insert, [
-      commands.map((c) => c.type),
-      commands.map((c) => c.bizKey ?? null),
-      commands.map((c) => c.payloadJson),
-      commands.map((c) => c.maxRetry),
-      commands.map((c) => (c.runAt ? toTimestamp(c.runAt) : null)),
-      commands.map((c) => c.owner ?? null),
-      commands.map((c) => JSON.stringify(c.headers ?? {})),
+      values.map((v) => v.type),
+      values.map((v) => v.bizKey),
+      values.map((v) => v.payloadJson),
+      values.map((v) => v.maxRetry),
+      values.map((v) => v.runAt),
+      values.map((v) => v.owner),
+      values.map((v) => v.headersJson),
     ]);
     return rows.map((r) => r.id);
   }
@@ -116,19 +133,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     tx: ClientBase,
     command: NewCommand & { readonly bizKey: string },
   ): Promise<InsertResult> {
-    checkNewCommand(command);
-    if (typeof command.bizKey !== 'string') {
-      throw new InvalidArgumentError('an idempotent submit needs a bizKey');
+    const v = commandValues(command, this.maxPayloadBytes);
+    if (!optionalText('bizKey', command.bizKey)) {
+      throw new InvalidArgumentError('an idempotent submit needs a non-empty bizKey');
     }
-    const params = [
-      command.type,
-      command.bizKey,
-      command.payloadJson,
-      command.maxRetry,
-      command.runAt ? toTimestamp(command.runAt) : null,
-      command.owner ?? null,
-      JSON.stringify(command.headers ?? {}),
-    ];
+    const params = [v.type, v.bizKey, v.payloadJson, v.maxRetry, v.runAt, v.owner, v.headersJson];
     for (let attempt = 0; attempt < IDEMPOTENT_ATTEMPTS; attempt++) {
       const [row] = await this.query<{ id: string; duplicate: string }>(
         tx,
@@ -139,48 +148,45 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       if (row) return { id: row.id, duplicate: row.duplicate === 't' };
     }
     throw new Error(
-      `idempotent submit of (${command.type}, ${command.bizKey}) kept racing with other submits; try again`,
+      `idempotent submit of (${v.type}, ${v.bizKey}) kept racing with other submits; try again`,
     );
   }
 
   async claimDue(p: ClaimDueParams): Promise<ClaimedCommand[]> {
-    if (p.types.length === 0 || p.limit <= 0) return [];
-    checkClaim(p);
-    const rows = await this.query<CommandRow>(this.pool, this.sql.claimDue, [
-      toTimestamp(p.now),
-      p.types,
-      Math.floor(p.limit),
-      p.token,
-      p.leaseMs,
-    ]);
-    // RETURNING gives no order; the port promises claim order.
+    const limit = requireInt('limit', p.limit, 0);
+    const types = requireTypes(p.types);
+    const values = [requireTime('now', p.now), types, limit, requireToken(p.token), requireLease(p.leaseMs)];
+    if (limit === 0 || types.length === 0) return [];
+    const rows = await this.query<CommandRow>(this.pool, this.sql.claimDue, values);
+    // RETURNING has no order; the port promises claim order.
     return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
   }
 
   async claimById(p: ClaimByIdParams): Promise<ClaimedCommand | null> {
-    checkClaim(p);
-    if (!isCommandId(p.id) || (p.types && p.types.length === 0)) return null;
-    const [row] = await this.query<CommandRow>(this.pool, this.sql.claimById, [
-      p.id,
-      toTimestamp(p.now),
-      p.token,
-      p.leaseMs,
-      p.types ?? null,
-    ]);
+    const types = p.types === undefined ? null : requireTypes(p.types);
+    const values = [
+      requireId(p.id),
+      requireTime('now', p.now),
+      requireToken(p.token),
+      requireLease(p.leaseMs),
+      types,
+    ];
+    if (types !== null && types.length === 0) return null;
+    const [row] = await this.query<CommandRow>(this.pool, this.sql.claimById, values);
     return row ? (toRecord(row) as ClaimedCommand) : null;
   }
 
   async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
-    checkLease(leaseMs);
-    const valid = refs.filter((r) => isCommandId(r.id));
-    if (valid.length === 0) return [];
+    const lease = requireLease(leaseMs);
+    const [ids, tokens] = refArrays(refs);
+    if (ids.length === 0) return [];
     const rows = await this.query<{ id: string; claim_token: string }>(this.pool, this.sql.heartbeat, [
-      valid.map((r) => r.id),
-      valid.map((r) => r.token),
-      leaseMs,
+      ids,
+      tokens,
+      lease,
     ]);
     const held = new Set(rows.map((r) => `${r.id}:${r.claim_token}`));
-    return valid.filter((r) => held.has(`${r.id}:${r.token}`));
+    return refs.filter((r) => held.has(`${r.id}:${r.token}`)).map((r) => ({ id: r.id, token: r.token }));
   }
 
   complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
@@ -192,21 +198,20 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean> {
-    if (!isCommandId(ref.id)) return false;
-    if (outcome.status !== 'PENDING' && outcome.status !== 'DEAD') {
-      throw new InvalidArgumentError(
-        `a failed attempt becomes PENDING or DEAD, not ${String(outcome.status)}`,
-      );
+    const [[id], [token]] = refArrays([ref]);
+    if (outcome?.status !== 'PENDING' && outcome?.status !== 'DEAD') {
+      throw new InvalidArgumentError(`a failed attempt ends PENDING or DEAD, not ${String(outcome?.status)}`);
     }
+    if (typeof outcome.lastError !== 'string') throw new InvalidArgumentError('lastError must be a string');
     const result = await this.pool.query({
       text: this.sql.fail,
       values: [
-        ref.id,
-        ref.token,
+        id,
+        token,
         outcome.status,
-        outcome.retryCount,
-        toTimestamp(outcome.nextRunAt),
-        truncateErrorText(outcome.lastError),
+        requireInt('retryCount', outcome.retryCount, 0, MAX_INT),
+        requireTime('nextRunAt', outcome.nextRunAt),
+        errorText(outcome.lastError),
       ],
       types: RAW_TYPES,
     });
@@ -214,11 +219,13 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async reclaimHung(p: ReclaimParams): Promise<ReclaimedCommand[]> {
-    if (p.limit <= 0) return [];
+    const limit = requireInt('limit', p.limit, 0);
+    const maxRescues = requireInt('maxRescues', p.maxRescues, 0, MAX_INT);
+    if (limit === 0) return [];
     const rows = await this.query<{ id: string; type: string; status: 'PENDING' | 'DEAD' }>(
       this.pool,
       this.sql.reclaimHung,
-      [Math.floor(p.limit), p.maxRescues, rescueLimitMessage(p.maxRescues)],
+      [limit, maxRescues, rescueLimitMessage(maxRescues)],
     );
     return rows
       .map((r) => ({ id: r.id, type: r.type, status: r.status }))
@@ -226,11 +233,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('retry', id, this.sql.retry, [toTimestamp(now)]);
+    return this.admin('retry', id, this.sql.retry, [requireTime('now', now)]);
   }
 
   requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('requeue', id, this.sql.requeue, [toTimestamp(now)]);
+    return this.admin('requeue', id, this.sql.requeue, [requireTime('now', now)]);
   }
 
   kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
@@ -242,36 +249,26 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async get(id: CommandId): Promise<CommandRecord | null> {
-    if (!isCommandId(id)) return null;
-    const [row] = await this.query<CommandRow>(this.pool, this.sql.get, [id]);
+    const [row] = await this.query<CommandRow>(this.pool, this.sql.get, [requireId(id)]);
     return row ? toRecord(row) : null;
   }
 
+  /** The commands that exist among `ids`, in the order asked for. */
   async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
-    const valid = [...new Set(ids.filter(isCommandId))];
-    if (valid.length === 0) return [];
-    const rows = await this.query<CommandRow>(this.pool, this.sql.getMany, [valid]);
+    const wanted = ids.map(requireId);
+    if (wanted.length === 0) return [];
+    const rows = await this.query<CommandRow>(this.pool, this.sql.getMany, [[...new Set(wanted)]]);
     const byId = new Map(rows.map((r) => [r.id, toRecord(r)]));
-    return valid.flatMap((id) => byId.get(id) ?? []);
+    return wanted.flatMap((id) => byId.get(id) ?? []);
   }
 
   async list(q: ListQuery): Promise<ListPage> {
-    const limit = q.limit ?? DEFAULT_LIST_LIMIT;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-      throw new InvalidArgumentError(
-        `list limit must be an integer from 1 to ${MAX_LIST_LIMIT}, not ${limit}`,
-      );
-    }
-    const statuses =
-      q.status === undefined ? null : typeof q.status === 'string' ? [q.status] : [...q.status];
-    const unknown = statuses?.find((s) => !isCommandStatus(s));
-    if (unknown !== undefined) throw new InvalidArgumentError(`unknown status ${JSON.stringify(unknown)}`);
-    const cursor = q.cursor === undefined || q.cursor === null ? null : decodeCursor(q.cursor);
+    const limit = requireInt('limit', q.limit ?? 50, 1, 1000);
     const rows = await this.query<CommandRow>(this.pool, this.sql.list, [
-      statuses,
-      q.type ?? null,
-      q.bizKey ?? null,
-      cursor,
+      q.status === undefined ? null : requireStatuses(q.status),
+      optionalText('type', q.type),
+      optionalText('bizKey', q.bizKey),
+      q.cursor === undefined || q.cursor === null ? null : decodeCursor(q.cursor),
       limit + 1,
     ]);
     const items = rows.slice(0, limit).map(toRecord);
@@ -280,32 +277,31 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async stats(now: Date): Promise<StoreStats> {
+    const at = requireTime('now', now);
     const [counts, oldest] = await Promise.all([
       this.query<{ status: CommandStatus; type: string; count: string }>(this.pool, this.sql.counts, []),
-      this.query<{ oldest: string | null }>(this.pool, this.sql.oldestDue, [toTimestamp(now)]),
+      this.query<{ oldest: string | null }>(this.pool, this.sql.oldestDue, [at]),
     ]);
-    const at = oldest[0]?.oldest ?? null;
+    const first = oldest[0]?.oldest ?? null;
     return {
       counts: counts.map((r) => ({ status: r.status, type: r.type, count: Number(r.count) })),
-      oldestDueAt: at === null ? null : toDate(at),
+      oldestDueAt: first === null ? null : toDate(first),
     };
   }
 
   async purge(p: PurgeParams): Promise<number> {
-    const statuses = p.statuses ?? ['SUCCESS', 'CANCELLED'];
-    const unfinished = statuses.find((s) => !(FINISHED_STATUSES as readonly string[]).includes(s));
-    if (unfinished !== undefined) {
-      throw new InvalidArgumentError(
-        `purge deletes finished commands only, not ${JSON.stringify(unfinished)}`,
-      );
+    const statuses = requireStatuses(p.statuses ?? ['SUCCESS', 'CANCELLED']);
+    for (const s of statuses) {
+      if (!FINISHED_STATUSES.includes(s)) {
+        throw new InvalidArgumentError(`purge deletes only finished commands, not ${s} ones`);
+      }
     }
-    if (!Number.isInteger(p.limit) || p.limit < 0) {
-      throw new InvalidArgumentError(`purge limit must be a non-negative integer, not ${p.limit}`);
-    }
-    if (p.limit === 0 || statuses.length === 0) return 0;
+    const limit = requireInt('limit', p.limit, 0);
+    const olderThan = requireTime('olderThan', p.olderThan);
+    if (limit === 0 || statuses.length === 0) return 0;
     const result = await this.pool.query({
       text: this.sql.purge,
-      values: [statuses, toTimestamp(p.olderThan), p.limit],
+      values: [statuses, olderThan, limit],
       types: RAW_TYPES,
     });
     return result.rowCount ?? 0;
@@ -331,15 +327,12 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   private async fencedBatch(text: string, refs: readonly ClaimRef[]): Promise<CommandId[]> {
-    const valid = refs.filter((r) => isCommandId(r.id));
-    if (valid.length === 0) return [];
-    const rows = await this.query<{ id: string }>(this.pool, text, [
-      valid.map((r) => r.id),
-      valid.map((r) => r.token),
-    ]);
+    const [ids, tokens] = refArrays(refs);
+    if (ids.length === 0) return [];
+    const rows = await this.query<{ id: string }>(this.pool, text, [ids, tokens]);
     const done = new Set(rows.map((r) => r.id));
     // In the callers' order, each id once.
-    return [...new Set(valid.map((r) => r.id))].filter((id) => done.has(id));
+    return [...new Set(ids)].filter((id) => done.has(id));
   }
 
   /**
@@ -348,11 +341,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
    */
   private async admin(
     transition: AdminTransition,
-    id: CommandId,
+    rawId: CommandId,
     text: string,
     extra: readonly unknown[],
   ): Promise<E.Either<AdminError, CommandRecord>> {
-    if (!isCommandId(id)) return E.left(new CommandNotFoundError(String(id)));
+    const id = requireId(rawId);
     const sources = TRANSITION_SOURCES[transition];
     for (let attempt = 0; attempt < ADMIN_ATTEMPTS; attempt++) {
       let rows: CommandRow[];
@@ -369,14 +362,14 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       if (!current) return E.left(new CommandNotFoundError(id));
       const allowed = checkTransition(transition, current.status, id);
       if (E.isLeft(allowed)) return allowed;
-      // It was in a source state after all: it moved between the two statements; try again.
+      // It is in a source state after all: it moved between the two statements; try again.
     }
-    throw new Error(`command ${id} kept changing state during ${transition}; try again`);
+    throw new Error(`command ${id} kept changing while ${transition} was applied to it; try again`);
   }
 
   private isActiveKeyViolation(err: unknown): boolean {
-    const e = err as { code?: unknown; constraint?: unknown };
-    return e.code === UNIQUE_VIOLATION && e.constraint === this.sql.activeKeyIndex;
+    const e = err as { code?: unknown; constraint?: unknown } | null;
+    return e?.code === UNIQUE_VIOLATION && e.constraint === this.sql.activeKeyIndex;
   }
 
   private async query<R extends QueryResultRow>(
@@ -389,11 +382,12 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 }
 
-function isCommandId(id: unknown): id is CommandId {
-  return typeof id === 'string' && E.isRight(parseCommandId(id));
+/** A lease of at least a millisecond: a zero lease would be hung before it was handed out. */
+function requireLease(leaseMs: unknown): number {
+  return requireInt('leaseMs', leaseMs, 1);
 }
 
-/** Larger ids are newer; ids are decimal text, so compare by length first. */
+/** Ids are decimal text: compare by length first. */
 function compareIds(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
@@ -402,44 +396,19 @@ function byDueThenId(a: CommandRecord, b: CommandRecord): number {
   return a.nextRunAt.getTime() - b.nextRunAt.getTime() || compareIds(a.id, b.id);
 }
 
-function reasonText(reason: string | undefined): string | null {
-  return reason === undefined ? null : truncateErrorText(reason);
-}
-
-function checkNewCommand(c: NewCommand): void {
-  if (typeof c.type !== 'string' || c.type.length === 0) {
-    throw new InvalidArgumentError('a command needs a non-empty type');
-  }
-  if (!Number.isInteger(c.maxRetry) || c.maxRetry < 0) {
-    throw new InvalidArgumentError(`maxRetry must be a non-negative integer, not ${c.maxRetry}`);
-  }
-  if (typeof c.payloadJson !== 'string') {
-    throw new InvalidArgumentError('payloadJson must be serialised JSON text (see serialisePayload)');
-  }
-  if (c.runAt && Number.isNaN(c.runAt.getTime())) throw new InvalidArgumentError('runAt is an invalid Date');
-}
-
-function checkClaim(p: { readonly leaseMs: number; readonly now: Date; readonly token: string }): void {
-  checkLease(p.leaseMs);
-  if (Number.isNaN(p.now.getTime())) throw new InvalidArgumentError('now is an invalid Date');
-  if (typeof p.token !== 'string' || p.token.length === 0) {
-    throw new InvalidArgumentError('a claim needs a non-empty token');
-  }
-}
-
-function checkLease(leaseMs: number): void {
-  if (!Number.isFinite(leaseMs) || leaseMs < 0) {
-    throw new InvalidArgumentError(`leaseMs must be a finite number ≥ 0, not ${leaseMs}`);
-  }
-}
+const CURSOR_PREFIX = 'id:';
 
 /** Cursors are opaque to callers; inside, the last id of the page. */
 function encodeCursor(id: CommandId): string {
-  return Buffer.from(id, 'utf8').toString('base64url');
+  return Buffer.from(`${CURSOR_PREFIX}${id}`, 'utf8').toString('base64url');
 }
 
-function decodeCursor(cursor: string): string {
-  const id = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (!isCommandId(id)) throw new InvalidArgumentError(`${JSON.stringify(cursor)} is not a list cursor`);
-  return id;
+function decodeCursor(cursor: unknown): CommandId {
+  const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  try {
+    if (text.startsWith(CURSOR_PREFIX)) return requireId(text.slice(CURSOR_PREFIX.length));
+  } catch {
+    // fall through to the argument error
+  }
+  throw new InvalidArgumentError('the list cursor is not one this store handed out');
 }

@@ -21,6 +21,10 @@ afterAll(async () => {
 const claim = (types: string[], limit = 10, leaseMs = 30_000, now = new Date(Date.now() + 1)) =>
   store.claimDue({ types, limit, now, token: randomUUID(), leaseMs });
 
+async function untilDatabaseClockPasses(t: Date): Promise<void> {
+  while ((await store.now()).getTime() <= t.getTime()) await new Promise((r) => setTimeout(r, 2));
+}
+
 describe('PostgresCommandStore', () => {
   it('refuses hostile schema and table names with a typed error', () => {
     const hostile = ['x"; DROP TABLE t; --', 'a b', '1abc', '', 'x'.repeat(49), 'é', 'a-b'];
@@ -220,15 +224,17 @@ describe('PostgresCommandStore', () => {
     const [hungId, liveId] = await store.transaction((tx) =>
       store.insert(tx, [command('hung'), command('live')]),
     );
-    const [hung] = await claim(['hung'], 1, 0);
+    const [hung] = await claim(['hung'], 1, 1);
     const [live] = await claim(['live'], 1, 60_000);
+    await untilDatabaseClockPasses(hung!.leaseUntil!);
     expect(hung?.id).toBe(hungId);
     expect(live?.id).toBe(liveId);
     const reclaimed = await store.reclaimHung({ limit: 100, maxRescues: 1 });
     expect(reclaimed).toEqual([{ id: hungId, type: 'hung', status: 'PENDING' }]);
     expect(await store.complete([{ id: hung!.id, token: hung!.claimToken }])).toEqual([]);
-    const again = await claim(['hung'], 1, 0);
+    const again = await claim(['hung'], 1, 1);
     expect(again[0]).toMatchObject({ id: hungId, rescueCount: 1 });
+    await untilDatabaseClockPasses(again[0]!.leaseUntil!);
     expect(await store.reclaimHung({ limit: 100, maxRescues: 1 })).toEqual([
       { id: hungId, type: 'hung', status: 'DEAD' },
     ]);
