@@ -19,7 +19,7 @@ export type DownstreamProfiles = Readonly<Record<DownstreamName, DownstreamProfi
 export const DEFAULT_PROFILES: DownstreamProfiles = {
   inventory: { latencyMs: 40, failureRate: 0.02, slowRate: 0.02 },
   notification: { latencyMs: 30, failureRate: 0.05, slowRate: 0.02 },
-  external: { latencyMs: 120, failureRate: 0.1, slowRate: 0.03 },
+  external: { latencyMs: 120, failureRate: 0.2, slowRate: 0.03 },
   projection: { latencyMs: 5, failureRate: 0, slowRate: 0 },
 };
 
@@ -111,5 +111,16 @@ export function createDownstreams(
     notification: new SimulatedDownstream('notification', profiles.notification, seed + 2, db),
     external: new SimulatedDownstream('external', profiles.external, seed + 3, db),
     projection: new SimulatedDownstream('projection', profiles.projection, seed + 4, db),
+  };
+}
+
+/** The same profile with every latency multiplied by `factor`. */
+export function scaleLatency(profiles: DownstreamProfiles, factor: number): DownstreamProfiles {
+  const scaled = (p: DownstreamProfile): DownstreamProfile => ({ ...p, latencyMs: p.latencyMs * factor });
+  return {
+    inventory: scaled(profiles.inventory),
+    notification: scaled(profiles.notification),
+    external: scaled(profiles.external),
+    projection: scaled(profiles.projection),
   };
 }

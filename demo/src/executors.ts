@@ -19,7 +19,7 @@ export interface RetryProfile {
   readonly backoffCapMs: number;
 }
 
-export const DEMO_RETRY: RetryProfile = { maxRetry: 4, backoffBaseMs: 200, backoffCapMs: 2_000 };
+export const DEMO_RETRY: RetryProfile = { maxRetry: 3, backoffBaseMs: 200, backoffCapMs: 2_000 };
 
 /** The executor shape of @asynccmd/runtime, with the payload typed per command type. */
 export interface OrderExecutor<K extends keyof OrderPayloads> {

@@ -1,1 +1,127 @@
-export {};
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { ConfigError, helpText, parseConfig, type DemoConfig } from './config.js';
+import { DEFAULT_PROFILES, scaleLatency } from './downstream.js';
+import { runLoad } from './load/run-load.js';
+import { ProgressBar } from './load/progress.js';
+import { ADMIN_BASE, startDemoService, type DemoService } from './service.js';
+import { formatSummary, summarise } from './summary.js';
+
+/** Printed once the server listens; the experiment's parent process waits for this line. */
+export const READY_PREFIX = 'order demo listening on ';
+
+async function main(): Promise<number> {
+  let config: DemoConfig | 'help';
+  try {
+    config = parseConfig(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  if (config === 'help') {
+    process.stdout.write(`${helpText()}\n`);
+    return 0;
+  }
+  const service = await startDemoService({
+    filename: config.dbFile,
+    port: config.port,
+    profiles: scaleLatency(DEFAULT_PROFILES, config.latencyScale),
+    seed: config.seed,
+  });
+  const { freshDb, dbFile } = config;
+  const cleanup = async () => {
+    await service.close();
+    if (freshDb) rmSync(dirname(dbFile), { recursive: true, force: true });
+  };
+  const out = process.stdout;
+  out.write(`asynccmd order demo — orders and commands in one SQLite file: ${config.dbFile}\n`);
+  if (service.portFallback) out.write(`port ${config.port} was taken; using ${service.port} instead\n`);
+  out.write(`${READY_PREFIX}${service.url}\n`);
+
+  if (config.load && config.orders > 0) {
+    out.write(
+      `\nBuilt-in load: ${config.orders} orders through POST /orders with ${config.concurrency} concurrent clients\n`,
+    );
+    const run = await runLoad({
+      baseUrl: service.url,
+      read: (id) => service.boundary.operation(id),
+      orders: config.orders,
+      concurrency: config.concurrency,
+      seed: config.seed,
+      runId: `load-${Date.now().toString(36)}`,
+      progress: new ProgressBar(process.stderr),
+    });
+    out.write(`\nSummary\n${formatSummary(summarise(run))}\n`);
+    const sample = run.sent.find((s) => s.operationId !== null);
+    if (config.exitAfterLoad) {
+      await cleanup();
+      return 0;
+    }
+    printUrls(service, sample?.operationId ?? null);
+  } else if (config.exitAfterLoad) {
+    await cleanup();
+    return 0;
+  } else {
+    printUrls(service, null);
+  }
+  await waitForSignal(cleanup);
+  return 0;
+}
+
+function printUrls(service: DemoService, operationId: string | null): void {
+  const u = service.url;
+  const body = '{"customerId":"me","email":"me@example.test","items":[{"sku":"mug","quantity":1}]}';
+  process.stdout.write(
+    [
+      '',
+      `Serving on ${u}  (Ctrl-C stops gracefully)`,
+      `  place an order   curl -si -X POST ${u}/orders -H 'content-type: application/json' -H 'idempotency-key: my-first-order' -d '${body}'`,
+      `  made to order    same with "items":[{"sku":"custom-print","quantity":1}]  → 202 Accepted, follow the Location`,
+      `  an operation     ${u}/operations/${operationId ?? '<operationId>'}`,
+      `  dead letters     ${u}${ADMIN_BASE}/commands?status=DEAD   (retry: POST ${u}${ADMIN_BASE}/commands/<id>/retry)`,
+      `  stats            ${u}${ADMIN_BASE}/stats`,
+      `  health, metrics  ${u}/health   ${u}/metrics`,
+      '',
+    ].join('\n'),
+  );
+}
+
+/** First Ctrl-C: stop taking requests, let running commands finish, close SQLite. Second: exit now. */
+function waitForSignal(cleanup: () => Promise<void>): Promise<void> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        process.stderr.write(`\n${signal} again: exiting without waiting\n`);
+        process.exit(1);
+      }
+      stopping = true;
+      process.stderr.write(
+        `\n${signal}: shutting down gracefully (running commands finish; a second Ctrl-C forces)\n`,
+      );
+      cleanup().then(
+        () => {
+          process.stderr.write('stopped.\n');
+          resolve();
+        },
+        (e: unknown) => {
+          process.stderr.write(`shutdown failed: ${String(e)}\n`);
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`order demo failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,78 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface DemoConfig {
+  readonly port: number;
+  readonly orders: number;
+  readonly concurrency: number;
+  readonly load: boolean;
+  readonly exitAfterLoad: boolean;
+  /** The SQLite file; a fresh one in a temp directory unless given. */
+  readonly dbFile: string;
+  readonly freshDb: boolean;
+  /** Multiplies every downstream latency (the experiment's child process runs slow on purpose). */
+  readonly latencyScale: number;
+  readonly seed: number;
+}
+
+export class ConfigError extends Error {}
+
+const HELP = `npm start -- [options]
+  --port N            HTTP port on 127.0.0.1 (env PORT; default 3000; a taken port falls back to a free one)
+  --orders N          orders of the built-in load (env DEMO_ORDERS; default 300)
+  --concurrency N     concurrent load clients (default 16)
+  --no-load           skip the built-in load
+  --exit-after-load   stop gracefully after the summary (for CI and tests)
+  --db FILE           SQLite file to use (env DEMO_DB; default: a fresh file in a temp directory)
+  --latency-scale X   multiply the simulated downstream latency (default 1)
+  --seed N            seed of the request mix and the downstream dice (default 42)`;
+
+export function helpText(): string {
+  return HELP;
+}
+
+/** Flags win over environment variables; unknown flags are refused with the help text. */
+export function parseConfig(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): DemoConfig | 'help' {
+  const values = new Map<string, string>();
+  const flags = new Set<string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--help' || arg === '-h') return 'help';
+    if (arg === '--no-load' || arg === '--exit-after-load') {
+      flags.add(arg);
+      continue;
+    }
+    const [name, inline] = arg.split('=', 2) as [string, string | undefined];
+    if (!['--port', '--orders', '--concurrency', '--db', '--latency-scale', '--seed'].includes(name)) {
+      throw new ConfigError(`unknown option ${arg}\n\n${HELP}`);
+    }
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new ConfigError(`${name} needs a value`);
+    values.set(name, value);
+  }
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const text = values.get(name) ?? fallback.toString();
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not ${text}`);
+    return n;
+  };
+  const scale = Number(values.get('--latency-scale') ?? '1');
+  if (!(scale > 0 && scale <= 100)) throw new ConfigError('--latency-scale must be a number in (0, 100]');
+  const given = values.get('--db') ?? env.DEMO_DB;
+  return {
+    port: int('--port', Number(env.PORT ?? 3000), 0, 65_535),
+    orders: int('--orders', Number(env.DEMO_ORDERS ?? 300), 0, 100_000),
+    concurrency: int('--concurrency', 16, 1, 1_000),
+    load: !flags.has('--no-load'),
+    exitAfterLoad: flags.has('--exit-after-load'),
+    dbFile: given ?? join(mkdtempSync(join(tmpdir(), 'asynccmd-demo-')), 'orders.db'),
+    freshDb: given === undefined,
+    latencyScale: scale,
+    seed: int('--seed', 42, 0, 2 ** 31),
+  };
+}
