@@ -1,4 +1,4 @@
-import { ProgressBar } from './progress.js';
+import type { ProgressBar } from './progress.js';
 import { driveLoad, type SentRequest } from './driver.js';
 import { requestMix } from './request-mix.js';
 import { OperationTracker, type ReadOperation } from './tracker.js';
