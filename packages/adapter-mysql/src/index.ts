@@ -47,7 +47,8 @@ export interface MysqlStoreOptions {
  * strategy), so the database must be reachable; call `migrate()` before use.
  */
 export async function createMysqlStore(options: MysqlStoreOptions): Promise<MysqlCommandStore> {
-  const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);
+  // Only an absent table means the default: null or '' is a mistake to refuse, not to paper over.
+  const table = validateIdentifier('table', options.table === undefined ? DEFAULT_TABLE : options.table);
   if (E.isLeft(table)) throw table.left;
   const choice = options.claimStrategy ?? 'auto';
   if (choice !== 'auto' && !(choice in CLAIM_STRATEGIES)) {

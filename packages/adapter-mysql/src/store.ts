@@ -174,7 +174,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const round = {
       token: requireToken(params.token),
       leaseMicros: requireInt('leaseMs', params.leaseMs, 1) * 1000,
-      now: requireTime('now', params.now),
+      now: requireInstant('now', params.now),
       types,
       limit,
     };
@@ -197,7 +197,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const id = requireId(params.id);
     const token = requireToken(params.token);
     const lease = requireInt('leaseMs', params.leaseMs, 1) * 1000;
-    const now = requireTime('now', params.now);
+    const now = requireInstant('now', params.now);
     const types = params.types === undefined ? undefined : requireTypes(params.types);
     if (types !== undefined && types.length === 0) return null;
     const marked = await retryLockConflicts(() =>
@@ -358,7 +358,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async stats(now: Date): Promise<StoreStats> {
-    const at = requireTime('now', now);
+    const at = requireInstant('now', now);
     return retryConnectionLoss(async () => {
       const counts = await select<{ status: CommandStatus; type: string; count: string | number }>(
         this.pool,
@@ -380,7 +380,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
       }
     }
     const limit = requireInt('limit', params.limit, 0);
-    const olderThan = requireTime('olderThan', params.olderThan);
+    const olderThan = requireInstant('olderThan', params.olderThan);
     if (limit === 0 || statuses.length === 0) return 0;
     const deleted = await retryLockConflicts(() =>
       write(this.pool, this.sql.purge, [[...statuses], olderThan, limit]),
@@ -559,6 +559,20 @@ function requireTime(what: string, value: unknown): string {
     throw new InvalidArgumentError(`${what} must be a valid Date between the years 1000 and 9999`);
   }
   return toUtcText(value as Date);
+}
+
+const DATETIME_MIN = '1000-01-01 00:00:00.000';
+const DATETIME_MAX = '9999-12-31 23:59:59.999';
+
+/**
+ * A point in time only compared with (never stored): outside DATETIME's range it compares like the
+ * range's end, so it is clamped there (`new Date(8.64e15)` means "everything is due").
+ */
+function requireInstant(what: string, value: unknown): string {
+  const ms = value instanceof Date ? value.getTime() : NaN;
+  if (!Number.isFinite(ms)) throw new InvalidArgumentError(`${what} must be a valid Date`);
+  const year = (value as Date).getUTCFullYear();
+  return year < 1000 ? DATETIME_MIN : year > 9999 ? DATETIME_MAX : toUtcText(value as Date);
 }
 
 function requireText(what: string, value: unknown, maxChars: number): string {

@@ -1,0 +1,62 @@
+import { createMysqlStore } from '@asynccmd/adapter-mysql';
+import type { ClaimStrategyName, MysqlCommandStore } from '@asynccmd/adapter-mysql';
+import { createConnection } from 'mysql2/promise';
+import type { Connection } from 'mysql2/promise';
+import type { StoreHarness, StoreHarnessFactory } from './harness.js';
+import { describeStoreConformance } from './suite.js';
+
+/** A MySQL 8 / MariaDB server URI without a database; this machine's MariaDB 10.11 by default. */
+const SERVER = process.env.ASYNCCMD_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
+
+async function onServer(statements: readonly string[]): Promise<void> {
+  const admin = await createConnection(SERVER);
+  try {
+    for (const sql of statements) await admin.query(sql);
+  } finally {
+    await admin.end();
+  }
+}
+
+/**
+ * MySQL namespaces are databases: every store (and every peer) has its own small pool on the
+ * namespace's database, as separate instances would; dispose drops the databases. One harness per
+ * claim strategy, so the SKIP LOCKED claim and the legacy derived-table claim both pass the suite.
+ */
+function mysqlHarness(claimStrategy: ClaimStrategyName): StoreHarnessFactory<Connection> {
+  return async (namespace: string): Promise<StoreHarness<Connection>> => {
+    const unmigrated = `${namespace}_u`;
+    await onServer([
+      `CREATE DATABASE \`${namespace}\` CHARACTER SET utf8mb4`,
+      `CREATE DATABASE \`${unmigrated}\` CHARACTER SET utf8mb4`,
+    ]);
+    const opened: MysqlCommandStore[] = [];
+    const open = async (database: string, table?: unknown): Promise<MysqlCommandStore> => {
+      const store = await createMysqlStore({
+        connection: `${SERVER}/${database}`,
+        connectionLimit: 4,
+        claimStrategy,
+        ...(table === undefined ? {} : { table: table as string }),
+      });
+      opened.push(store);
+      return store;
+    };
+    const store = await open(namespace);
+    await store.migrate();
+    return {
+      store,
+      openPeer: () => open(namespace),
+      openUnmigrated: () => open(unmigrated),
+      openWithTable: (table) => open(namespace, table),
+      async dispose() {
+        await Promise.all(opened.map((s) => s.close()));
+        await onServer([
+          `DROP DATABASE IF EXISTS \`${namespace}\``,
+          `DROP DATABASE IF EXISTS \`${unmigrated}\``,
+        ]);
+      },
+    };
+  };
+}
+
+describeStoreConformance('mysql', mysqlHarness('skip-locked'));
+describeStoreConformance('mysql-legacy', mysqlHarness('legacy'));
