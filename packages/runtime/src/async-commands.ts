@@ -147,11 +147,16 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
         defaultMaxRetry: options.defaultMaxRetry ?? DEFAULT_MAX_RETRY,
         owner: options.owner ?? null,
         headers: headersProvider ? () => headersProvider() : () => ({}),
+        clock: this.clock,
       },
-      afterCommit: async (immediateIds) => {
-        store.wakeups?.notify();
-        this.scheduler.wake();
-        await immediate.dispatch(immediateIds);
+      afterCommit: async (immediateIds, others) => {
+        const wake = (): void => {
+          store.wakeups?.notify();
+          this.scheduler.wake();
+        };
+        if (others > 0) wake();
+        const missed = await immediate.dispatch(immediateIds);
+        if (missed > 0 && others === 0) wake();
       },
     });
   }

@@ -24,8 +24,11 @@ export interface ClientDeps<Tx> {
   readonly registry: ExecutorRegistry;
   readonly events: CommandEvents;
   readonly rules: SubmitRules;
-  /** After-commit work: wake the local scheduler and dispatch IMMEDIATE commands by id. */
-  readonly afterCommit: (immediateIds: readonly CommandId[]) => Promise<void>;
+  /**
+   * After-commit work: dispatch IMMEDIATE commands by id; wake the schedulers (here and, through
+   * the store, elsewhere) when other commands were submitted or an IMMEDIATE one was not claimed.
+   */
+  readonly afterCommit: (immediateIds: readonly CommandId[], others: number) => Promise<void>;
 }
 
 /** What the client learned inside one open `client.transaction`, acted on after commit. */
@@ -121,7 +124,7 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
       this.#typeOf.delete(id);
       return type === undefined || this.deps.registry.get(type)?.mode === 'IMMEDIATE';
     });
-    await this.deps.afterCommit(immediate);
+    await this.deps.afterCommit(immediate, ids.length - immediate.length);
   }
 
   /** Alias of afterCommit, by what it does. */

@@ -33,12 +33,17 @@ export class ImmediateDispatch {
     this.#leaseMs = Math.max(0, ...entries.map((e) => e.leaseMs));
   }
 
-  /** Never rejects: the transaction has committed, and the poll loop is the safety net. */
-  async dispatch(ids: readonly CommandId[]): Promise<void> {
+  /**
+   * Claims and dispatches each id in turn; caller-runs work runs here before the next id is claimed
+   * (back-pressure on the submitter). Returns how many were not claimed here (not IMMEDIATE, taken
+   * by someone else, or left to the poll loop). Never rejects: the transaction has committed.
+   */
+  async dispatch(ids: readonly CommandId[]): Promise<number> {
     const { store, runner, dispatcher, clock, tokens, outage } = this.deps;
-    if (this.#types.length === 0 || ids.length === 0) return;
+    if (this.#types.length === 0) return ids.length;
+    let claimed = 0;
     for (const id of ids) {
-      if (!this.deps.accepting()) return;
+      if (!this.deps.accepting()) break;
       let row;
       try {
         row = await store.claimById({
@@ -51,11 +56,13 @@ export class ImmediateDispatch {
         outage.succeeded('claimById');
       } catch (error) {
         outage.failed('claimById', error);
-        return;
+        break;
       }
       if (!row) continue;
+      claimed++;
       const runHere = dispatcher.dispatch(runner.track(row, 'immediate'));
       if (runHere) await runHere();
     }
+    return ids.length - claimed;
   }
 }

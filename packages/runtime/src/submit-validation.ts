@@ -3,6 +3,7 @@ import {
   InvalidArgumentError,
   serialisePayload,
   UnknownCommandTypeError,
+  type Clock,
   type CommandHeaders,
   type NewCommand,
 } from '@asynccmd/core';
@@ -12,7 +13,7 @@ import type { ExecutorRegistry } from './executor-registry.js';
 export interface SubmitOptions {
   /** Business key for tracing (and for idempotency with submitIdempotent); at most 128 characters. */
   readonly bizKey?: string | null;
-  /** Due time (a delayed command); default: now. */
+  /** Due time (a delayed command); default: now on the runtime's clock. */
   readonly runAt?: Date | null;
   /** Retries after the first attempt; default: the executor's, else the runtime's (5). */
   readonly maxRetry?: number;
@@ -30,6 +31,11 @@ export interface SubmitRules {
   readonly defaultMaxRetry: number;
   readonly owner: string | null;
   readonly headers: () => CommandHeaders;
+  /**
+   * Due times are judged on the application clock (claims pass `now` from it), so "now" at submit
+   * comes from the same clock: an IMMEDIATE claim right after commit then always finds it due.
+   */
+  readonly clock: Clock;
 }
 
 /**
@@ -48,10 +54,11 @@ export function toNewCommand(
   }
   const payloadJson = serialisePayload(payload, rules.maxPayloadBytes);
   if (E.isLeft(payloadJson)) throw payloadJson.left;
-  const { bizKey = null, runAt = null, owner = rules.owner } = options;
+  const { bizKey = null, owner = rules.owner } = options;
+  const runAt = options.runAt ?? rules.clock.now();
   checkText('bizKey', bizKey, 128);
   checkText('owner', owner, 64);
-  if (runAt !== null && !(runAt instanceof Date && Number.isFinite(runAt.getTime()))) {
+  if (!(runAt instanceof Date && Number.isFinite(runAt.getTime()))) {
     throw new InvalidArgumentError('runAt must be a valid Date');
   }
   const maxRetry = options.maxRetry ?? entry?.maxRetry ?? rules.defaultMaxRetry;

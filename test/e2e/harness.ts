@@ -1,0 +1,24 @@
+import type { CommandStore } from '@asynccmd/core';
+
+/** How a child process (test/e2e/worker.mjs) opens the same store: `(await import(module))[factory](options)`. */
+export interface WorkerStoreSpec {
+  readonly module: string;
+  readonly factory: string;
+  readonly options: Record<string, unknown>;
+}
+
+/**
+ * What an adapter hands the end-to-end suite. One factory per adapter and one line per adapter's
+ * test file: `describeRuntimeE2E('sqlite', sqliteRuntimeHarness)`.
+ */
+export interface RuntimeHarness<Tx = unknown> {
+  /** A migrated store on this harness's namespace, over its own connection(s), as an instance would open it. */
+  openStore(): Promise<CommandStore<Tx>>;
+  /** How a worker process opens a store on the same namespace. */
+  readonly workerStore: WorkerStoreSpec;
+  /** Closes what the harness opened and drops the namespace. */
+  dispose(): Promise<void>;
+}
+
+/** `namespace` is unique per test and a valid identifier. */
+export type RuntimeHarnessFactory<Tx = unknown> = (namespace: string) => Promise<RuntimeHarness<Tx>>;

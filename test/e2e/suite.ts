@@ -1,0 +1,410 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CommandEvent, CommandStore } from '@asynccmd/core';
+import {
+  createAsyncCommands,
+  defineExecutor,
+  type AnyExecutor,
+  type AsyncCommandsOptions,
+  type ExecutionContext,
+} from '@asynccmd/runtime';
+import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
+
+const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
+
+/** Polls `condition` every 10 ms; fails with `what` after `timeoutMs`. */
+async function waitFor(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open = (): void => undefined;
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+const kinds = (events: CommandEvent[], kind: CommandEvent['kind']) => events.filter((e) => e.kind === kind);
+
+/**
+ * The end-to-end suite: real store, real runtime, real processes. Every adapter runs it unchanged
+ * with its own harness factory (see harness.ts).
+ */
+export function describeRuntimeE2E<Tx>(name: string, harnessFactory: RuntimeHarnessFactory<Tx>): void {
+  describe(`runtime end to end on ${name}`, () => {
+    let harness: RuntimeHarness<Tx> | null = null;
+    const cleanups: (() => Promise<void>)[] = [];
+    let seq = 0;
+
+    afterEach(async () => {
+      for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+      await harness?.dispose();
+      harness = null;
+    });
+
+    async function openStore(): Promise<CommandStore<Tx>> {
+      harness ??= await harnessFactory(`e2e_${process.pid}_${++seq}_${Math.floor(Math.random() * 1e6)}`);
+      return harness.openStore();
+    }
+
+    /** A started runtime on a fresh store connection, with every event it emits recorded. */
+    async function instance<const E extends readonly AnyExecutor[]>(
+      executors: E,
+      options: Partial<AsyncCommandsOptions<Tx>> = {},
+      { start = true }: { start?: boolean } = {},
+    ) {
+      const store = options.store ?? (await openStore());
+      const runtime = createAsyncCommands<E, Tx>({ pollIntervalMs: 20, ...options, store, executors });
+      const events: CommandEvent[] = [];
+      runtime.on((e) => events.push(e));
+      cleanups.push(() => runtime.stop({ timeoutMs: 2_000, closeStore: false }));
+      if (start) {
+        runtime.start();
+        await waitFor('the first poll round', () => kinds(events, 'round').length > 0);
+      }
+      return { runtime, events, store, client: runtime.client };
+    }
+
+    it('SCHEDULED commands run inline in the poll loop, one after another', async () => {
+      const order: number[] = [];
+      let running = 0;
+      let overlap = false;
+      const step = defineExecutor<'e2e.step', { n: number }>({
+        type: 'e2e.step',
+        async execute({ n }) {
+          overlap ||= running++ > 0;
+          await new Promise((r) => setTimeout(r, 5));
+          order.push(n);
+          running--;
+        },
+      });
+      const { client, events, store } = await instance([step]);
+      await client.transaction(async (_tx, submit) => {
+        for (const n of [1, 2, 3]) await submit('e2e.step', { n });
+      });
+      await waitFor('3 successes', () => kinds(events, 'succeeded').length === 3);
+      expect(order).toEqual([1, 2, 3]);
+      expect(overlap).toBe(false);
+      expect(kinds(events, 'started').map((e) => e.kind === 'started' && e.runner)).toEqual([
+        'inline',
+        'inline',
+        'inline',
+      ]);
+      const page = await store.list({ type: 'e2e.step' });
+      expect(page.items.map((c) => c.status)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS']);
+    });
+
+    it('ASYNC_POOL commands run concurrently in the shared pool', async () => {
+      const both = gate();
+      let running = 0;
+      const work = defineExecutor<'e2e.pooled', { n: number }>({
+        type: 'e2e.pooled',
+        mode: 'ASYNC_POOL',
+        async execute() {
+          if (++running === 2) both.open();
+          await both.promise; // finishes only once two run at the same time
+        },
+      });
+      const { client, events } = await instance([work], { sharedPool: { concurrency: 2 } });
+      await client.transaction(async (_tx, submit) => {
+        await submit('e2e.pooled', { n: 1 });
+        await submit('e2e.pooled', { n: 2 });
+      });
+      await waitFor('2 successes', () => kinds(events, 'succeeded').length === 2);
+      const runners = kinds(events, 'started').map((e) => e.kind === 'started' && e.runner);
+      expect(runners).toEqual(['pool:shared', 'pool:shared']);
+    });
+
+    it('IMMEDIATE starts right after commit, without waiting for the poll interval', async () => {
+      const ran: string[] = [];
+      const urgent = defineExecutor<'e2e.urgent', { orderId: string; version: number }>({
+        type: 'e2e.urgent',
+        mode: 'IMMEDIATE',
+        execute: (p) => void ran.push(`${p.orderId}@${p.version}`),
+      });
+      // A poll interval far longer than the test timeout: only the after-commit claim can explain a run.
+      const { client, events } = await instance([urgent], { pollIntervalMs: 600_000 });
+      const rounds = kinds(events, 'round').length;
+      const id = await client.transaction((_tx, submit) =>
+        submit('e2e.urgent', { orderId: 'o-1', version: 3 }),
+      );
+      await waitFor('the IMMEDIATE command to succeed', () => kinds(events, 'succeeded').length === 1);
+      expect(ran).toEqual(['o-1@3']);
+      const claimed = kinds(events, 'claimed');
+      expect(claimed).toEqual([expect.objectContaining({ via: 'immediate' })]);
+      expect(claimed[0]?.kind === 'claimed' && claimed[0].command.id).toBe(id);
+      expect(kinds(events, 'round').length).toBe(rounds); // the poll loop never ran meanwhile
+    });
+
+    it('a transaction that rolls back leaves no command, and nothing ever runs', async () => {
+      let ran = 0;
+      const urgent = defineExecutor<'e2e.rollback', { n: number }>({
+        type: 'e2e.rollback',
+        mode: 'IMMEDIATE',
+        execute: () => void ran++,
+      });
+      const { client, events, store } = await instance([urgent]);
+      await expect(
+        client.transaction(async (_tx, submit) => {
+          await submit('e2e.rollback', { n: 1 });
+          throw new Error('business rule failed');
+        }),
+      ).rejects.toThrow('business rule failed');
+      const after = kinds(events, 'round').length;
+      await waitFor('three more poll rounds', () => kinds(events, 'round').length >= after + 3);
+      expect(ran).toBe(0);
+      expect((await store.list({})).items).toEqual([]);
+      expect(kinds(events, 'submitted')).toEqual([]); // reported only once committed
+    });
+
+    it('isolation: a slow type saturating its own pool does not hold back a fast type', async () => {
+      const release = gate();
+      let slowRunning = 0;
+      const slow = defineExecutor<'e2e.slow', { n: number }>({
+        type: 'e2e.slow',
+        mode: 'ASYNC_POOL',
+        pool: 'slow',
+        async execute() {
+          slowRunning++;
+          await release.promise;
+        },
+      });
+      const fast = defineExecutor<'e2e.fast', { n: number }>({
+        type: 'e2e.fast',
+        mode: 'ASYNC_POOL',
+        execute: () => undefined,
+      });
+      const { client, events, store } = await instance([slow, fast], { pools: { slow: { concurrency: 1 } } });
+      await client.transaction(async (_tx, submit) => {
+        for (const n of [1, 2, 3]) await submit('e2e.slow', { n });
+        for (const n of [1, 2, 3]) await submit('e2e.fast', { n });
+      });
+      // All fast commands finish while the slow pool is still blocked on its first command.
+      await waitFor('the fast commands', () => kinds(events, 'succeeded').length === 3);
+      const succeeded = kinds(events, 'succeeded').map((e) => e.kind === 'succeeded' && e.command.type);
+      expect(succeeded).toEqual(['e2e.fast', 'e2e.fast', 'e2e.fast']);
+      expect(slowRunning).toBe(1);
+      // The slow pool had no room, so its other commands were never claimed to sit in memory.
+      const slowRows = (await store.list({ type: 'e2e.slow' })).items;
+      expect(slowRows.map((c) => c.status).sort()).toEqual(['PENDING', 'PENDING', 'RUNNING']);
+      release.open();
+      await waitFor('the slow commands', () => kinds(events, 'succeeded').length === 6);
+      expect(slowRunning).toBe(3);
+    });
+
+    it('caller-runs back-pressure: a full pool makes the submitter run the work, and nothing is lost', async () => {
+      const callerStarted = gate();
+      const runs = new Map<number, number>();
+      const hot = defineExecutor<'e2e.hot', { n: number }>({
+        type: 'e2e.hot',
+        mode: 'IMMEDIATE',
+        async execute({ n }) {
+          runs.set(n, (runs.get(n) ?? 0) + 1);
+          if (n === 0) await callerStarted.promise; // holds the only pool slot until a caller runs work
+        },
+      });
+      const { client, events, store, runtime } = await instance([hot], {
+        sharedPool: { concurrency: 1, queueSize: 0 },
+        pollIntervalMs: 600_000,
+      });
+      runtime.events.onKind('started', (e) => {
+        if (e.runner === 'caller') callerStarted.open();
+      });
+      const ids = await client.transaction(async (_tx, submit) => {
+        const out: string[] = [];
+        for (let n = 0; n < 5; n++) out.push(await submit('e2e.hot', { n }));
+        return out;
+      });
+      await waitFor('all 5 to succeed', () => kinds(events, 'succeeded').length === 5);
+      const runners = kinds(events, 'started').map((e) => e.kind === 'started' && e.runner);
+      expect(runners[0]).toBe('pool:shared');
+      expect(runners.filter((r) => r === 'caller').length).toBeGreaterThanOrEqual(1);
+      expect([...runs.entries()].sort()).toEqual([0, 1, 2, 3, 4].map((n) => [n, 1]));
+      const rows = await store.getMany(ids);
+      expect(rows.map((r) => r.status)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS', 'SUCCESS', 'SUCCESS']);
+    });
+
+    it('failures retry with backoff on the application clock, then become a DEAD letter', async () => {
+      let now = Date.now();
+      const clock = { now: () => new Date(now) };
+      const attempts: number[] = [];
+      const flaky = defineExecutor<'e2e.flaky', { n: number }>({
+        type: 'e2e.flaky',
+        maxRetry: 2,
+        execute(_p, ctx: ExecutionContext<{ n: number }>) {
+          attempts.push(ctx.attempt);
+          throw new Error('payment gateway said no');
+        },
+      });
+      const { client, events, runtime, store } = await instance([flaky], { clock });
+      const retried: Date[] = [];
+      runtime.events.onKind('retried', (e) => {
+        retried.push(e.nextRunAt);
+        now += 2 * 3_600_000; // past any backoff: the next poll finds it due
+      });
+      const id = await client.transaction((_tx, submit) => submit('e2e.flaky', { n: 1 }));
+      const t0 = now;
+      await waitFor('the dead letter', () => kinds(events, 'dead').length === 1);
+      expect(attempts).toEqual([1, 2, 3]);
+      // Default backoff min(60 s·2ⁿ, 1 h) from the (test) clock at each failure.
+      expect(retried.map((d) => d.getTime())).toEqual([t0 + 60_000, t0 + 2 * 3_600_000 + 120_000]);
+      const row = await store.get(id);
+      expect(row).toMatchObject({ status: 'DEAD', retryCount: 3, lastError: 'payment gateway said no' });
+      expect(row?.finishedAt).toBeInstanceOf(Date);
+    });
+
+    it('a per-type timeout aborts the signal and counts as a failed attempt', async () => {
+      let aborted: unknown = null;
+      const stuck = defineExecutor<'e2e.stuck', { n: number }>({
+        type: 'e2e.stuck',
+        mode: 'ASYNC_POOL',
+        timeoutMs: 50,
+        maxRetry: 0,
+        execute: (_p, ctx) =>
+          new Promise<void>((resolve) =>
+            ctx.signal.addEventListener('abort', () => {
+              aborted = ctx.signal.reason;
+              resolve(); // even an executor that "succeeds" after its timeout has failed
+            }),
+          ),
+      });
+      const { client, events, store } = await instance([stuck]);
+      const id = await client.transaction((_tx, submit) => submit('e2e.stuck', { n: 1 }));
+      await waitFor('the dead letter', () => kinds(events, 'dead').length === 1);
+      expect(aborted).toMatchObject({ name: 'TimeoutError' });
+      expect((await store.get(id))?.lastError).toBe('TimeoutError: command timed out after 50 ms');
+    });
+
+    it('a worker process killed with SIGKILL mid-execution: another instance reclaims and completes its command', async () => {
+      const leaseMs = 600;
+      const { client, store } = await instance([], { submitOnlyTypes: ['e2e.crash'] }, { start: false });
+      const id = await client.transaction((tx) => client.submit(tx, 'e2e.crash' as never, { n: 1 } as never));
+      const child: ChildProcess = spawn(process.execPath, [WORKER], {
+        env: {
+          ...process.env,
+          ASYNCCMD_E2E_WORKER: JSON.stringify({
+            store: harness?.workerStore,
+            type: 'e2e.crash',
+            leaseMs,
+            pollIntervalMs: 20,
+          }),
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      cleanups.push(async () => void child.kill('SIGKILL'));
+      let out = '';
+      child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      await waitFor('the worker to start the command', () => out.includes(`started ${id}`), 20_000);
+      expect((await store.get(id))?.status).toBe('RUNNING');
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+
+      const ran: string[] = [];
+      const crash = defineExecutor<'e2e.crash', { n: number }>({
+        type: 'e2e.crash',
+        mode: 'ASYNC_POOL',
+        execute: (_p, ctx) => void ran.push(ctx.id),
+      });
+      const rescuer = await instance([crash], { leaseMs, store });
+      await waitFor('the rescued command to succeed', () => kinds(rescuer.events, 'succeeded').length === 1);
+      expect(ran).toEqual([id]);
+      expect(kinds(rescuer.events, 'reclaimed')).toEqual([
+        { kind: 'reclaimed', id, type: 'e2e.crash', dead: false },
+      ]);
+      expect(await store.get(id)).toMatchObject({ status: 'SUCCESS', rescueCount: 1 });
+    });
+
+    it('a live long-running command is never reclaimed: heartbeats keep a short lease alive', async () => {
+      const leaseMs = 300;
+      let runs = 0;
+      const long = defineExecutor<'e2e.long', { n: number }>({
+        type: 'e2e.long',
+        mode: 'ASYNC_POOL',
+        async execute() {
+          runs++;
+          await new Promise((r) => setTimeout(r, 5 * leaseMs)); // five leases long
+        },
+      });
+      const a = await instance([long], { leaseMs });
+      const b = await instance([long], { leaseMs }); // a second instance reclaiming every 20 ms
+      const id = await a.client.transaction((_tx, submit) => submit('e2e.long', { n: 1 }));
+      await waitFor(
+        'the long command to succeed',
+        () => kinds([...a.events, ...b.events], 'succeeded').length === 1,
+      );
+      const all = [...a.events, ...b.events];
+      expect(runs).toBe(1);
+      expect(kinds(all, 'reclaimed')).toEqual([]);
+      expect(kinds(all, 'fenced')).toEqual([]);
+      expect(await a.store.get(id)).toMatchObject({ status: 'SUCCESS', rescueCount: 0, retryCount: 0 });
+    });
+
+    it('graceful shutdown waits for running commands and releases claimed-but-unstarted ones', async () => {
+      const release = gate();
+      const started: string[] = [];
+      const queued = defineExecutor<'e2e.queued', { n: number }>({
+        type: 'e2e.queued',
+        mode: 'ASYNC_POOL',
+        async execute(_p, ctx) {
+          started.push(ctx.id);
+          await release.promise;
+        },
+      });
+      const { runtime, client, events, store } = await instance([queued], {
+        sharedPool: { concurrency: 1, queueSize: 3 },
+      });
+      const ids = await client.transaction(async (_tx, submit) => {
+        const out: string[] = [];
+        for (let n = 0; n < 4; n++) out.push(await submit('e2e.queued', { n }));
+        return out;
+      });
+      await waitFor('one running and three queued', () => started.length === 1 && runtime.leases.size === 4);
+      const stopped = runtime.stop({ timeoutMs: 10_000, closeStore: false });
+      await waitFor('the unstarted three to be released', () => kinds(events, 'released').length === 3);
+      expect(kinds(events, 'succeeded')).toEqual([]); // stop is still waiting for the running one
+      release.open();
+      await stopped;
+      expect(started).toHaveLength(1);
+      const rows = new Map((await store.getMany(ids)).map((r) => [r.id, r]));
+      expect(rows.get(started[0] ?? '')).toMatchObject({ status: 'SUCCESS' });
+      const rest = ids.filter((id) => id !== started[0]).map((id) => rows.get(id));
+      for (const r of rest) expect(r).toMatchObject({ status: 'PENDING', retryCount: 0, claimToken: null });
+    });
+
+    it('idempotent submit: a duplicate (type, bizKey) returns the unfinished command, flagged', async () => {
+      let runs = 0;
+      const once = defineExecutor<'e2e.once', { orderId: string }>({
+        type: 'e2e.once',
+        execute: () => void runs++,
+      });
+      const { client, events, runtime } = await instance([once], {}, { start: false });
+      const first = await client.transaction((tx) =>
+        client.submitIdempotent(tx, 'e2e.once', 'order-9', { orderId: '9' }),
+      );
+      const again = await client.transaction((tx) =>
+        client.submitIdempotent(tx, 'e2e.once', 'order-9', { orderId: '9' }),
+      );
+      expect(first.duplicate).toBe(false);
+      expect(again).toEqual({ id: first.id, duplicate: true });
+      runtime.start();
+      await waitFor('the command to run', () => kinds(events, 'succeeded').length === 1);
+      // Finished: the key is free again, so a new command is accepted.
+      const later = await client.transaction((tx) =>
+        client.submitIdempotent(tx, 'e2e.once', 'order-9', { orderId: '9' }),
+      );
+      expect(later.duplicate).toBe(false);
+      expect(later.id).not.toBe(first.id);
+      await waitFor('the second command to run', () => kinds(events, 'succeeded').length === 2);
+      expect(runs).toBe(2);
+    });
+  });
+}
