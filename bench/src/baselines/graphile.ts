@@ -1,0 +1,74 @@
+import { Logger, makeWorkerUtils, run, type Runner } from 'graphile-worker';
+import type pg from 'pg';
+import { PG_URL } from '../pg.js';
+import type { BenchPayload } from '../protocol.js';
+
+/**
+ * The graphile-worker baseline (0.16): its own schema, its `add_job`/`add_jobs` SQL functions to
+ * enqueue, its `run()` with a no-op task to consume. Defaults everywhere except concurrency.
+ */
+
+export const GRAPHILE_TASK = 'noop';
+
+const silent = new Logger(() => () => undefined);
+
+/** Installs graphile-worker's schema afresh (the caller dropped the old one). */
+export async function migrateGraphile(schema: string): Promise<void> {
+  const utils = await makeWorkerUtils({ connectionString: PG_URL, schema, logger: silent });
+  try {
+    await utils.migrate();
+  } finally {
+    await utils.release();
+  }
+}
+
+/** Enqueues `count` jobs in one `add_jobs` call, payload {seq}. */
+export async function seedGraphile(
+  pool: pg.Pool,
+  schema: string,
+  count: number,
+  firstSeq = 1,
+): Promise<void> {
+  await pool.query(
+    `SELECT count(*) FROM ${schema}.add_jobs((
+       SELECT array_agg(($1::text, json_build_object('seq', g), NULL, NULL, NULL, NULL, NULL, NULL)::${schema}.job_spec)
+       FROM generate_series($2::int, $3::int) g))`,
+    [GRAPHILE_TASK, firstSeq, firstSeq + count - 1],
+  );
+}
+
+/** Jobs still in graphile's table: a finished job is deleted, so a drained queue has none. */
+export async function graphileJobsLeft(pool: pg.Pool, schema: string): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${schema}._private_jobs`);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** One job, the way an application enqueues inside its transaction: `SELECT add_job(…)`. */
+export async function addJobInTx(
+  client: pg.PoolClient,
+  schema: string,
+  payload: BenchPayload,
+): Promise<void> {
+  await client.query(`SELECT ${schema}.add_job($1, $2::json)`, [GRAPHILE_TASK, JSON.stringify(payload)]);
+}
+
+/** Runs graphile-worker with a no-op task; `stop()` shuts it down gracefully. */
+export async function runGraphile(
+  schema: string,
+  concurrency: number,
+  onExecute: (payload: BenchPayload) => void,
+): Promise<Runner> {
+  return run({
+    connectionString: PG_URL,
+    schema,
+    concurrency,
+    maxPoolSize: concurrency + 1,
+    noHandleSignals: true,
+    logger: silent,
+    taskList: {
+      [GRAPHILE_TASK]: (payload) => {
+        onExecute(payload as BenchPayload);
+      },
+    },
+  });
+}

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { createPostgresStore } from '@asynccmd/adapter-postgres';
+import type pg from 'pg';
+import { PG_URL } from '../pg.js';
+import type { BenchPayload } from '../protocol.js';
+
+/**
+ * The PostgreSQL raw-SQL baseline: the claim and complete statements asynccmd's adapter issues,
+ * run from a bare loop with no runtime around them — the ceiling asynccmd is measured against.
+ */
+
+export const RAW_TYPE = 'bench.noop';
+
+/** The adapter's database clock: now() at millisecond precision, as its TIMESTAMPTZ(3) columns keep. */
+const NOW = `date_trunc('milliseconds', now())`;
+
+export function rawTable(schema: string): string {
+  return `${schema}.async_command`;
+}
+
+/**
+ * The table comes from asynccmd's own migration, so the baseline writes and claims the very same
+ * table, columns and indexes; only the code around the SQL differs.
+ */
+export async function createRawTable(schema: string): Promise<void> {
+  const store = createPostgresStore({ connectionString: PG_URL, schema, poolConfig: { max: 1 } });
+  try {
+    await store.migrate();
+  } finally {
+    await store.close();
+  }
+}
+
+/** Pre-inserts `count` PENDING commands, due a second ago, with payload {seq} for seq = 1..count. */
+export async function seedPending(pool: pg.Pool, table: string, type: string, count: number): Promise<void> {
+  await pool.query(
+    `INSERT INTO ${table} (type, payload, max_retry, next_run_at, created_at, updated_at)
+     SELECT $1, json_build_object('seq', s), 5, now() - interval '1 second', now(), now()
+     FROM generate_series(1, $2::int) s`,
+    [type, count],
+  );
+}
+
+/** Bulk-inserts finished (SUCCESS) rows of another type: history the claim must not wade through. */
+export async function seedFinished(pool: pg.Pool, table: string, count: number): Promise<void> {
+  if (count <= 0) return;
+  await pool.query(
+    `INSERT INTO ${table} (type, payload, status, max_retry, next_run_at, created_at, updated_at, started_at, finished_at)
+     SELECT 'bench.finished', json_build_object('seq', -s), 'SUCCESS', 5, now() - interval '1 hour',
+            now() - interval '1 hour', now(), now(), now()
+     FROM generate_series(1, $1::int) s`,
+    [count],
+  );
+}
+
+/** One row exactly as a submit writes it, inside the caller's transaction. */
+export async function insertOne(client: pg.PoolClient, schema: string, payload: BenchPayload): Promise<void> {
+  await client.query(
+    `INSERT INTO ${rawTable(schema)} (type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
+     VALUES ($1, NULL, $2, 5, ${NOW}, NULL, '{}', ${NOW}, ${NOW})`,
+    [RAW_TYPE, JSON.stringify(payload)],
+  );
+}
+
+interface ClaimedRow {
+  id: string;
+  payload: BenchPayload;
+}
+
+/** The adapter's claim: due ids locked with SKIP LOCKED in a CTE, updated with RETURNING. */
+async function claim(pool: pg.Pool, schema: string, limit: number, token: string): Promise<ClaimedRow[]> {
+  const t = rawTable(schema);
+  const { rows } = await pool.query<ClaimedRow>(
+    `WITH due AS (
+       SELECT id FROM ${t}
+       WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz AND type = ANY($2::text[])
+       ORDER BY next_run_at, id
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED
+     )
+     UPDATE ${t} c
+     SET status = 'RUNNING', claim_token = $4, started_at = ${NOW}, updated_at = ${NOW},
+         lease_until = ${NOW} + $5::float8 * interval '1 millisecond'
+     FROM due WHERE c.id = due.id
+     RETURNING c.*`,
+    [new Date(), [RAW_TYPE], limit, token, 60_000],
+  );
+  return rows;
+}
+
+/** The adapter's batched complete, fenced by each row's claim token. */
+async function complete(
+  pool: pg.Pool,
+  schema: string,
+  ids: readonly string[],
+  token: string,
+): Promise<number> {
+  const result = await pool.query(
+    `UPDATE ${rawTable(schema)} AS c
+     SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL, finished_at = ${NOW}, updated_at = ${NOW}
+     FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
+     WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+     RETURNING c.id`,
+    [ids, ids.map(() => token)],
+  );
+  return result.rowCount ?? 0;
+}
+
+/**
+ * Claim a batch, run each (no-op) executor, complete the batch in one statement; repeat until
+ * stopped, sleeping `pollMs` when nothing is due.
+ */
+export async function rawLoop(
+  pool: pg.Pool,
+  schema: string,
+  batch: number,
+  onExecute: (payload: BenchPayload) => void,
+  stopped: () => boolean,
+  pollMs = 50,
+): Promise<void> {
+  while (!stopped()) {
+    const token = randomUUID();
+    const rows = await claim(pool, schema, batch, token);
+    if (rows.length === 0) {
+      await new Promise((r) => setTimeout(r, pollMs));
+      continue;
+    }
+    for (const row of rows) onExecute(row.payload);
+    await complete(
+      pool,
+      schema,
+      rows.map((r) => r.id),
+      token,
+    );
+  }
+}

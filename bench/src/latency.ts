@@ -1,0 +1,79 @@
+import { Child, sleep, startAll, stopAll } from './fleet.js';
+import { joinSamples, type LatencyResult } from './checks.js';
+import type { ConsumerSpec, SystemSpec } from './protocol.js';
+
+/** One system set up for a commit → start latency run, its consumer and submitter in two processes. */
+export interface LatencyTarget {
+  readonly system: string;
+  /** Drops and recreates the system's tables, empty. */
+  prepare(): Promise<void>;
+  readonly consumer: ConsumerSpec;
+  readonly submitter: SystemSpec;
+}
+
+/**
+ * Starts the consumer, lets it settle (listening, polling), then a submitter in another process
+ * commits `warmup + count` commands one every `intervalMs`. Each sample joins a command's commit
+ * time (taken when COMMIT returned in the submitter) with its start time in the executor.
+ */
+export async function runLatency(
+  target: LatencyTarget,
+  count: number,
+  intervalMs: number,
+  warmup: number,
+  timeoutMs: number,
+): Promise<LatencyResult> {
+  await target.prepare();
+  const total = warmup + count;
+  const [consumer] = await startAll('consumer', [target.consumer]);
+  let submitter: Child | undefined;
+  try {
+    consumer!.send({ type: 'go' });
+    await sleep(500);
+    submitter = Child.start('submitter', {
+      mode: 'paced',
+      system: target.submitter,
+      count: total,
+      intervalMs,
+    });
+    await submitter.waitFor('ready', 30_000);
+    submitter.send({ type: 'go' });
+    const commits = await submitter.waitFor('commits', timeoutMs);
+    const deadline = performance.now() + 30_000;
+    while (consumer!.executed < total) {
+      if (consumer!.errors.length > 0) throw new Error(consumer!.errors.join('; '));
+      if (performance.now() > deadline) throw new Error(`only ${consumer!.executed}/${total} started`);
+      await sleep(10);
+    }
+    await stopAll([consumer!, submitter]);
+    const executions = await consumer!.waitFor('executions', 5_000);
+    return joinSamples(commits.seqs, commits.commits, executions.seqs, executions.starts, warmup);
+  } finally {
+    consumer!.kill();
+    submitter?.kill();
+  }
+}
+
+/** IMMEDIATE mode: submitter and executor in one child process (workers/immediate.js). */
+export async function runImmediateLatency(
+  prepare: () => Promise<void>,
+  system: SystemSpec,
+  count: number,
+  intervalMs: number,
+  warmup: number,
+  timeoutMs: number,
+): Promise<LatencyResult> {
+  await prepare();
+  const total = warmup + count;
+  const child = Child.start('immediate', { mode: 'paced', system, count: total, intervalMs });
+  try {
+    await child.waitFor('ready', 30_000);
+    child.send({ type: 'go' });
+    const executions = await child.waitFor('executions', timeoutMs);
+    const commits = await child.waitFor('commits', 1_000);
+    await child.stop();
+    return joinSamples(commits.seqs, commits.commits, executions.seqs, executions.starts, warmup);
+  } finally {
+    child.kill();
+  }
+}

@@ -1,0 +1,41 @@
+import pg from 'pg';
+
+export const PG_URL = process.env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export function pgPool(max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: PG_URL, max });
+  // An idle client losing its server must not crash a bench process; the next query reports it.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Drops a schema and everything in it, then creates it empty. */
+export async function recreateSchema(pool: pg.Pool, schema: string): Promise<void> {
+  await dropSchema(pool, schema);
+  await pool.query(`CREATE SCHEMA ${schema}`);
+}
+
+export async function dropSchema(pool: pg.Pool, schema: string): Promise<void> {
+  await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+}
+
+export async function pgVersion(pool: pg.Pool): Promise<string> {
+  const { rows } = await pool.query<{ v: string }>('SELECT version() AS v');
+  return (rows[0]?.v ?? '').split(' on ')[0] ?? '';
+}
+
+/** Runs `fn` inside BEGIN … COMMIT on one pooled client (ROLLBACK on error). */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,61 @@
+/** Messages between the bench orchestrator (main) and its child processes (workers/*.js). */
+
+/** Which queue a child drives. Each kind names a system and where its tables live. */
+export type SystemSpec =
+  | { readonly kind: 'asynccmd-pg'; readonly schema: string; readonly immediate?: boolean }
+  | { readonly kind: 'raw-pg'; readonly schema: string; readonly batch: number }
+  | { readonly kind: 'graphile'; readonly schema: string }
+  | {
+      readonly kind: 'asynccmd-mysql';
+      readonly database: string;
+      readonly claimStrategy: 'skip-locked' | 'legacy';
+    }
+  | { readonly kind: 'raw-mysql'; readonly database: string; readonly batch: number };
+
+/** What a consumer child is asked to do: run the system's executor with this concurrency. */
+export interface ConsumerSpec {
+  readonly system: SystemSpec;
+  readonly concurrency: number;
+  /** Record each execution's start time (latency runs), not only its sequence number. */
+  readonly recordStarts: boolean;
+}
+
+/**
+ * What a submitter child is asked to do: submit `count` commands (seq 1..count), each in its own
+ * transaction — paced, one every `intervalMs` from one client, or as fast as `clients` concurrent
+ * clients can.
+ */
+export type SubmitterSpec =
+  | {
+      readonly mode: 'paced';
+      readonly system: SystemSpec;
+      readonly count: number;
+      readonly intervalMs: number;
+    }
+  | { readonly mode: 'burst'; readonly system: SystemSpec; readonly count: number; readonly clients: number };
+
+/** The payload of every bench command: its sequence number, and when the submitter stamped it. */
+export interface BenchPayload {
+  readonly seq: number;
+}
+
+export type ToChild = { readonly type: 'go' } | { readonly type: 'stop' };
+
+export type FromChild =
+  | { readonly type: 'ready' }
+  | { readonly type: 'progress'; readonly executed: number }
+  /** Executions seen by a consumer: seqs[i] started at starts[i] (epoch ms, sub-ms precision). */
+  | { readonly type: 'executions'; readonly seqs: number[]; readonly starts: number[] }
+  /** Commits made by a submitter: seqs[i] committed at commits[i] (epoch ms). */
+  | { readonly type: 'commits'; readonly seqs: number[]; readonly commits: number[] }
+  /** A burst of submits finished: `count` committed in `elapsedMs`. */
+  | { readonly type: 'burst'; readonly count: number; readonly elapsedMs: number }
+  | { readonly type: 'error'; readonly message: string };
+
+/**
+ * The one clock every process uses for latency: epoch milliseconds with sub-millisecond
+ * precision. All processes run on the same machine, so their readings are comparable.
+ */
+export function preciseNow(): number {
+  return performance.timeOrigin + performance.now();
+}

@@ -1,0 +1,181 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { LatencySummary, Repeated, Target } from './stats.js';
+import { meets, repeated } from './stats.js';
+
+/** One system measured in one scenario, once per repeat. */
+export interface Measurement {
+  readonly section: string;
+  readonly scenario: string;
+  readonly system: string;
+  readonly unit: 'jobs/s' | 'submits/s' | 'ms';
+  /** Throughput per repeat; for latency rows, the p99 of each repeat. */
+  readonly runs: number[];
+  /** Latency rows: the summary over all repeats' samples pooled. */
+  latency?: LatencySummary;
+  /** What the database said after the run, e.g. "exactly once 20000/20000". */
+  readonly checks: string[];
+  readonly errors: string[];
+}
+
+/** A ratio between two measurements, computed per repeat (paired runs) and summarised. */
+export interface Comparison {
+  readonly section: string;
+  readonly label: string;
+  readonly ratio: Repeated;
+  readonly target: Target;
+  readonly met: boolean | null;
+  /** '×' for ratios, ' ms' for absolute bounds. */
+  readonly unit: string;
+}
+
+export interface MachineInfo {
+  readonly startedAt: string;
+  readonly nproc: number;
+  readonly loadAverage: number[];
+  readonly node: string;
+  readonly platform: string;
+  readonly servers: Record<string, string>;
+  readonly options: Record<string, unknown>;
+}
+
+export function measurement(
+  section: string,
+  scenario: string,
+  system: string,
+  unit: Measurement['unit'],
+): Measurement {
+  return { section, scenario, system, unit, runs: [], checks: [], errors: [] };
+}
+
+/**
+ * Ratios of `value` over `baseline` per repeat: repeat i of both ran back to back, so their ratio
+ * cancels most of the machine's drift between repeats.
+ */
+export function compare(
+  section: string,
+  label: string,
+  value: Measurement,
+  baseline: Measurement,
+  target: Target,
+  invert = false,
+): Comparison {
+  const n = Math.min(value.runs.length, baseline.runs.length);
+  const ratios: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const v = value.runs[i] as number;
+    const b = baseline.runs[i] as number;
+    ratios.push(invert ? b / v : v / b);
+  }
+  const summary = repeated(ratios.filter((r) => Number.isFinite(r) && r > 0));
+  return { section, label, ratio: summary, target, met: meets(summary.median, target), unit: '×' };
+}
+
+/** An absolute figure checked against a bound (e.g. IMMEDIATE p99 ≤ 2 ms), printed among the ratios. */
+export function bound(section: string, label: string, value: Measurement, target: Target): Comparison {
+  const summary = repeated(value.runs);
+  return { section, label, ratio: summary, target, met: meets(summary.median, target), unit: ' ms' };
+}
+
+const fmtNumber = (n: number, digits = 0): string =>
+  Number.isFinite(n)
+    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : '—';
+
+const fmtMs = (n: number): string => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : '—');
+
+function fmtValue(m: Measurement): string {
+  if (m.unit === 'ms' && m.latency) {
+    const l = m.latency;
+    return `p50 ${fmtMs(l.p50)}  p95 ${fmtMs(l.p95)}  p99 ${fmtMs(l.p99)}  max ${fmtMs(l.max)} ms (n=${l.count})`;
+  }
+  return `${fmtNumber(repeated(m.runs).median)} ${m.unit}`;
+}
+
+function fmtRuns(m: Measurement): string {
+  const digits = m.unit === 'ms' ? 2 : 0;
+  const r = repeated(m.runs);
+  const runs = m.runs.map((x) => fmtNumber(x, digits)).join(' / ');
+  const spread =
+    Number.isFinite(r.spread) && m.runs.length > 1 ? ` (±${Math.round((r.spread * 100) / 2)}%)` : '';
+  return m.unit === 'ms' ? `p99 per run: ${runs}${spread}` : `${runs}${spread}`;
+}
+
+function fmtTarget(t: Target, unit: string): string {
+  const parts: string[] = [];
+  if (t.atLeast !== undefined) parts.push(`≥ ${t.atLeast}${unit}`);
+  if (t.atMost !== undefined) parts.push(`≤ ${t.atMost}${unit}`);
+  return parts.join(' ');
+}
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? text : text + ' '.repeat(width - text.length);
+}
+
+function table(rows: readonly string[][]): string {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => pad(cell, widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** The human-readable report: machine, then per section the measurements and the ratios. */
+export function renderReport(
+  info: MachineInfo,
+  measurements: readonly Measurement[],
+  comparisons: readonly Comparison[],
+): string {
+  const out: string[] = [];
+  out.push(
+    `asynccmd bench — ${info.startedAt} — nproc ${info.nproc}, load ${info.loadAverage.map((l) => l.toFixed(2)).join(' ')}, Node ${info.node}`,
+  );
+  for (const [name, version] of Object.entries(info.servers)) out.push(`  ${name}: ${version}`);
+  const sections = [
+    ...new Set([...measurements.map((m) => m.section), ...comparisons.map((c) => c.section)]),
+  ];
+  for (const section of sections) {
+    out.push('', `== ${section} ==`);
+    const rows = measurements
+      .filter((m) => m.section === section)
+      .map((m) => [
+        m.scenario,
+        m.system,
+        fmtValue(m),
+        fmtRuns(m),
+        [...m.checks, ...m.errors.map((e) => `ERROR: ${e}`)].join('; '),
+      ]);
+    if (rows.length > 0) out.push(table([['scenario', 'system', 'median', 'runs', 'checks'], ...rows]));
+    const ratios = comparisons
+      .filter((c) => c.section === section)
+      .map((c) => [
+        c.label,
+        Number.isFinite(c.ratio.median) ? `${c.ratio.median.toFixed(2)}${c.unit}` : '—',
+        c.ratio.runs.length > 1 ? `runs ${c.ratio.runs.map((r) => r.toFixed(2)).join(' / ')}` : '',
+        `target ${fmtTarget(c.target, c.unit)}`,
+        c.met === null ? 'n/a' : c.met ? 'met' : 'MISSED',
+      ]);
+    if (ratios.length > 0) out.push('', table([['ratio', 'median', 'per repeat', 'target', ''], ...ratios]));
+  }
+  return out.join('\n');
+}
+
+export async function writeJson(
+  path: string,
+  info: MachineInfo,
+  measurements: readonly Measurement[],
+  comparisons: readonly Comparison[],
+): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const body = {
+    machine: info,
+    measurements: measurements.map((m) => ({ ...m, median: repeated(m.runs).median })),
+    comparisons,
+  };
+  await writeFile(path, JSON.stringify(body, null, 2) + '\n');
+}

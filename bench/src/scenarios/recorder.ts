@@ -1,0 +1,70 @@
+import { bound, compare, measurement, type Comparison, type Measurement } from '../report.js';
+import type { Target } from '../stats.js';
+import { percentile, summariseLatency } from '../stats.js';
+
+/**
+ * Collects the measurements and comparisons of a bench run. A failed run is recorded as NaN with
+ * its error, so the repeats of all systems stay aligned for the paired ratios and the rest of the
+ * bench still runs.
+ */
+export class Recorder {
+  readonly measurements: Measurement[] = [];
+  readonly comparisons: Comparison[] = [];
+  readonly #samples = new Map<Measurement, number[]>();
+
+  constructor(private readonly log: (line: string) => void) {}
+
+  row(section: string, scenario: string, system: string, unit: Measurement['unit']): Measurement {
+    const m = measurement(section, scenario, system, unit);
+    this.measurements.push(m);
+    return m;
+  }
+
+  /** Runs one repeat of a throughput figure. */
+  async throughput(m: Measurement, run: () => Promise<{ rate: number; check: string }>): Promise<void> {
+    const label = `${m.section} / ${m.scenario} / ${m.system}`;
+    try {
+      const r = await run();
+      m.runs.push(r.rate);
+      if (!m.checks.includes(r.check)) m.checks.push(r.check);
+      this.log(`  ${label}: ${Math.round(r.rate)} ${m.unit} (${r.check})`);
+    } catch (err) {
+      m.runs.push(Number.NaN);
+      m.errors.push(message(err));
+      this.log(`  ${label}: FAILED ${message(err)}`);
+    }
+  }
+
+  /** Runs one repeat of a latency figure: its p99 is the run's value, its samples are pooled. */
+  async latency(m: Measurement, run: () => Promise<{ samples: number[]; check: string }>): Promise<void> {
+    const label = `${m.section} / ${m.scenario} / ${m.system}`;
+    try {
+      const r = await run();
+      const pooled = [...(this.#samples.get(m) ?? []), ...r.samples];
+      this.#samples.set(m, pooled);
+      m.latency = summariseLatency(pooled);
+      m.runs.push(percentile(r.samples, 99));
+      if (!m.checks.includes(r.check)) m.checks.push(r.check);
+      const s = summariseLatency(r.samples);
+      this.log(
+        `  ${label}: p50 ${s.p50.toFixed(2)} p99 ${s.p99.toFixed(2)} max ${s.max.toFixed(2)} ms (${r.check})`,
+      );
+    } catch (err) {
+      m.runs.push(Number.NaN);
+      m.errors.push(message(err));
+      this.log(`  ${label}: FAILED ${message(err)}`);
+    }
+  }
+
+  ratio(section: string, label: string, value: Measurement, baseline: Measurement, target: Target): void {
+    this.comparisons.push(compare(section, label, value, baseline, target));
+  }
+
+  bound(section: string, label: string, value: Measurement, target: Target): void {
+    this.comparisons.push(bound(section, label, value, target));
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

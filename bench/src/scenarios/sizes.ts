@@ -1,0 +1,44 @@
+/** How big each scenario is: the full run (`npm run bench`) and a quick one for development. */
+export interface Sizes {
+  /** Commands per drain run. */
+  readonly drainTotal: number;
+  /** SUCCESS rows already in the table for the "history" drain. */
+  readonly finishedRows: number;
+  readonly concurrency: number;
+  /** Processes of the multi-process drain. */
+  readonly processes: number;
+  readonly latencySamples: number;
+  /** Leading samples dropped (connections, JIT, plan caches warming up). */
+  readonly latencyWarmup: number;
+  readonly latencyIntervalMs: number;
+  readonly submits: number;
+  readonly submitClients: number;
+  /** Each scenario runs this many times, systems interleaved, so the spread shows the noise. */
+  readonly repeats: number;
+  /** A single run that takes longer than this is abandoned and reported as an error. */
+  readonly runTimeoutMs: number;
+}
+
+export const FULL: Sizes = {
+  drainTotal: 20_000,
+  finishedRows: 200_000,
+  concurrency: 10,
+  processes: 4,
+  latencySamples: 500,
+  latencyWarmup: 20,
+  latencyIntervalMs: 10,
+  submits: 4_000,
+  submitClients: 8,
+  repeats: 2,
+  runTimeoutMs: 120_000,
+};
+
+export const QUICK: Sizes = {
+  ...FULL,
+  drainTotal: 2_000,
+  finishedRows: 20_000,
+  latencySamples: 100,
+  submits: 800,
+  repeats: 1,
+  runTimeoutMs: 60_000,
+};

@@ -1,0 +1,57 @@
+import { rawLoop } from '../baselines/raw-sql-pg.js';
+import { runGraphile } from '../baselines/graphile.js';
+import { pgPool } from '../pg.js';
+import type { BenchPayload, ConsumerSpec } from '../protocol.js';
+import { benchRuntime, openStore } from './asynccmd.js';
+
+/** A queue consumer inside a child: connected by `prepare`, consuming after `go`, drained by `stop`. */
+export interface Consumer {
+  go(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export type OnExecute = (payload: BenchPayload) => void;
+
+export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute): Promise<Consumer> {
+  const system = spec.system;
+  switch (system.kind) {
+    case 'raw-pg': {
+      const pool = pgPool(2);
+      await pool.query('SELECT 1');
+      let stopped = false;
+      let loop: Promise<void> = Promise.resolve();
+      return {
+        go: async () => {
+          loop = rawLoop(pool, system.schema, system.batch, onExecute, () => stopped);
+        },
+        stop: async () => {
+          stopped = true;
+          await loop;
+          await pool.end();
+        },
+      };
+    }
+    case 'graphile': {
+      let runner: Awaited<ReturnType<typeof runGraphile>> | undefined;
+      return {
+        go: async () => {
+          runner = await runGraphile(system.schema, spec.concurrency, onExecute);
+        },
+        stop: async () => {
+          await runner?.stop();
+        },
+      };
+    }
+    case 'asynccmd-pg':
+    case 'asynccmd-mysql': {
+      const store = await openStore(system, 4);
+      const runtime = benchRuntime(store, spec.concurrency, { mode: 'ASYNC_POOL', onExecute });
+      return {
+        go: async () => runtime.start(),
+        stop: () => runtime.stop(),
+      };
+    }
+    default:
+      throw new Error(`no consumer for ${system.kind} yet`);
+  }
+}

@@ -1,0 +1,36 @@
+import type { BenchPayload, ConsumerSpec } from '../protocol.js';
+import { preciseNow } from '../protocol.js';
+import { prepareConsumer } from '../systems/consumers.js';
+import { onceMessage, readSpec, runChild, send } from './child.js';
+
+/**
+ * Child process: runs one queue consumer with a no-op executor that only records which command
+ * ran (and when), reporting progress while it runs and every execution when stopped. The
+ * orchestrator checks the executions against the database, so a double run cannot hide.
+ */
+runChild(async () => {
+  const spec = readSpec<ConsumerSpec>();
+  const seqs: number[] = [];
+  const starts: number[] = [];
+  const onExecute = (payload: BenchPayload): void => {
+    if (spec.recordStarts) starts.push(preciseNow());
+    seqs.push(payload.seq);
+  };
+  const go = onceMessage('go');
+  const stop = onceMessage('stop');
+  const consumer = await prepareConsumer(spec, onExecute);
+  await send({ type: 'ready' });
+  await go;
+  await consumer.go();
+  let reported = -1;
+  const progress = setInterval(() => {
+    if (seqs.length !== reported) {
+      reported = seqs.length;
+      void send({ type: 'progress', executed: reported });
+    }
+  }, 10);
+  await stop;
+  clearInterval(progress);
+  await consumer.stop();
+  await send({ type: 'executions', seqs, starts });
+});

@@ -1,0 +1,51 @@
+import type { BenchPayload, SubmitterSpec } from '../protocol.js';
+import { preciseNow } from '../protocol.js';
+import { BENCH_TYPE, benchRuntime, openStore } from '../systems/asynccmd.js';
+import { onceMessage, readSpec, runChild, send } from './child.js';
+
+/**
+ * Child process: asynccmd in IMMEDIATE mode, submitter and executor in the same process. Each
+ * command is submitted in its own `client.transaction`; its commit time is taken from the client's
+ * `submitted` event (emitted right after COMMIT, before the after-commit dispatch), its start time
+ * in the executor.
+ */
+runChild(async () => {
+  const spec = readSpec<SubmitterSpec>();
+  if (
+    spec.mode !== 'paced' ||
+    (spec.system.kind !== 'asynccmd-pg' && spec.system.kind !== 'asynccmd-mysql')
+  ) {
+    throw new Error('the immediate worker runs paced asynccmd submits only');
+  }
+  const go = onceMessage('go');
+  const seqs: number[] = [];
+  const starts: number[] = [];
+  const onExecute = (payload: BenchPayload): void => {
+    starts.push(preciseNow());
+    seqs.push(payload.seq);
+  };
+  const runtime = benchRuntime(await openStore(spec.system, 4), 10, { mode: 'IMMEDIATE', onExecute });
+  let committedAt = Number.NaN;
+  runtime.on((event) => {
+    if (event.kind === 'submitted') committedAt = preciseNow();
+  });
+  runtime.start();
+  await send({ type: 'ready' });
+  await go;
+  const commitSeqs: number[] = [];
+  const commits: number[] = [];
+  const t0 = performance.now();
+  for (let seq = 1; seq <= spec.count; seq++) {
+    const wait = t0 + (seq - 1) * spec.intervalMs - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    await runtime.client.transaction((_tx, submit) => submit(BENCH_TYPE, { seq }));
+    commitSeqs.push(seq);
+    commits.push(committedAt);
+  }
+  const deadline = performance.now() + 30_000;
+  while (seqs.length < spec.count && performance.now() < deadline)
+    await new Promise((r) => setTimeout(r, 10));
+  await runtime.stop();
+  await send({ type: 'commits', seqs: commitSeqs, commits });
+  await send({ type: 'executions', seqs, starts });
+});

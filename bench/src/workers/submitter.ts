@@ -1,0 +1,47 @@
+import type { SubmitterSpec } from '../protocol.js';
+import { preciseNow } from '../protocol.js';
+import { prepareSubmitter } from '../systems/submitters.js';
+import { onceMessage, readSpec, runChild, send } from './child.js';
+
+/**
+ * Child process: submits commands seq 1..count, each in its own transaction. Paced mode records
+ * when each commit returned (for commit → start latency measured in another process); burst
+ * mode times `count` submits spread over concurrent clients (single-submit throughput).
+ */
+runChild(async () => {
+  const spec = readSpec<SubmitterSpec>();
+  const go = onceMessage('go');
+  const submitter = await prepareSubmitter(spec.system, spec.mode === 'burst' ? spec.clients : 1);
+  await send({ type: 'ready' });
+  await go;
+  try {
+    if (spec.mode === 'paced') {
+      const seqs: number[] = [];
+      const commits: number[] = [];
+      const t0 = performance.now();
+      for (let seq = 1; seq <= spec.count; seq++) {
+        // Pace on the schedule, not on the previous submit, so a slow commit does not shift the rest.
+        const wait = t0 + (seq - 1) * spec.intervalMs - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        await submitter.submit({ seq });
+        commits.push(preciseNow());
+        seqs.push(seq);
+      }
+      await send({ type: 'commits', seqs, commits });
+    } else {
+      let next = 1;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: spec.clients }, async () => {
+          while (next <= spec.count) {
+            const seq = next++;
+            await submitter.submit({ seq });
+          }
+        }),
+      );
+      await send({ type: 'burst', count: spec.count, elapsedMs: performance.now() - t0 });
+    }
+  } finally {
+    await submitter.close();
+  }
+});

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { exactlyOnceVerdict, joinSamples } from '../src/checks.js';
+import { bound, compare, measurement } from '../src/report.js';
+import { meets, percentile, rate, ratio, repeated, summariseLatency } from '../src/stats.js';
+
+describe('percentile (nearest rank)', () => {
+  const sample = Array.from({ length: 100 }, (_, i) => 100 - i); // 100 … 1, unsorted on purpose
+
+  it('picks the nearest-rank value of an unsorted sample', () => {
+    expect(percentile(sample, 50)).toBe(50);
+    expect(percentile(sample, 95)).toBe(95);
+    expect(percentile(sample, 99)).toBe(99);
+    expect(percentile(sample, 100)).toBe(100);
+    expect(percentile(sample, 0)).toBe(1);
+  });
+
+  it('handles tiny and empty samples and leaves the input unsorted', () => {
+    const one = [7];
+    expect(percentile(one, 99)).toBe(7);
+    expect(percentile([3, 1, 2], 50)).toBe(2);
+    expect(percentile([], 50)).toBeNaN();
+    const input = [3, 1, 2];
+    percentile(input, 50);
+    expect(input).toEqual([3, 1, 2]);
+  });
+
+  it('rejects a percentile outside 0..100', () => {
+    expect(() => percentile([1], 101)).toThrow(RangeError);
+    expect(() => percentile([1], -1)).toThrow(RangeError);
+  });
+
+  it('summarises a latency sample', () => {
+    expect(summariseLatency([5, 1, 3, 2, 4])).toEqual({ count: 5, p50: 3, p95: 5, p99: 5, max: 5 });
+  });
+});
+
+describe('rates and ratios', () => {
+  it('computes items per second', () => {
+    expect(rate(20_000, 4_000)).toBe(5_000);
+    expect(rate(1, 0)).toBeNaN();
+  });
+
+  it('refuses ratios against a missing or non-positive baseline', () => {
+    expect(ratio(3, 2)).toBe(1.5);
+    expect(ratio(3, 0)).toBeNaN();
+    expect(ratio(Number.NaN, 2)).toBeNaN();
+  });
+
+  it('reports the median and spread of repeats, ignoring failed runs', () => {
+    const r = repeated([100, Number.NaN, 120, 80]);
+    expect(r.median).toBe(100);
+    expect(r.min).toBe(80);
+    expect(r.max).toBe(120);
+    expect(r.spread).toBeCloseTo(0.4);
+    expect(repeated([1, 2]).median).toBe(1.5);
+    expect(repeated([Number.NaN]).median).toBeNaN();
+  });
+
+  it('judges targets, and says n/a for a missing figure', () => {
+    expect(meets(1.3, { atLeast: 1.25 })).toBe(true);
+    expect(meets(1.2, { atLeast: 1.25 })).toBe(false);
+    expect(meets(2.5, { atMost: 2 })).toBe(false);
+    expect(meets(Number.NaN, { atLeast: 1 })).toBeNull();
+  });
+
+  it('pairs repeats: the ratio is taken per repeat, then summarised', () => {
+    const ours = measurement('s', 'drain', 'asynccmd', 'jobs/s');
+    const theirs = measurement('s', 'drain', 'graphile-worker', 'jobs/s');
+    ours.runs.push(3000, 1500, Number.NaN);
+    theirs.runs.push(2000, 1000, 1000);
+    const c = compare('s', 'asynccmd / graphile', ours, theirs, { atLeast: 1.25 });
+    expect(c.ratio.runs).toEqual([1.5, 1.5]);
+    expect(c.ratio.median).toBe(1.5);
+    expect(c.met).toBe(true);
+  });
+
+  it('checks an absolute bound on the median of repeats', () => {
+    const p99 = measurement('s', 'latency', 'IMMEDIATE', 'ms');
+    p99.runs.push(1.5, 2.5, 1.8);
+    const c = bound('s', 'IMMEDIATE p99', p99, { atMost: 2 });
+    expect(c.ratio.median).toBe(1.8);
+    expect(c.met).toBe(true);
+  });
+});
+
+describe('run checks', () => {
+  const clean = { finished: 10, once: 10, twiceOrMore: 0, never: 0, strays: 0 };
+
+  it('passes a drain in which every command ran exactly once', () => {
+    expect(exactlyOnceVerdict(10, clean)).toBe('exactly once 10/10 ✓');
+  });
+
+  it('fails a drain with a double execution, a missed command or a stray run', () => {
+    expect(() => exactlyOnceVerdict(10, { ...clean, once: 9, twiceOrMore: 1 })).toThrow(/FAILED.*dup 1/);
+    expect(() => exactlyOnceVerdict(10, { ...clean, once: 9, never: 1 })).toThrow(/missing 1/);
+    expect(() => exactlyOnceVerdict(10, { ...clean, strays: 1 })).toThrow(/stray 1/);
+    expect(() => exactlyOnceVerdict(10, { ...clean, finished: 9 })).toThrow(/finished 9/);
+  });
+
+  it('joins commit and start times by sequence number, dropping the warm-up', () => {
+    const r = joinSamples([1, 2, 3], [100, 200, 300], [3, 1, 2], [301.5, 102, 200.25], 1);
+    expect(r.samples).toEqual([0.25, 1.5]);
+  });
+
+  it('fails a latency run in which a command started twice or never', () => {
+    expect(() => joinSamples([1], [100], [1, 1], [101, 102], 0)).toThrow(/started twice/);
+    expect(() => joinSamples([1, 2], [100, 200], [1], [101], 0)).toThrow(/never started/);
+  });
+});
