@@ -88,7 +88,6 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   private readonly ownsPool: boolean;
   private readonly sql: MysqlSql;
   private readonly maxPayloadBytes: number;
-  private autoIncrementStep: bigint | null = null;
   private closed = false;
 
   constructor(parts: MysqlStoreParts) {
@@ -382,10 +381,16 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const limit = requireInt('limit', params.limit, 0);
     const olderThan = requireInstant('olderThan', params.olderThan);
     if (limit === 0 || statuses.length === 0) return 0;
-    const deleted = await retryLockConflicts(() =>
-      write(this.pool, this.sql.purge, [[...statuses], olderThan, limit]),
-    );
-    return deleted.affectedRows;
+    let deleted = 0;
+    for (const status of unique(statuses)) {
+      if (deleted >= limit) break;
+      const batch = limit - deleted;
+      const result = await retryLockConflicts(() =>
+        write(this.pool, this.sql.purge, [status, olderThan, batch]),
+      );
+      deleted += result.affectedRows;
+    }
+    return deleted;
   }
 
   async now(): Promise<Date> {
@@ -421,16 +426,14 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     } else {
       first = BigInt(String(header.insertId));
     }
-    const step = rows.length === 1 ? 1n : await this.step();
+    const step = rows.length === 1 ? 1n : await this.step(tx);
     return rows.map((_, i) => String(first + BigInt(i) * step));
   }
 
-  private async step(): Promise<bigint> {
-    if (this.autoIncrementStep === null) {
-      const [row] = await select<{ step: string | number }>(this.pool, this.sql.autoIncrementStep);
-      this.autoIncrementStep = BigInt(String(row?.step ?? 1));
-    }
-    return this.autoIncrementStep;
+  /** auto_increment_increment is a session variable (Galera sets it per node): asked on the connection that inserted. */
+  private async step(tx: Queryable): Promise<bigint> {
+    const [row] = await select<{ step: string | number }>(tx, this.sql.autoIncrementStep);
+    return BigInt(String(row?.step ?? 1));
   }
 
   /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
