@@ -1,6 +1,8 @@
 import { InvalidArgumentError, type CommandStore } from '@asynccmd/core';
 import { existsSync } from 'node:fs';
 
+const CONNECT_TIMEOUT_MS = 10_000;
+
 export interface StoreLocation {
   /** `sqlite:path`, `postgres://…` (or postgresql://), `mysql://…` (or mariadb://). */
   readonly url: string;
@@ -30,6 +32,32 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
       }
       const { createSqliteStore } = await import('@asynccmd/adapter-sqlite');
       return createSqliteStore({ filename, ...(table !== undefined ? { table } : {}) });
+    }
+    case 'postgres':
+    case 'postgresql': {
+      const { createPostgresStore } = await import('@asynccmd/adapter-postgres');
+      return createPostgresStore({
+        connectionString: url,
+        // One CLI command needs one connection; a small pool keeps a busy database's slots free.
+        poolConfig: { max: 2, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
+        ...(schema !== undefined ? { schema } : {}),
+        ...(table !== undefined ? { table } : {}),
+      });
+    }
+    case 'mysql':
+    case 'mariadb': {
+      if (schema !== undefined) {
+        throw new InvalidArgumentError(
+          '--schema applies to PostgreSQL only: name the MySQL database in the URL',
+        );
+      }
+      const { createMysqlStore } = await import('@asynccmd/adapter-mysql');
+      return createMysqlStore({
+        // mysql2 reads only mysql:// URIs; mariadb:// is the same protocol.
+        connection: { uri: `mysql:${url.slice(scheme.length + 1)}`, connectTimeout: CONNECT_TIMEOUT_MS },
+        connectionLimit: 2,
+        ...(table !== undefined ? { table } : {}),
+      });
     }
     default:
       throw new InvalidArgumentError(

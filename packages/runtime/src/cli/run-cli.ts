@@ -8,6 +8,7 @@ import {
 } from '@asynccmd/core';
 import { Command, CommanderError } from 'commander';
 import * as E from 'fp-ts/lib/Either.js';
+import { createRequire } from 'node:module';
 import { applyAdminTransition } from '../ops/admin-actions.js';
 import { formatDuration, parseDuration } from '../ops/duration.js';
 import { purgeFinished } from '../ops/retention.js';
@@ -25,6 +26,9 @@ import {
 } from '../ops/validation.js';
 import { openStore, redactUrl } from './open-store.js';
 import { clip, renderTable } from './table.js';
+
+// src/cli and dist/cli both sit two levels below the package root.
+const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 /** Where the CLI writes, and the environment it reads (ASYNCCMD_DB). */
 export interface CliIo {
@@ -63,6 +67,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
   const program = new Command('asynccmd')
     .description('Inspect and steer asynccmd commands in a SQLite, PostgreSQL or MySQL/MariaDB database.')
+    .version(VERSION)
     .option('--db <url>', 'database URL: sqlite:PATH, postgres://…, mysql://… (default: $ASYNCCMD_DB)')
     .option('--table <name>', 'command table (default async_command)')
     .option('--schema <name>', 'PostgreSQL schema (default public)')
@@ -81,21 +86,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     if (url === undefined || url.trim() === '') {
       throw new CliFailure('no database: pass --db URL or set ASYNCCMD_DB', EXIT_USAGE);
     }
+    const unreachable = (e: unknown) =>
+      new CliFailure(`cannot reach the database at ${redactUrl(url)}: ${describeFailure(e)}`, EXIT_FAILED);
     const store = await openStore({
       url: url.trim(),
       ...(g.table !== undefined ? { table: g.table } : {}),
       ...(g.schema !== undefined ? { schema: g.schema } : {}),
       mustExist: !create,
     }).catch((e: unknown) => {
-      if (isAsyncCommandError(e)) throw e;
-      throw new CliFailure(`cannot open ${redactUrl(url)}: ${describeFailure(e)}`, EXIT_FAILED);
+      // Our own validation errors (bad URL, hostile table name) keep their code and exit 2.
+      throw isAsyncCommandError(e) ? e : unreachable(e);
     });
     try {
       await store.ping().catch((e: unknown) => {
-        throw new CliFailure(
-          `cannot reach the database at ${redactUrl(url)}: ${describeFailure(e)}`,
-          EXIT_FAILED,
-        );
+        throw unreachable(e);
       });
       await fn(store);
     } finally {

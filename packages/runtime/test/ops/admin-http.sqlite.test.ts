@@ -1,4 +1,4 @@
 import { describeAdminHttp } from './admin-http.suite.js';
-import { openTempSqlite } from './support.js';
+import { openSqlite } from './databases.js';
 
-describeAdminHttp('SQLite', async () => ({ ...(await openTempSqlite()), cliArgs: [] }));
+describeAdminHttp('SQLite', openSqlite);

@@ -18,6 +18,8 @@ export interface OpsDatabase {
   readonly url: string;
   /** Extra CLI arguments naming the namespace (e.g. ['--schema', 'x']). */
   readonly cliArgs: readonly string[];
+  /** A store of the same kind whose database cannot be reached (closed, or a dead port). */
+  unreachable(): Promise<CommandStore>;
   dispose(): Promise<void>;
 }
 
@@ -340,9 +342,8 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       await api.post(`/commands/${dead}/kill`);
       await api.post(`/commands/${overdue}/cancel`);
 
-      const other = await open();
-      await other.store.close();
-      const gone = await serve(createAdminHandler({ store: other.store }));
+      const unreachable = await db.unreachable();
+      const gone = await serve(createAdminHandler({ store: unreachable }));
       try {
         const a = await client(gone.url).get('/health');
         expect(a.status).toBe(503);
@@ -356,7 +357,7 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
         });
       } finally {
         await gone.close();
-        await other.dispose().catch(() => undefined);
+        await unreachable.close().catch(() => undefined);
       }
     });
 

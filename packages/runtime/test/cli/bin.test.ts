@@ -1,0 +1,30 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+// The built entry point, as npm links it (`npm test` builds first).
+const MAIN = join(dirname(fileURLToPath(import.meta.url)), '../../dist/cli/main.js');
+
+describe('the asynccmd executable', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'asynccmd-bin-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const run = (...args: string[]) => spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8' });
+
+  it('runs as a process: exit codes and output', () => {
+    const db = `sqlite:${join(dir, 'bin.db')}`;
+    expect(run('--db', db, 'migrate')).toMatchObject({
+      status: 0,
+      stdout: expect.stringContaining('migrated'),
+    });
+    const stats = run('--db', db, 'stats', '--json');
+    expect(stats.status).toBe(0);
+    expect(JSON.parse(stats.stdout).total).toBe(0);
+    const bad = run('--db', db, 'show', 'nope');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('is not a command id');
+    expect(run('--version')).toMatchObject({ status: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+  });
+});

@@ -1,0 +1,4 @@
+import { openMysql } from '../ops/databases.js';
+import { describeCli } from './cli.suite.js';
+
+describeCli('MariaDB', () => openMysql('ops_cli'));

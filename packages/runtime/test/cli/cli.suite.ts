@@ -1,0 +1,184 @@
+import type { CommandStore } from '@asynccmd/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { OpsDatabase } from '../ops/admin-http.suite.js';
+import { claim, makeDead, submit, succeed, untilDatabaseClockPasses } from '../ops/support.js';
+import { cli } from './run.js';
+
+/** The `asynccmd` CLI against one real database, reached by URL exactly as an operator would. */
+export function describeCli(name: string, open: () => Promise<OpsDatabase>): void {
+  describe(`asynccmd CLI on ${name}`, () => {
+    let db: OpsDatabase;
+    let store: CommandStore;
+    const run = (...args: string[]) => cli(['--db', db.url, ...db.cliArgs, ...args]);
+
+    beforeAll(async () => {
+      db = await open();
+      store = db.store;
+    });
+    afterAll(async () => {
+      await db?.dispose();
+    });
+
+    it('migrate is idempotent and says what it did', async () => {
+      const r = await run('migrate');
+      expect(r).toMatchObject({ code: 0, err: '' });
+      expect(r.out).toContain(`migrated: the ${store.dialect} command table is up to date`);
+      expect(JSON.parse((await run('migrate', '--json')).out)).toEqual({
+        migrated: true,
+        dialect: store.dialect,
+      });
+    });
+
+    it('stats: a human table, and --json for scripts', async () => {
+      await submit(store, 'cli.stats');
+      await makeDead(store, 'cli.stats');
+      const human = await run('stats');
+      expect(human.code).toBe(0);
+      expect(human.out).toMatch(/^TYPE\s+PENDING\s+RUNNING\s+SUCCESS\s+DEAD\s+CANCELLED$/m);
+      expect(human.out).toMatch(/^cli\.stats\s+1\s+0\s+0\s+1\s+0$/m);
+      expect(human.out).toContain('oldest due pending: waiting');
+      const json = JSON.parse((await run('stats', '--json')).out);
+      expect(json.byType['cli.stats']).toEqual({ PENDING: 1, RUNNING: 0, SUCCESS: 0, DEAD: 1, CANCELLED: 0 });
+      expect(json.byStatus.DEAD).toBeGreaterThanOrEqual(1);
+    });
+
+    it('list --status DEAD --type T: table and --json; bad filters exit 2', async () => {
+      const dead = await makeDead(store, 'cli.list', 'payment gateway timed out');
+      await submit(store, 'cli.list');
+      const human = await run('list', '--status', 'DEAD', '--type', 'cli.list');
+      expect(human.code).toBe(0);
+      expect(human.out).toMatch(/^ID\s+STATUS\s+TYPE\s+BIZ KEY\s+FAILED\s+NEXT RUN AT\s+LAST ERROR$/m);
+      expect(human.out).toMatch(
+        new RegExp(`^${dead}\\s+DEAD\\s+cli\\.list\\s+1/1\\s+\\S+\\s+payment gateway timed out$`, 'm'),
+      );
+      const json = JSON.parse((await run('list', '--status', 'dead', '--type', 'cli.list', '--json')).out);
+      expect(json.items.map((i: { id: string }) => i.id)).toEqual([dead]);
+      expect(json.items[0]).toMatchObject({ status: 'DEAD', operation: 'follow_up_failed' });
+      expect(json.nextCursor).toBeNull();
+
+      const paged = JSON.parse((await run('list', '--type', 'cli.list', '--limit', '1', '--json')).out);
+      expect(paged.items).toHaveLength(1);
+      const rest = JSON.parse(
+        (await run('list', '--type', 'cli.list', '--cursor', paged.nextCursor, '--json')).out,
+      );
+      expect(rest.items.map((i: { id: string }) => i.id)).toEqual([dead]);
+
+      expect((await run('list', '--type', 'cli.none')).out).toBe('no commands match\n');
+      for (const bad of [
+        ['--status', 'ZOMBIE'],
+        ['--limit', '0'],
+        ['--limit', 'many'],
+      ]) {
+        const r = await run('list', ...bad);
+        expect(r.code, bad.join(' ')).toBe(2);
+        expect(r.err).toMatch(/^asynccmd: /);
+      }
+      await run('kill', dead);
+    });
+
+    it('show ID prints everything, payload included; bad and unknown ids exit 2 and 1', async () => {
+      const id = await submit(store, 'cli.show', {
+        bizKey: 'order-9',
+        payload: { orderId: 9, note: 'gift' },
+      });
+      const human = await run('show', id);
+      expect(human.code).toBe(0);
+      expect(human.out).toMatch(new RegExp(`^id\\s+${id}$`, 'm'));
+      expect(human.out).toMatch(/^status\s+PENDING \(accepted\)$/m);
+      expect(human.out).toContain('"note": "gift"');
+      const json = JSON.parse((await run('show', id, '--json')).out);
+      expect(json).toMatchObject({
+        id,
+        bizKey: 'order-9',
+        payload: { orderId: 9, note: 'gift' },
+        headers: {},
+      });
+
+      const bad = await run('show', 'abc');
+      expect(bad.code).toBe(2);
+      expect(bad.err).toContain('is not a command id');
+      const unknown = await run('show', '987654321');
+      expect(unknown.code).toBe(1);
+      expect(unknown.err).toBe('asynccmd: command 987654321 does not exist\n');
+    });
+
+    it('retry ID, retry --all-dead, requeue, kill --reason, cancel; illegal transitions exit 1 with the reason', async () => {
+      const one = await makeDead(store, 'cli.retry');
+      const r = await run('retry', one);
+      expect(r).toMatchObject({ code: 0, out: `command ${one}: retry done, now PENDING\n` });
+      const again = await run('retry', one);
+      expect(again.code).toBe(1);
+      expect(again.err).toContain('it is PENDING');
+
+      const d1 = await makeDead(store, 'cli.bulk');
+      const d2 = await makeDead(store, 'cli.bulk');
+      const other = await makeDead(store, 'cli.other');
+      const bulk = await run('retry', '--all-dead', '--type', 'cli.bulk', '--json');
+      expect(bulk.code).toBe(0);
+      expect(JSON.parse(bulk.out).retried.sort()).toEqual([d1, d2].sort());
+      expect((await store.get(other))?.status).toBe('DEAD');
+      expect((await run('retry', '--all-dead')).out).toMatch(/^retried [1-9]\d* dead command\(s\)$/m);
+      expect((await store.get(other))?.status).toBe('PENDING');
+
+      expect((await run('retry')).code).toBe(2);
+      expect((await run('retry', one, '--all-dead')).code).toBe(2);
+      expect((await run('retry', one, '--type', 'x')).code).toBe(2);
+
+      const running = await submit(store, 'cli.admin');
+      await claim(store, running);
+      const cancel = await run('cancel', running);
+      expect(cancel.code).toBe(1);
+      expect(cancel.err).toContain('it is RUNNING');
+      expect((await run('requeue', running)).out).toBe(`command ${running}: requeue done, now PENDING\n`);
+      expect((await run('requeue', running)).code).toBe(1);
+      const killed = await run('kill', running, '--reason', 'duplicate order', '--json');
+      expect(killed.code).toBe(0);
+      expect(JSON.parse(killed.out)).toMatchObject({ status: 'CANCELLED', lastError: 'duplicate order' });
+      const pending = await submit(store, 'cli.admin');
+      expect((await run('cancel', pending, '--reason', 'customer asked')).code).toBe(0);
+      expect((await store.get(pending))?.lastError).toBe('customer asked');
+      expect((await run('kill', '12x')).code).toBe(2);
+      expect((await run('kill', '987654321')).code).toBe(1);
+    });
+
+    it('purge deletes finished commands in batches and keeps DEAD unless --include-dead', async () => {
+      const ok = await Promise.all(
+        [1, 2, 3].map(async () => (await succeed(store, await submit(store, 'cli.purge'))).id),
+      );
+      const cancelled = await submit(store, 'cli.purge');
+      await store.cancel(cancelled);
+      const dead = await makeDead(store, 'cli.purge');
+      const pending = await submit(store, 'cli.purge');
+      const latest = await store.get(dead);
+      await untilDatabaseClockPasses(store, latest?.finishedAt ?? new Date());
+
+      const none = await run('purge', '--older-than', '7d', '--json');
+      expect(none.code).toBe(0);
+      expect(JSON.parse(none.out).deleted).toBe(0);
+
+      const purge = await run('purge', '--older-than', '1ms', '--batch-size', '2', '--json');
+      expect(purge.code).toBe(0);
+      const result = JSON.parse(purge.out);
+      expect(result.deleted).toBeGreaterThanOrEqual(4);
+      expect(result.batches).toBeGreaterThanOrEqual(3);
+      for (const id of [...ok, cancelled]) expect(await store.get(id)).toBeNull();
+      expect((await store.get(dead))?.status).toBe('DEAD');
+      expect((await store.get(pending))?.status).toBe('PENDING');
+
+      const withDead = await run('purge', '--older-than', '1ms', '--include-dead');
+      expect(withDead.code).toBe(0);
+      expect(withDead.out).toMatch(/^purged [1-9]\d* finished command\(s\) that finished before /);
+      expect(await store.get(dead)).toBeNull();
+      expect((await store.get(pending))?.status).toBe('PENDING');
+
+      expect((await run('purge', '--older-than', '7')).code).toBe(2);
+      expect((await run('purge')).code).toBe(2);
+    });
+
+    it('refuses a hostile table name before touching the database', async () => {
+      const r = await run('--table', 'x; DROP TABLE y', 'stats');
+      expect(r.code).toBe(2);
+      expect(r.err).toContain('not a valid SQL identifier');
+    });
+  });
+}
