@@ -12,6 +12,18 @@ export interface StoreHarness<Tx = unknown> {
    * would; the suite closes it.
    */
   openPeer(): Promise<CommandStore<Tx>>;
+  /**
+   * Opens a store on a second namespace derived from this one that nothing has migrated yet; every
+   * call opens another connection to that same namespace, so the suite can race `migrate()` from
+   * several instances. `dispose()` drops it too.
+   */
+  openUnmigrated(): Promise<CommandStore<Tx>>;
+  /**
+   * Opens a store configured with `table` as its table name (or prefix) on this harness's database.
+   * Must reject with an INVALID_IDENTIFIER error, before any SQL runs, when `table` is not a plain
+   * identifier; the suite passes hostile names and checks nothing was touched.
+   */
+  openWithTable(table: unknown): Promise<CommandStore<Tx>>;
   /** Drops the namespace and closes everything the harness opened. */
   dispose(): Promise<void>;
 }

@@ -8,7 +8,10 @@
  */
 export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
 
-/** The row as the store reads it back: the id as decimal text, everything else as stored. */
+/**
+ * The row as the store reads it back: the id as decimal text, everything else as stored. Beware:
+ * the `id` alias is text, so ORDER BY and comparisons must name the column as `<table>.id`.
+ */
 const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
   created_at, updated_at, started_at, finished_at`;
@@ -115,14 +118,14 @@ export function sqliteSql(t: string) {
        RETURNING ${COLUMNS}`,
 
     get: `SELECT ${COLUMNS} FROM ${t} WHERE id = ?`,
-    getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`,
+    getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY ${t}.id`,
     /** Filters are optional: a null parameter switches its condition off. Newest first. */
     list: `SELECT ${COLUMNS} FROM ${t}
        WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
          AND (:type IS NULL OR type = :type)
          AND (:bizKey IS NULL OR biz_key = :bizKey)
-         AND (:before IS NULL OR id < :before)
-       ORDER BY id DESC
+         AND (:before IS NULL OR ${t}.id < :before)
+       ORDER BY ${t}.id DESC
        LIMIT :limit`,
     counts: `SELECT status, type, COUNT(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT MIN(next_run_at) FROM ${t} WHERE status = 'PENDING' AND next_run_at <= ?`,

@@ -95,6 +95,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   private readonly owned: boolean;
   private readonly sql: SqliteSql;
   private readonly maxPayloadBytes: number;
+  private readonly busyTimeoutMs: number;
   private readonly statements = new WeakMap<SqliteDatabase, Map<string, Database.Statement>>();
   private readonly context = new AsyncLocalStorage<object>();
   private openTx: { readonly marker: object; readonly done: Promise<void> } | null = null;
@@ -109,6 +110,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
       1,
     );
+    this.busyTimeoutMs = requireInt('busyTimeoutMs', options.busyTimeoutMs ?? 5000, 0);
     if ((options.filename === undefined) === (options.database === undefined)) {
       throw new InvalidArgumentError('give the SQLite store exactly one of `filename` or `database`');
     }
@@ -118,7 +120,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     } else {
       this.db = new Database(options.filename as string);
       this.owned = true;
-      configureConnection(this.db, options.busyTimeoutMs ?? 5000);
+      configureConnection(this.db, this.busyTimeoutMs);
     }
   }
 
@@ -131,11 +133,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   async transaction<T>(fn: (tx: SqliteDatabase) => Promise<T>): Promise<T> {
     if (this.insideOwnTransaction()) return this.savepoint(fn);
     const marker = {};
-    let finish = (): void => undefined;
-    await this.run(() => {
-      this.db.exec('BEGIN IMMEDIATE');
-      this.openTx = { marker, done: new Promise<void>((resolve) => (finish = resolve)) };
-    });
+    const finish = await this.begin(marker);
     try {
       const result = await this.context.run(marker, () => fn(this.db));
       this.db.exec('COMMIT');
@@ -369,6 +367,45 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       await (this.openTx?.done ?? sleep(1));
     }
     return op();
+  }
+
+  /**
+   * BEGIN IMMEDIATE, waiting for the write lock without blocking the event loop: a busy timeout
+   * would block it synchronously, and if the lock holder is a transaction of this same process
+   * (another store on the same file) it could never finish. Resolves to the function that marks
+   * the transaction finished.
+   */
+  private async begin(marker: object): Promise<() => void> {
+    const deadline = Date.now() + this.busyTimeoutMs;
+    for (let delay = 1; ; delay = Math.min(delay * 2, 16)) {
+      const finish = await this.run(() => {
+        if (!this.tryBeginImmediate()) return null;
+        let done = (): void => undefined;
+        this.openTx = { marker, done: new Promise<void>((resolve) => (done = resolve)) };
+        return done;
+      });
+      if (finish) return finish;
+      if (Date.now() > deadline) {
+        throw Object.assign(new Error('database is locked (BEGIN IMMEDIATE timed out)'), {
+          code: 'SQLITE_BUSY',
+        });
+      }
+      await sleep(delay);
+    }
+  }
+
+  private tryBeginImmediate(): boolean {
+    const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
+    this.db.pragma('busy_timeout = 0');
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      return true;
+    } catch (e) {
+      if ((e as { code?: unknown }).code === 'SQLITE_BUSY') return false;
+      throw e;
+    } finally {
+      this.db.pragma(`busy_timeout = ${timeout}`);
+    }
   }
 
   private insideOwnTransaction(): boolean {

@@ -1,0 +1,154 @@
+import { describe, expect, it } from 'vitest';
+import * as E from 'fp-ts/lib/Either.js';
+import {
+  ADMIN_TRANSITIONS,
+  COMMAND_STATUSES,
+  TRANSITION_SOURCES,
+  decideFailure,
+  immediateBackoff,
+} from '@asynccmd/core';
+import type { AdminTransition, CommandId, CommandStatus, CommandStore } from '@asynccmd/core';
+import type { StoreHarnessFactory } from '../harness.js';
+import { claimOne, freshToken, later, newCommand, submitOne, uniqueType, useArea } from '../support.js';
+
+/** Puts a fresh command of a fresh type into `status` through the store's own transitions. */
+export async function commandIn<Tx>(
+  store: CommandStore<Tx>,
+  status: CommandStatus,
+  type = uniqueType(status.toLowerCase()),
+): Promise<{ id: CommandId; type: string; token: string | null }> {
+  const id = await submitOne(store, newCommand(type, { maxRetry: 0 }));
+  if (status === 'PENDING') return { id, type, token: null };
+  if (status === 'CANCELLED') {
+    expect(E.isRight(await store.cancel(id, 'set up as cancelled'))).toBe(true);
+    return { id, type, token: null };
+  }
+  const c = await store.claimById({ id, now: later(), token: freshToken(), leaseMs: 60_000 });
+  if (!c) throw new Error(`could not claim ${id} to put it into ${status}`);
+  if (status === 'SUCCESS') expect(await store.complete([{ id, token: c.claimToken }])).toEqual([id]);
+  if (status === 'DEAD') {
+    const outcome = decideFailure(c, new Error('set up as dead'), new Date(), immediateBackoff);
+    expect(await store.fail({ id, token: c.claimToken }, outcome)).toBe(true);
+  }
+  return { id, type, token: status === 'RUNNING' ? c.claimToken : null };
+}
+
+function apply<Tx>(store: CommandStore<Tx>, t: AdminTransition, id: CommandId, now: Date) {
+  switch (t) {
+    case 'retry':
+      return store.retry(id, now);
+    case 'requeue':
+      return store.requeue(id, now);
+    case 'kill':
+      return store.kill(id, 'by the operator');
+    case 'cancel':
+      return store.cancel(id, 'by the operator');
+  }
+}
+
+const TARGET: { readonly [T in AdminTransition]: CommandStatus } = {
+  retry: 'PENDING',
+  requeue: 'PENDING',
+  kill: 'CANCELLED',
+  cancel: 'CANCELLED',
+};
+
+export function adminArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string): void {
+  describe('admin transitions', () => {
+    const ctx = useArea(factory, adapter, 'adm');
+
+    describe.each(ADMIN_TRANSITIONS.map((t) => [t]))('%s', (transition) => {
+      it.each(COMMAND_STATUSES.map((s) => [s]))(
+        `from %s: allowed exactly when the core allows it`,
+        async (from) => {
+          const store = ctx.store();
+          const { id } = await commandIn(store, from);
+          const before = await store.get(id);
+          const now = new Date(Date.UTC(2030, 1, 2, 3, 4, 5, 6));
+          const result = await apply(store, transition, id, now);
+          if (TRANSITION_SOURCES[transition].includes(from)) {
+            expect(E.isRight(result)).toBe(true);
+            const after = E.isRight(result) ? result.right : null;
+            expect(after).toMatchObject({
+              id,
+              status: TARGET[transition],
+              claimToken: null,
+              leaseUntil: null,
+            });
+            expect(await store.get(id)).toEqual(after);
+          } else {
+            expect(E.isLeft(result) && result.left.code).toBe('ILLEGAL_TRANSITION');
+            expect(E.isLeft(result) && result.left).toMatchObject({ transition, from });
+            expect(await store.get(id)).toEqual(before);
+          }
+        },
+      );
+    });
+
+    it('retry: DEAD → PENDING with fresh attempts, due at `now`, keeping the last error', async () => {
+      const store = ctx.store();
+      const { id, type } = await commandIn(store, 'DEAD');
+      const now = new Date(Date.UTC(2030, 1, 2, 3, 4, 5, 6));
+      const r = await store.retry(id, now);
+      expect(E.isRight(r) && r.right).toMatchObject({
+        status: 'PENDING',
+        retryCount: 0,
+        rescueCount: 0,
+        lastError: 'set up as dead',
+        finishedAt: null,
+      });
+      expect(E.isRight(r) && r.right.nextRunAt.getTime()).toBe(now.getTime());
+      expect((await claimOne(store, type, { now })).id).toBe(id);
+    });
+
+    it('requeue: RUNNING → PENDING due at `now`; the old claim is fenced out', async () => {
+      const store = ctx.store();
+      const { id, type, token } = await commandIn(store, 'RUNNING');
+      const now = new Date(Date.UTC(2030, 1, 2));
+      const r = await store.requeue(id, now);
+      expect(E.isRight(r) && r.right.nextRunAt.getTime()).toBe(now.getTime());
+      expect(await store.complete([{ id, token: token! }])).toEqual([]);
+      expect((await claimOne(store, type, { now })).id).toBe(id);
+    });
+
+    it('kill: a running command is cancelled and its executor fenced out; the reason becomes lastError', async () => {
+      const store = ctx.store();
+      const { id, token } = await commandIn(store, 'RUNNING');
+      const r = await store.kill(id, 'poison message 💀');
+      expect(E.isRight(r) && r.right).toMatchObject({ status: 'CANCELLED', lastError: 'poison message 💀' });
+      expect(E.isRight(r) && r.right.finishedAt).toBeInstanceOf(Date);
+      expect(await store.complete([{ id, token: token! }])).toEqual([]);
+      expect(
+        await store.fail(
+          { id, token: token! },
+          {
+            status: 'PENDING',
+            retryCount: 1,
+            nextRunAt: new Date(),
+            lastError: 'late',
+          },
+        ),
+      ).toBe(false);
+      expect((await store.get(id))!.status).toBe('CANCELLED');
+    });
+
+    it('kill and cancel without a reason keep the last error', async () => {
+      const store = ctx.store();
+      const dead = await commandIn(store, 'DEAD');
+      const r = await store.kill(dead.id);
+      expect(E.isRight(r) && r.right.lastError).toBe('set up as dead');
+      const pending = await commandIn(store, 'PENDING');
+      const c = await store.cancel(pending.id);
+      expect(E.isRight(c) && c.right).toMatchObject({ status: 'CANCELLED', lastError: null });
+    });
+
+    it('a command that does not exist is a NOT_FOUND Left; a malformed id is refused', async () => {
+      const store = ctx.store();
+      for (const t of ADMIN_TRANSITIONS) {
+        const r = await apply(store, t, '9223372036854775807', new Date());
+        expect(E.isLeft(r) && r.left).toMatchObject({ code: 'NOT_FOUND', commandId: '9223372036854775807' });
+        await expect(apply(store, t, 'DROP TABLE', new Date())).rejects.toMatchObject({ code: 'INVALID_ID' });
+      }
+    });
+  });
+}

@@ -1,0 +1,215 @@
+import { describe, expect, it } from 'vitest';
+import { LAST_ERROR_MAX_CHARS, decideFailure, exponentialBackoff, truncateErrorText } from '@asynccmd/core';
+import type { StoreHarnessFactory } from '../harness.js';
+import {
+  claim,
+  claimOne,
+  freshToken,
+  newCommand,
+  submit,
+  submitOne,
+  uniqueType,
+  useArea,
+} from '../support.js';
+
+const backoff = exponentialBackoff({ baseMs: 60_000, capMs: 3_600_000 });
+
+export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string): void {
+  describe('outcomes: complete, fail, heartbeat, release', () => {
+    const ctx = useArea(factory, adapter, 'out');
+
+    it('complete is fenced by the claim token', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type));
+      const c = await claimOne(store, type);
+      expect(await store.complete([{ id, token: 'someone-else' }])).toEqual([]);
+      expect(await store.get(id)).toMatchObject({ status: 'RUNNING', claimToken: c.claimToken });
+      const before = await store.now();
+      expect(await store.complete([{ id, token: c.claimToken }])).toEqual([id]);
+      const done = await store.get(id);
+      expect(done).toMatchObject({ status: 'SUCCESS', claimToken: null, leaseUntil: null });
+      expect(done!.finishedAt!.getTime()).toBeGreaterThanOrEqual(before.getTime());
+      // Completing twice changes nothing and reports nothing.
+      expect(await store.complete([{ id, token: c.claimToken }])).toEqual([]);
+      expect(await store.complete([])).toEqual([]);
+    });
+
+    it('complete takes a batch and completes exactly the refs whose claim still holds', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      await submit(
+        store,
+        Array.from({ length: 250 }, () => newCommand(type)),
+      );
+      const claimed = await claim(store, type, { limit: 250 });
+      expect(claimed).toHaveLength(250);
+      const refs = claimed.map((c, i) => ({ id: c.id, token: i % 10 === 0 ? 'stale' : c.claimToken }));
+      const done = await store.complete(refs);
+      const expected = claimed.filter((_, i) => i % 10 !== 0).map((c) => c.id);
+      expect([...done].sort()).toEqual([...expected].sort());
+      const statuses = (await store.getMany(claimed.map((c) => c.id))).map((c) => c.status);
+      expect(statuses.filter((s) => s === 'SUCCESS')).toHaveLength(225);
+      expect(statuses.filter((s) => s === 'RUNNING')).toHaveLength(25);
+    });
+
+    it('a stale executor cannot overwrite the outcome of a newer claim', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type));
+      const first = await claimOne(store, type);
+      // The first claim is forced back (as a reclaim would), and the command is claimed again.
+      expect((await store.requeue(id, new Date(Date.now() - 1000)))._tag).toBe('Right');
+      const second = await claimOne(store, type);
+      expect(second.claimToken).not.toBe(first.claimToken);
+      const failure = decideFailure(first, new Error('late'), new Date(), backoff);
+      expect(await store.fail({ id, token: first.claimToken }, failure)).toBe(false);
+      expect(await store.complete([{ id, token: first.claimToken }])).toEqual([]);
+      expect(await store.heartbeat([{ id, token: first.claimToken }], 60_000)).toEqual([]);
+      expect(await store.release([{ id, token: first.claimToken }])).toEqual([]);
+      expect(await store.get(id)).toMatchObject({
+        status: 'RUNNING',
+        claimToken: second.claimToken,
+        retryCount: 0,
+      });
+      expect(await store.complete([{ id, token: second.claimToken }])).toEqual([id]);
+    });
+
+    it('fail with retries left → PENDING at the backoff time, not claimable before it', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type, { maxRetry: 2 }));
+      const c = await claimOne(store, type);
+      const now = new Date(Date.UTC(2030, 5, 1, 12, 0, 0, 250));
+      const outcome = decideFailure(c, new TypeError('downstream said 503'), now, backoff);
+      expect(outcome.status).toBe('PENDING');
+      expect(await store.fail({ id, token: c.claimToken }, outcome)).toBe(true);
+      const after = await store.get(id);
+      expect(after).toMatchObject({
+        status: 'PENDING',
+        retryCount: 1,
+        lastError: 'TypeError: downstream said 503',
+        claimToken: null,
+        leaseUntil: null,
+        finishedAt: null,
+      });
+      expect(after!.nextRunAt.getTime()).toBe(now.getTime() + 60_000);
+      expect(await claim(store, type, { now: new Date(now.getTime() + 59_999) })).toEqual([]);
+      const again = await claimOne(store, type, { now: new Date(now.getTime() + 60_000) });
+      // The second failure backs off twice as long.
+      const second = decideFailure(again, new Error('still down'), now, backoff);
+      expect(await store.fail({ id, token: again.claimToken }, second)).toBe(true);
+      expect((await store.get(id))!.nextRunAt.getTime()).toBe(now.getTime() + 120_000);
+      expect((await store.get(id))!.retryCount).toBe(2);
+    });
+
+    it('fail with retries exhausted → DEAD, finished, never claimed again', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type, { maxRetry: 0 }));
+      const c = await claimOne(store, type);
+      const outcome = decideFailure(c, new Error('card declined'), new Date(), backoff);
+      expect(outcome.status).toBe('DEAD');
+      expect(await store.fail({ id, token: c.claimToken }, outcome)).toBe(true);
+      const dead = await store.get(id);
+      expect(dead).toMatchObject({
+        status: 'DEAD',
+        retryCount: 1,
+        lastError: 'card declined',
+        claimToken: null,
+      });
+      expect(dead!.finishedAt).toBeInstanceOf(Date);
+      expect(await claim(store, type, { now: new Date(8.64e15) })).toEqual([]);
+    });
+
+    it('lastError survives the round trip: truncated without splitting multibyte characters', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const messages = [
+        // An emoji (a surrogate pair) straddles the cut: the whole emoji must go.
+        'x'.repeat(LAST_ERROR_MAX_CHARS - 1) + '😀😀 tail',
+        // Three-byte characters all the way.
+        '订单支付失败：'.repeat(200),
+        // Exactly at the limit, ending in an emoji.
+        'y'.repeat(LAST_ERROR_MAX_CHARS - 2) + '🚀',
+        'quotes \' " \\ and a NUL-free control \t\n',
+      ];
+      await submit(
+        store,
+        messages.map(() => newCommand(type, { maxRetry: 5 })),
+      );
+      const claimed = await claim(store, type, { limit: messages.length });
+      for (const [i, c] of claimed.entries()) {
+        const outcome = decideFailure(c, messages[i], new Date(), backoff);
+        expect(await store.fail({ id: c.id, token: c.claimToken }, outcome)).toBe(true);
+        const stored = (await store.get(c.id))!.lastError!;
+        expect(stored).toBe(truncateErrorText(messages[i]!));
+        expect(stored.length).toBeLessThanOrEqual(LAST_ERROR_MAX_CHARS);
+        expect(stored).toBe(stored.toWellFormed());
+      }
+      expect((await store.get(claimed[0]!.id))!.lastError).toHaveLength(LAST_ERROR_MAX_CHARS - 1);
+      expect((await store.get(claimed[2]!.id))!.lastError).toHaveLength(LAST_ERROR_MAX_CHARS);
+    });
+
+    it('heartbeat extends the lease on the database clock and reports the claims that still hold', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      await submit(store, [newCommand(type), newCommand(type)]);
+      const [a, b] = await claim(store, type, { leaseMs: 1_000 });
+      const before = await store.now();
+      const held = await store.heartbeat(
+        [
+          { id: a!.id, token: a!.claimToken },
+          { id: b!.id, token: 'stale' },
+        ],
+        600_000,
+      );
+      expect(held).toEqual([{ id: a!.id, token: a!.claimToken }]);
+      const extended = await store.get(a!.id);
+      expect(extended!.leaseUntil!.getTime()).toBeGreaterThanOrEqual(before.getTime() + 600_000);
+      expect(extended!.status).toBe('RUNNING');
+      expect((await store.get(b!.id))!.leaseUntil!.getTime()).toBe(b!.leaseUntil!.getTime());
+      expect(await store.heartbeat([], 1000)).toEqual([]);
+    });
+
+    it('release returns claimed-but-unstarted commands to PENDING, counting nothing against them', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const runAt = new Date(Date.UTC(2020, 0, 1));
+      const [id, other] = await submit(store, [newCommand(type, { runAt }), newCommand(type, { runAt })]);
+      const claimed = await claim(store, type);
+      expect(claimed).toHaveLength(2);
+      const released = await store.release([
+        { id: id!, token: claimed.find((c) => c.id === id)!.claimToken },
+        { id: other!, token: 'stale' },
+      ]);
+      expect(released).toEqual([id]);
+      expect(await store.get(id!)).toMatchObject({
+        status: 'PENDING',
+        retryCount: 0,
+        rescueCount: 0,
+        claimToken: null,
+        leaseUntil: null,
+      });
+      expect((await store.get(id!))!.nextRunAt.getTime()).toBe(runAt.getTime());
+      expect((await store.get(other!))!.status).toBe('RUNNING');
+      expect((await claim(store, type)).map((c) => c.id)).toEqual([id]);
+    });
+
+    it('refuses an outcome that is not PENDING or DEAD, and bad refs, with typed errors', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type));
+      const c = await claimOne(store, type);
+      const bogus = { status: 'SUCCESS', retryCount: 1, nextRunAt: new Date(), lastError: 'x' } as never;
+      await expect(store.fail({ id, token: c.claimToken }, bogus)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+      await expect(store.complete([{ id: 'nope', token: 't' }])).rejects.toMatchObject({
+        code: 'INVALID_ID',
+      });
+      expect((await store.get(id))!.status).toBe('RUNNING');
+      expect(await store.complete([{ id, token: freshToken() }])).toEqual([]);
+    });
+  });
+}

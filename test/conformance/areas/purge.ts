@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import type { StoreHarnessFactory } from '../harness.js';
+import { rejectionCode, uniqueType, useArea } from '../support.js';
+import { commandIn } from './admin.js';
+
+export function purgeArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string): void {
+  describe('purge', () => {
+    const ctx = useArea(factory, adapter, 'prg');
+
+    it('deletes finished SUCCESS and CANCELLED commands older than the cutoff, never DEAD unless asked', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const made: Record<string, string> = {};
+      for (const s of ['PENDING', 'RUNNING', 'SUCCESS', 'DEAD', 'CANCELLED'] as const) {
+        made[s] = (await commandIn(store, s, type)).id;
+      }
+      const finishedBefore = new Date((await store.now()).getTime() - 60_000);
+      // Nothing finished before a cutoff in the past.
+      expect(await store.purge({ olderThan: finishedBefore, limit: 100 })).toBe(0);
+      const cutoff = new Date((await store.now()).getTime() + 60_000);
+      expect(await store.purge({ olderThan: cutoff, limit: 100 })).toBe(2);
+      const left = (await store.list({ type })).items.map((c) => c.status).sort();
+      expect(left).toEqual(['DEAD', 'PENDING', 'RUNNING']);
+      expect(await store.get(made.SUCCESS!)).toBeNull();
+      expect(await store.get(made.CANCELLED!)).toBeNull();
+      expect(await store.purge({ olderThan: cutoff, limit: 100, statuses: ['DEAD'] })).toBe(1);
+      expect((await store.list({ type })).items.map((c) => c.status).sort()).toEqual(['PENDING', 'RUNNING']);
+    });
+
+    it('works in bounded batches', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      for (let i = 0; i < 5; i++) await commandIn(store, 'SUCCESS', type);
+      const cutoff = new Date((await store.now()).getTime() + 60_000);
+      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['SUCCESS'] })).toBe(2);
+      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['SUCCESS'] })).toBe(2);
+      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['SUCCESS'] })).toBe(1);
+      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['SUCCESS'] })).toBe(0);
+      expect((await store.list({ type })).items).toEqual([]);
+    });
+
+    it('refuses to purge unfinished commands', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      await commandIn(store, 'PENDING', type);
+      for (const statuses of [['PENDING'], ['RUNNING'], ['SUCCESS', 'NOPE']]) {
+        expect(
+          await rejectionCode(store.purge({ olderThan: new Date(8.64e15), limit: 10, statuses } as never)),
+        ).toBe('INVALID_ARGUMENT');
+      }
+      expect((await store.list({ type })).items).toHaveLength(1);
+    });
+  });
+}

@@ -1,0 +1,4 @@
+import { describeStoreConformance } from './suite.js';
+import { sqliteHarness } from './sqlite-harness.js';
+
+describeStoreConformance('sqlite', sqliteHarness);

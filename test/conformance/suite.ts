@@ -1,0 +1,39 @@
+import { describe } from 'vitest';
+import type { StoreHarnessFactory } from './harness.js';
+import { adminArea } from './areas/admin.js';
+import { claimArea } from './areas/claim.js';
+import { idempotencyArea } from './areas/idempotency.js';
+import { insertArea } from './areas/insert.js';
+import { migrationArea } from './areas/migration.js';
+import { modelArea } from './areas/model.js';
+import { outcomesArea } from './areas/outcomes.js';
+import { purgeArea } from './areas/purge.js';
+import { readArea } from './areas/read.js';
+import { reclaimArea } from './areas/reclaim.js';
+import { statsArea } from './areas/stats.js';
+
+export type { StoreHarness, StoreHarnessFactory } from './harness.js';
+
+/**
+ * The store conformance suite: the executable contract of the store port (core ports/store.ts).
+ * Every adapter runs it unchanged against a real database, from one test file:
+ *
+ *   describeStoreConformance('postgres', postgresHarness);
+ *
+ * Each area gets its own namespace from the factory, so areas never see each other's rows.
+ */
+export function describeStoreConformance<Tx>(name: string, factory: StoreHarnessFactory<Tx>): void {
+  describe(`store conformance: ${name}`, () => {
+    insertArea(factory, name);
+    claimArea(factory, name);
+    outcomesArea(factory, name);
+    reclaimArea(factory, name);
+    adminArea(factory, name);
+    readArea(factory, name);
+    statsArea(factory, name);
+    purgeArea(factory, name);
+    idempotencyArea(factory, name);
+    migrationArea(factory, name);
+    modelArea(factory, name);
+  });
+}
