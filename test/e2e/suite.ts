@@ -2,8 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CommandEvent, CommandStore } from '@asynccmd/core';
+import { Container, inject, injectable } from 'inversify';
 import {
+  asyncCommandModule,
+  AsyncCommandTokens,
   createAsyncCommands,
+  type AsyncCommandClient,
+  type AsyncCommands,
+  type CommandExecutor,
   defineExecutor,
   type AnyExecutor,
   type AsyncCommandsOptions,
@@ -378,6 +384,97 @@ export function describeRuntimeE2E<Tx>(name: string, harnessFactory: RuntimeHarn
       expect(rows.get(started[0] ?? '')).toMatchObject({ status: 'SUCCESS' });
       const rest = ids.filter((id) => id !== started[0]).map((id) => rows.get(id));
       for (const r of rest) expect(r).toMatchObject({ status: 'PENDING', retryCount: 0, claimToken: null });
+    });
+
+    it('a claim taken away while running (admin requeue) aborts the signal; the stale outcome is fenced', async () => {
+      const reasons: unknown[] = [];
+      let runs = 0;
+      const watched = defineExecutor<'e2e.watched', { n: number }>({
+        type: 'e2e.watched',
+        mode: 'ASYNC_POOL',
+        leaseMs: 400,
+        execute: (_p, ctx) =>
+          ++runs > 1
+            ? undefined
+            : new Promise<void>((_, reject) =>
+                ctx.signal.addEventListener('abort', () => {
+                  reasons.push(ctx.signal.reason);
+                  reject(ctx.signal.reason as Error);
+                }),
+              ),
+      });
+      const { client, events, store } = await instance([watched]);
+      const id = await client.transaction((_tx, submit) => submit('e2e.watched', { n: 1 }));
+      await waitFor('the first run', () => kinds(events, 'started').length === 1);
+      const requeued = await store.requeue(id, new Date());
+      expect(requeued._tag).toBe('Right');
+      await waitFor('the second run to succeed', () => kinds(events, 'succeeded').length === 1);
+      await waitFor('the first run to be fenced', () => kinds(events, 'fenced').length === 1);
+      expect(runs).toBe(2);
+      expect(reasons).toEqual([expect.objectContaining({ name: 'LeaseLostError' })]);
+      expect(kinds(events, 'fenced')).toEqual([expect.objectContaining({ outcome: 'failed' })]);
+      expect(await store.get(id)).toMatchObject({ status: 'SUCCESS', retryCount: 0 });
+    });
+
+    it('interceptors wrap every execution and provider headers are stored with the command', async () => {
+      const trail: string[] = [];
+      const traced = defineExecutor<'e2e.traced', { n: number }>({
+        type: 'e2e.traced',
+        mode: 'IMMEDIATE',
+        execute: (_p, ctx) => void trail.push(`execute ${ctx.command.headers.traceparent ?? '-'}`),
+      });
+      const { client, events, store } = await instance([traced], {
+        headersProvider: () => ({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }),
+        interceptors: [
+          async (command, next) => {
+            trail.push(`outer in ${command.type}`);
+            await next();
+            trail.push('outer out');
+          },
+          async (_command, next) => {
+            trail.push('inner in');
+            await next();
+            trail.push('inner out');
+          },
+        ],
+      });
+      const id = await client.transaction((_tx, submit) => submit('e2e.traced', { n: 1 }));
+      await waitFor('the command', () => kinds(events, 'succeeded').length === 1);
+      const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      expect(trail).toEqual(['outer in e2e.traced', 'inner in', `execute ${tp}`, 'inner out', 'outer out']);
+      expect((await store.get(id))?.headers).toEqual({ traceparent: tp });
+    });
+
+    it('container wiring: an injectable executor class gets its dependencies and runs', async () => {
+      const Greetings = Symbol('Greetings');
+      @injectable()
+      class GreetExecutor implements CommandExecutor<'e2e.greet', { name: string }> {
+        readonly type = 'e2e.greet' as const;
+        readonly mode = 'ASYNC_POOL' as const;
+        constructor(@inject(Greetings) private readonly greetings: string[]) {}
+        execute({ name }: { name: string }): void {
+          this.greetings.push(`hello ${name}`);
+        }
+      }
+      const store = await openStore();
+      const container = new Container();
+      const greetings: string[] = [];
+      container.bind(Greetings).toConstantValue(greetings);
+      container.load(asyncCommandModule({ store, executors: [GreetExecutor], pollIntervalMs: 20 }));
+      const runtime = container.get<AsyncCommands<{ 'e2e.greet': { name: string } }, Tx>>(
+        AsyncCommandTokens.Runtime,
+      );
+      const client = container.get<AsyncCommandClient<{ 'e2e.greet': { name: string } }, Tx>>(
+        AsyncCommandTokens.Client,
+      );
+      expect(client).toBe(runtime.client);
+      cleanups.push(() => runtime.stop({ timeoutMs: 2_000, closeStore: false }));
+      const done = gate();
+      runtime.events.onKind('succeeded', () => done.open());
+      runtime.start();
+      await client.transaction((_tx, submit) => submit('e2e.greet', { name: 'Ada' }));
+      await done.promise;
+      expect(greetings).toEqual(['hello Ada']);
     });
 
     it('idempotent submit: a duplicate (type, bizKey) returns the unfinished command, flagged', async () => {
