@@ -130,30 +130,40 @@ export function createMetrics(options: MetricsOptions = {}): CommandMetrics {
   const storeErrors = counter('store_errors_total', 'Store operations that failed, by operation.', [
     'operation',
   ]);
-  const execution = new Histogram({
-    name: `${p}execution_duration_seconds`,
-    help: 'Executor run time, by type and outcome (succeeded | retried | dead).',
-    labelNames: ['type', 'outcome'] as const,
-    buckets: [...(options.executionBuckets ?? EXECUTION_BUCKETS)],
-    registers,
-  });
-  const acceptToTerminal = new Histogram({
-    name: `${p}accept_to_terminal_seconds`,
-    help: 'From submit (createdAt) to a terminal outcome (succeeded | dead): what an API client waits.',
-    labelNames: ['type', 'outcome'] as const,
-    buckets: [...(options.latencyBuckets ?? LATENCY_BUCKETS)],
-    registers,
-  });
-  const round = new Histogram({
-    name: `${p}claim_round_duration_seconds`,
-    help: 'Duration of a scheduler round (reclaim + claim).',
-    buckets: ROUND_BUCKETS,
-    registers,
-  });
+  const histogram = (name: string, help: string, buckets: readonly number[], labelNames: readonly string[]) =>
+    new Histogram({ name: `${p}${name}`, help, labelNames, buckets: [...buckets], registers });
+  const execution = histogram(
+    'execution_duration_seconds',
+    'Executor run time, by type and outcome (succeeded | retried | dead).',
+    options.executionBuckets ?? EXECUTION_BUCKETS,
+    ['type', 'outcome'],
+  );
+  const acceptToTerminal = histogram(
+    'accept_to_terminal_seconds',
+    'From submit (createdAt) to a terminal outcome (succeeded | dead): what an API client waits.',
+    options.latencyBuckets ?? LATENCY_BUCKETS,
+    ['type', 'outcome'],
+  );
+  const round = histogram(
+    'claim_round_duration_seconds',
+    'Duration of a scheduler round (reclaim + claim).',
+    ROUND_BUCKETS,
+    [],
+  );
 
   const terminal = (command: ClaimedCommand, outcome: 'succeeded' | 'dead'): void => {
     const seconds = Math.max(0, clock.now().getTime() - command.createdAt.getTime()) / 1_000;
     acceptToTerminal.observe({ type: command.type, outcome }, seconds);
+  };
+
+  const executed = (
+    count: Counter,
+    command: ClaimedCommand,
+    outcome: 'succeeded' | 'retried' | 'dead',
+    durationMs: number,
+  ): void => {
+    count.inc({ type: command.type });
+    execution.observe({ type: command.type, outcome }, durationMs / 1_000);
   };
 
   const listener = (event: CommandEvent): void => {
@@ -165,17 +175,14 @@ export function createMetrics(options: MetricsOptions = {}): CommandMetrics {
         claimed.inc({ type: event.command.type, via: event.via });
         return;
       case 'succeeded':
-        succeeded.inc({ type: event.command.type });
-        execution.observe({ type: event.command.type, outcome: 'succeeded' }, event.durationMs / 1_000);
+        executed(succeeded, event.command, 'succeeded', event.durationMs);
         terminal(event.command, 'succeeded');
         return;
       case 'retried':
-        retried.inc({ type: event.command.type });
-        execution.observe({ type: event.command.type, outcome: 'retried' }, event.durationMs / 1_000);
+        executed(retried, event.command, 'retried', event.durationMs);
         return;
       case 'dead':
-        dead.inc({ type: event.command.type });
-        execution.observe({ type: event.command.type, outcome: 'dead' }, event.durationMs / 1_000);
+        executed(dead, event.command, 'dead', event.durationMs);
         terminal(event.command, 'dead');
         return;
       case 'fenced':
