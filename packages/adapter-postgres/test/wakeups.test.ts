@@ -1,0 +1,96 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PostgresCommandStore } from '../src/index.js';
+import { dropSchema, openStore, uniqueSchema } from './helpers.js';
+
+const schema = uniqueSchema('acpg_wake');
+let sender: PostgresCommandStore;
+let receiver: PostgresCommandStore;
+
+beforeAll(async () => {
+  sender = await openStore(schema);
+  receiver = await openStore(schema);
+});
+
+afterAll(async () => {
+  await Promise.all([sender?.close(), receiver?.close()]);
+  await dropSchema(schema);
+});
+
+/** Resolves on the next wake-up of `store`; the subscription ends with it. */
+async function nextWake(store: PostgresCommandStore): Promise<void> {
+  let wake!: () => void;
+  const woken = new Promise<void>((resolve) => (wake = resolve));
+  const stop = await store.wakeups.subscribe(() => wake());
+  try {
+    await woken;
+  } finally {
+    await stop();
+  }
+}
+
+describe('PostgreSQL wake-ups', () => {
+  it('says so in its capabilities', () => {
+    expect(sender.capabilities).toEqual({ skipLocked: true, wakeups: true });
+  });
+
+  it('delivers a notify from one store to a subscriber of another on the same table', async () => {
+    const woken = nextWake(receiver);
+    await sleep(20); // let LISTEN start
+    sender.wakeups.notify();
+    await woken;
+    expect(receiver.wakeups.listening).toBe(false);
+  });
+
+  it('coalesces a burst of notifies into at most one NOTIFY per window', async () => {
+    let wakes = 0;
+    const stop = await receiver.wakeups.subscribe(() => (wakes += 1));
+    try {
+      for (let i = 0; i < 1000; i++) sender.wakeups.notify();
+      // A burst in one tick: one NOTIFY at once, one more at the end of the window.
+      for (let i = 0; i < 200 && wakes < 2; i++) await sleep(5);
+      await sleep(100);
+      expect(wakes).toBeGreaterThanOrEqual(1);
+      expect(wakes).toBeLessThanOrEqual(2);
+      // After a quiet window the next notify goes out at once again.
+      const before = wakes;
+      sender.wakeups.notify();
+      for (let i = 0; i < 200 && wakes === before; i++) await sleep(5);
+      expect(wakes).toBe(before + 1);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('keeps tables apart: another table has another channel', async () => {
+    const other = await openStore(schema, { table: 'other_command' });
+    let wakes = 0;
+    const stop = await receiver.wakeups.subscribe(() => (wakes += 1));
+    try {
+      other.wakeups.notify();
+      await sleep(150);
+      expect(wakes).toBe(0);
+      sender.wakeups.notify();
+      for (let i = 0; i < 200 && wakes === 0; i++) await sleep(5);
+      expect(wakes).toBe(1);
+    } finally {
+      await stop();
+      await other.close();
+    }
+  });
+
+  it('stops listening when the last subscriber leaves, and a subscriber that throws harms no one', async () => {
+    let good = 0;
+    const stopBad = await receiver.wakeups.subscribe(() => {
+      throw new Error('subscriber bug');
+    });
+    const stopGood = await receiver.wakeups.subscribe(() => (good += 1));
+    sender.wakeups.notify();
+    for (let i = 0; i < 200 && good === 0; i++) await sleep(5);
+    expect(good).toBe(1);
+    await stopBad();
+    expect(receiver.wakeups.listening).toBe(true);
+    await stopGood();
+    expect(receiver.wakeups.listening).toBe(false);
+  });
+});
