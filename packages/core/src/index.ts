@@ -14,3 +14,4 @@ export * from './ports/token-source.js';
 export * from './ports/events.js';
 export * from './ports/logger.js';
 export * from './ports/interceptors.js';
+export * from './input-checks.js';

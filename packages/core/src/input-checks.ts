@@ -1,0 +1,75 @@
+import * as E from 'fp-ts/lib/Either.js';
+import type { CommandId } from './command.js';
+import { InvalidArgumentError, PayloadNotSerialisableError, PayloadTooLargeError } from './errors.js';
+import { isCommandStatus } from './status.js';
+import type { CommandStatus } from './status.js';
+import { parseCommandId } from './command.js';
+
+/*
+ * The input checks every store adapter makes before any SQL runs (so bad input gets a typed error
+ * and never poisons a caller's transaction with a failed statement). They throw: the store port's
+ * methods reject on bad arguments.
+ */
+
+export function requireId(id: unknown): CommandId {
+  const parsed = parseCommandId(id);
+  if (E.isLeft(parsed)) throw parsed.left;
+  return parsed.right;
+}
+
+export function requireInt(what: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError(`${what} must be an integer in [${min}, ${max}], got ${String(value)}`);
+  }
+  return value;
+}
+
+export function requireTypes(types: unknown): string[] {
+  if (!Array.isArray(types) || !types.every((t) => typeof t === 'string')) {
+    throw new InvalidArgumentError('types must be an array of command type names');
+  }
+  return types as string[];
+}
+
+export function requireStatuses(status: unknown): CommandStatus[] {
+  const list = (Array.isArray(status) ? status : [status]) as unknown[];
+  for (const s of list) {
+    if (!isCommandStatus(s)) throw new InvalidArgumentError(`${JSON.stringify(s)} is not a command status`);
+  }
+  return list as CommandStatus[];
+}
+
+export function optionalText(what: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
+  return value;
+}
+
+/**
+ * The payload column's text: within `maxBytes` of UTF-8 and valid JSON (a row whose payload cannot
+ * be parsed would poison every claim that reads it).
+ */
+export function requirePayloadJson(payloadJson: unknown, maxBytes: number): string {
+  if (typeof payloadJson !== 'string') {
+    throw new PayloadNotSerialisableError('payloadJson must be the JSON text of the payload');
+  }
+  const bytes = Buffer.byteLength(payloadJson, 'utf8');
+  if (bytes > maxBytes) throw new PayloadTooLargeError(bytes, maxBytes);
+  try {
+    JSON.parse(payloadJson);
+  } catch (e) {
+    throw new PayloadNotSerialisableError(`payloadJson is not valid JSON (${(e as Error).message})`);
+  }
+  return payloadJson;
+}
+
+/** Headers as the JSON text of a string map (default: none). */
+export function requireHeadersJson(headers: unknown): string {
+  const map = headers ?? {};
+  if (typeof map !== 'object' || Array.isArray(map))
+    throw new InvalidArgumentError('headers must be a string map');
+  for (const [k, v] of Object.entries(map)) {
+    if (typeof v !== 'string') throw new InvalidArgumentError(`header ${JSON.stringify(k)} must be a string`);
+  }
+  return JSON.stringify(map);
+}
