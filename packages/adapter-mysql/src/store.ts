@@ -26,11 +26,15 @@ import {
   FINISHED_STATUSES,
   IdempotencyConflictError,
   InvalidArgumentError,
-  PayloadNotSerialisableError,
-  PayloadTooLargeError,
   checkTransition,
-  isCommandStatus,
+  optionalText,
   parseCommandId,
+  requireHeadersJson,
+  requireId,
+  requireInt,
+  requirePayloadJson,
+  requireStatuses,
+  requireTypes,
   rescueLimitMessage,
   truncateErrorText,
 } from '@asynccmd/core';
@@ -440,31 +444,15 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   private insertParams(c: NewCommand, idempotent: boolean): InsertParams {
     const type = requireText('type', c.type, WIDTHS.type);
     if (type === '') throw new InvalidArgumentError('a command needs a type');
-    if (typeof c.payloadJson !== 'string') {
-      throw new PayloadNotSerialisableError('payloadJson must be the JSON text of the payload');
-    }
-    const bytes = Buffer.byteLength(c.payloadJson, 'utf8');
-    if (bytes > this.maxPayloadBytes) throw new PayloadTooLargeError(bytes, this.maxPayloadBytes);
-    try {
-      JSON.parse(c.payloadJson);
-    } catch (e) {
-      // A row whose payload cannot be parsed would poison every claim that reads it.
-      throw new PayloadNotSerialisableError(`payloadJson is not valid JSON (${(e as Error).message})`);
-    }
-    const headers = c.headers ?? {};
-    for (const [k, v] of Object.entries(headers)) {
-      if (typeof v !== 'string')
-        throw new InvalidArgumentError(`header ${JSON.stringify(k)} must be a string`);
-    }
     return [
       type,
       c.bizKey === undefined || c.bizKey === null ? null : requireText('bizKey', c.bizKey, WIDTHS.bizKey),
-      c.payloadJson,
+      requirePayloadJson(c.payloadJson, this.maxPayloadBytes),
       requireInt('maxRetry', c.maxRetry, 0, 2147483647),
       c.runAt === undefined || c.runAt === null ? null : requireTime('runAt', c.runAt),
       c.owner === undefined || c.owner === null ? null : requireText('owner', c.owner, WIDTHS.owner),
       idempotent ? 1 : 0,
-      JSON.stringify(headers),
+      requireHeadersJson(c.headers),
     ];
   }
 
@@ -541,19 +529,6 @@ function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
 
 // ── input checks: bad input is refused with a typed error before it reaches SQL ─────────────────────
 
-function requireId(id: unknown): CommandId {
-  const parsed = parseCommandId(id);
-  if (E.isLeft(parsed)) throw parsed.left;
-  return parsed.right;
-}
-
-function requireInt(what: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`${what} must be an integer in [${min}, ${max}], got ${String(value)}`);
-  }
-  return value;
-}
-
 /** DATETIME holds years 1000–9999; the time is bound as UTC text. */
 function requireTime(what: string, value: unknown): string {
   const ms = value instanceof Date ? value.getTime() : NaN;
@@ -591,27 +566,6 @@ function requireToken(token: unknown): string {
   const text = requireText('a claim token', token, WIDTHS.token);
   if (text === '') throw new InvalidArgumentError('a claim token must be a non-empty string');
   return text;
-}
-
-function requireTypes(types: unknown): string[] {
-  if (!Array.isArray(types) || !types.every((t) => typeof t === 'string')) {
-    throw new InvalidArgumentError('types must be an array of command type names');
-  }
-  return types as string[];
-}
-
-function requireStatuses(status: CommandStatus | readonly CommandStatus[]): CommandStatus[] {
-  const list = (Array.isArray(status) ? status : [status]) as unknown[];
-  for (const s of list) {
-    if (!isCommandStatus(s)) throw new InvalidArgumentError(`${JSON.stringify(s)} is not a command status`);
-  }
-  return list as CommandStatus[];
-}
-
-function optionalText(what: string, value: unknown): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
-  return value;
 }
 
 function reasonText(reason: unknown): string | null {
