@@ -6,6 +6,10 @@ import {
   FINISHED_STATUSES,
   IdempotencyConflictError,
   InvalidArgumentError,
+  requireId,
+  requireInt,
+  requireStatuses,
+  requireTypes,
   rescueLimitMessage,
   TRANSITION_SOURCES,
 } from '@asynccmd/core';
@@ -38,12 +42,8 @@ import {
   optionalText,
   reasonText,
   refArrays,
-  requireId,
-  requireInt,
-  requireStatuses,
   requireTime,
   requireToken,
-  requireTypes,
 } from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
