@@ -1,9 +1,11 @@
 import {
+  COMMAND_STATUSES,
   describeFailure,
   isAsyncCommandError,
   type AdminTransition,
   type CommandId,
   type CommandRecord,
+  type CommandStatus,
   type CommandStore,
 } from '@asynccmd/core';
 import { Command, CommanderError } from 'commander';
@@ -131,15 +133,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       withStore(cmd, async (store) => {
         const stats = await readStats(store);
         if (opts.json) return json(stats);
-        const statuses = Object.keys(stats.byStatus);
-        const types = Object.keys(stats.byType).sort();
+        const row = (label: string, counts: Readonly<Record<CommandStatus, number>>) => [
+          label,
+          ...COMMAND_STATUSES.map((s) => String(counts[s])),
+        ];
+        const types = Object.entries(stats.byType).sort(([a], [b]) => a.localeCompare(b));
         out(
           renderTable(
-            ['TYPE', ...statuses],
-            [
-              ...types.map((t) => [t, ...statuses.map((s) => String(stats.byType[t]?.[s as 'DEAD'] ?? 0))]),
-              ['(all)', ...statuses.map((s) => String(stats.byStatus[s as 'DEAD']))],
-            ],
+            ['TYPE', ...COMMAND_STATUSES],
+            [...types.map(([type, counts]) => row(type, counts)), row('(all)', stats.byStatus)],
           ),
         );
         out(

@@ -49,60 +49,7 @@ export function createMetrics(options: MetricsOptions = {}): CommandMetrics {
   const p = options.prefix ?? 'asynccmd_';
   const clock = options.clock ?? systemClock;
   const registers = [registry];
-  const store = options.store;
-
-  let refreshing: Promise<void> | null = null;
-  // prom-client collects all metrics concurrently: the first gauge starts the stats query, the others join it.
-  const refresh = (): Promise<void> => {
-    if (store === undefined) return Promise.resolve();
-    refreshing ??= refreshFromStore(store).finally(() => {
-      refreshing = null;
-    });
-    return refreshing;
-  };
-
-  const commands = new Gauge({
-    name: `${p}commands`,
-    help: 'Commands in the table by status and type (read from the store at scrape).',
-    labelNames: ['status', 'type'] as const,
-    registers,
-    collect: refresh,
-  });
-  const deadLetters = new Gauge({
-    name: `${p}dead_letters`,
-    help: 'DEAD commands waiting for a person (read from the store at scrape).',
-    registers,
-    collect: refresh,
-  });
-  const pendingAge = new Gauge({
-    name: `${p}oldest_pending_age_seconds`,
-    help: 'How long the oldest due PENDING command has waited past its due time; 0 when none waits.',
-    registers,
-    collect: refresh,
-  });
-  const storeUp = new Gauge({
-    name: `${p}store_up`,
-    help: '1 when the last scrape could read the store, else 0.',
-    registers,
-    collect: refresh,
-  });
-
-  async function refreshFromStore(s: CommandStore): Promise<void> {
-    try {
-      const stats = await readStats(s);
-      commands.reset();
-      for (const row of stats.rows) commands.inc({ status: row.status, type: row.type }, row.count);
-      deadLetters.set(stats.byStatus.DEAD);
-      pendingAge.set((stats.oldestPendingAgeMs ?? 0) / 1_000);
-      storeUp.set(1);
-    } catch {
-      // Stale counts would look healthy; an empty gauge and store_up 0 say what is known.
-      commands.reset();
-      deadLetters.reset();
-      pendingAge.reset();
-      storeUp.set(0);
-    }
-  }
+  if (options.store !== undefined) registerStoreGauges(options.store, p, registry);
 
   const counter = (name: string, help: string, labelNames: readonly string[] = ['type']) =>
     new Counter({ name: `${p}${name}`, help, labelNames, registers });
@@ -211,4 +158,52 @@ export function createMetrics(options: MetricsOptions = {}): CommandMetrics {
     contentType: registry.contentType,
     metrics: () => registry.metrics(),
   };
+}
+
+/**
+ * Gauges of what the table holds, read from the store at scrape time. prom-client collects all
+ * metrics concurrently: the first gauge starts the stats query, the others join it.
+ */
+function registerStoreGauges(store: CommandStore, p: string, registry: Registry): void {
+  const registers = [registry];
+  let refreshing: Promise<void> | null = null;
+  const refresh = (): Promise<void> => {
+    refreshing ??= refreshFromStore().finally(() => {
+      refreshing = null;
+    });
+    return refreshing;
+  };
+  const gauge = (name: string, help: string, labelNames: readonly string[] = []) =>
+    new Gauge({ name: `${p}${name}`, help, labelNames, registers, collect: refresh });
+  const commands = gauge(
+    'commands',
+    'Commands in the table by status and type (read from the store at scrape).',
+    ['status', 'type'],
+  );
+  const deadLetters = gauge(
+    'dead_letters',
+    'DEAD commands waiting for a person (read from the store at scrape).',
+  );
+  const pendingAge = gauge(
+    'oldest_pending_age_seconds',
+    'How long the oldest due PENDING command has waited past its due time; 0 when none waits.',
+  );
+  const storeUp = gauge('store_up', '1 when the last scrape could read the store, else 0.');
+
+  async function refreshFromStore(): Promise<void> {
+    try {
+      const stats = await readStats(store);
+      commands.reset();
+      for (const row of stats.rows) commands.inc({ status: row.status, type: row.type }, row.count);
+      deadLetters.set(stats.byStatus.DEAD);
+      pendingAge.set((stats.oldestPendingAgeMs ?? 0) / 1_000);
+      storeUp.set(1);
+    } catch {
+      // Stale or zero counts would look healthy: NaN says "unknown", and store_up says why.
+      commands.reset();
+      deadLetters.set(Number.NaN);
+      pendingAge.set(Number.NaN);
+      storeUp.set(0);
+    }
+  }
 }

@@ -415,6 +415,23 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       expect(second.registry).not.toBe(metrics.registry);
     });
 
+    it('metrics say "unknown" rather than zero when the store cannot be read', async () => {
+      const unreachable = await db.unreachable();
+      try {
+        const text = await createMetrics({ store: unreachable }).metrics();
+        expect(text).toContain('asynccmd_store_up 0');
+        // prom-client writes NaN as "Nan"; Prometheus parses either.
+        expect(text).toMatch(/^asynccmd_dead_letters nan$/im);
+        expect(text).not.toMatch(/^asynccmd_commands\{/m);
+      } finally {
+        await unreachable.close().catch(() => undefined);
+      }
+      // Without a store there are no store gauges at all, only the event-fed series.
+      const eventsOnly = await createMetrics().metrics();
+      expect(eventsOnly).not.toContain('asynccmd_store_up');
+      expect(eventsOnly).toContain('# TYPE asynccmd_commands_succeeded_total counter');
+    });
+
     it('mounts into an existing app under a prefix and passes other requests on', async () => {
       const handler = createAdminHandler({ store, token: TOKEN, prefix: '/ops' });
       const app = await serve((req, res) =>
