@@ -8,8 +8,8 @@ import {
 import * as E from 'fp-ts/lib/Either.js';
 import type { Pool, PoolOptions } from 'mysql2/promise';
 import type { ClaimStrategyName } from './claim-strategies.js';
-import { CLAIM_STRATEGIES, strategyForServer } from './claim-strategies.js';
-import { openPool, ownPoolOptions, select } from './connection.js';
+import { CLAIM_STRATEGIES } from './claim-strategies.js';
+import { openPool, ownPoolOptions } from './connection.js';
 import { MysqlCommandStore } from './store.js';
 
 export { MysqlCommandStore } from './store.js';
@@ -43,15 +43,15 @@ export interface MysqlStoreOptions {
 }
 
 /**
- * Builds a MySQL / MariaDB command store. Asks the server its version (for the 'auto' claim
- * strategy), so the database must be reachable; call `migrate()` before use.
+ * Builds a MySQL / MariaDB command store. Nothing is sent to the server yet: call `migrate()`
+ * before use (it also settles the 'auto' claim strategy from the server version).
  */
-export async function createMysqlStore(options: MysqlStoreOptions): Promise<MysqlCommandStore> {
+export function createMysqlStore(options: MysqlStoreOptions): MysqlCommandStore {
   // Only an absent table means the default: null or '' is a mistake to refuse, not to paper over.
   const table = validateIdentifier('table', options.table === undefined ? DEFAULT_TABLE : options.table);
   if (E.isLeft(table)) throw table.left;
   const choice = options.claimStrategy ?? 'auto';
-  if (choice !== 'auto' && !(choice in CLAIM_STRATEGIES)) {
+  if (choice !== 'auto' && !Object.hasOwn(CLAIM_STRATEGIES, choice)) {
     throw new InvalidArgumentError(
       `claimStrategy must be 'auto', 'skip-locked' or 'legacy', not ${String(choice)}`,
     );
@@ -64,30 +64,16 @@ export async function createMysqlStore(options: MysqlStoreOptions): Promise<Mysq
     throw new InvalidArgumentError('give the MySQL store exactly one of `pool` or `connection`');
   }
   const logger = options.logger ?? silentLogger;
-  const ownsPool = options.pool === undefined;
   const pool =
     options.pool ??
     openPool(ownPoolOptions(options.connection as string | PoolOptions, options.connectionLimit ?? 10), (e) =>
       logger.warn({ err: e, table: table.right }, 'asynccmd: a MySQL connection of the store was lost'),
     );
-  try {
-    let name: ClaimStrategyName;
-    if (choice === 'auto') {
-      const [row] = await select<{ version: string }>(pool, 'SELECT VERSION() AS version');
-      name = strategyForServer(String(row?.version ?? ''));
-    } else {
-      name = choice;
-    }
-    return new MysqlCommandStore({
-      pool,
-      ownsPool,
-      table: table.right,
-      strategy: CLAIM_STRATEGIES[name],
-      maxPayloadBytes,
-      logger,
-    });
-  } catch (e) {
-    if (ownsPool) await pool.end().catch(() => undefined);
-    throw e;
-  }
+  return new MysqlCommandStore({
+    pool,
+    ownsPool: options.pool === undefined,
+    table: table.right,
+    strategy: choice === 'auto' ? 'auto' : CLAIM_STRATEGIES[choice],
+    maxPayloadBytes,
+  });
 }

@@ -13,7 +13,6 @@ import type {
   InsertResult,
   ListPage,
   ListQuery,
-  Logger,
   NewCommand,
   PurgeParams,
   ReclaimedCommand,
@@ -42,6 +41,7 @@ import * as E from 'fp-ts/lib/Either.js';
 import { randomUUID } from 'node:crypto';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import type { ClaimStrategy } from './claim-strategies.js';
+import { CLAIM_STRATEGIES, strategyForServer } from './claim-strategies.js';
 import type { Queryable } from './connection.js';
 import {
   inTransaction,
@@ -65,9 +65,9 @@ export interface MysqlStoreParts {
   /** Whether close() ends the pool (false for a pool the caller handed in). */
   readonly ownsPool: boolean;
   readonly table: string;
-  readonly strategy: ClaimStrategy;
+  /** A fixed strategy, or 'auto': chosen from the server version on first need (migrate or claim). */
+  readonly strategy: ClaimStrategy | 'auto';
   readonly maxPayloadBytes: number;
-  readonly logger: Logger;
 }
 
 /** Rows per multi-row INSERT, and the payload bytes one statement may carry (max_allowed_packet is 16 MiB by default). */
@@ -85,9 +85,9 @@ const WIDTHS = { type: 128, bizKey: 255, owner: 128, token: 128 } as const;
  */
 export class MysqlCommandStore implements CommandStore<Connection> {
   readonly dialect = 'mysql';
-  readonly capabilities: StoreCapabilities;
   readonly table: string;
-  readonly strategy: ClaimStrategy;
+  private resolved: ClaimStrategy | null;
+  private detecting: Promise<ClaimStrategy> | null = null;
   private readonly pool: Pool;
   private readonly ownsPool: boolean;
   private readonly sql: MysqlSql;
@@ -98,13 +98,31 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     this.pool = parts.pool;
     this.ownsPool = parts.ownsPool;
     this.table = parts.table;
-    this.strategy = parts.strategy;
+    this.resolved = parts.strategy === 'auto' ? null : parts.strategy;
     this.sql = mysqlSql(parts.table);
     this.maxPayloadBytes = parts.maxPayloadBytes;
-    this.capabilities = { skipLocked: parts.strategy.skipLocked, wakeups: false };
+  }
+
+  /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
+  get capabilities(): StoreCapabilities {
+    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: false };
+  }
+
+  /** The claim strategy in use, asking the server its version the first time under 'auto'. */
+  async claimStrategy(): Promise<ClaimStrategy> {
+    if (this.resolved) return this.resolved;
+    this.detecting ??= select<{ version: string }>(this.pool, 'SELECT VERSION() AS version').then(
+      ([row]) => (this.resolved = CLAIM_STRATEGIES[strategyForServer(String(row?.version ?? ''))]),
+      (e: unknown) => {
+        this.detecting = null; // the server was unreachable: ask again next time
+        throw e;
+      },
+    );
+    return this.detecting;
   }
 
   async migrate(): Promise<void> {
+    await this.claimStrategy();
     await runMigrations(this.pool, this.table);
   }
 
@@ -183,7 +201,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     };
     if (limit === 0 || types.length === 0) return [];
     try {
-      const marked = await retryLockConflicts(() => this.strategy.markDue(this.pool, this.sql, round));
+      const strategy = await this.claimStrategy();
+      const marked = await retryLockConflicts(() => strategy.markDue(this.pool, this.sql, round));
       if (marked === 0) return [];
     } catch (e) {
       // The connection died under step 1: it may have committed before it did. The token is fresh
@@ -287,11 +306,12 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const maxRescues = requireInt('maxRescues', params.maxRescues, 0);
     if (limit === 0) return [];
     const dead = rescueLimitMessage(maxRescues);
+    const strategy = await this.claimStrategy();
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const hung = await select<{ id: string; type: string; rescue_count: number }>(
           conn,
-          `${this.sql.hungCandidates} ${this.strategy.hungLock}`,
+          `${this.sql.hungCandidates} ${strategy.hungLock}`,
           [limit],
         );
         if (hung.length === 0) return [];

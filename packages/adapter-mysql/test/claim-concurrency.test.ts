@@ -35,7 +35,7 @@ describe.each<ClaimStrategyName>(['skip-locked', 'legacy'])('concurrent claims (
 
   it(`${CLAIMERS} claimers share ${ROWS} rows without a double claim`, async () => {
     const first = stores[0] as MysqlCommandStore;
-    expect(first.strategy.name).toBe(strategy);
+    expect((await first.claimStrategy()).name).toBe(strategy);
     const batch: NewCommand[] = Array.from({ length: ROWS }, (_, i) => ({
       type: i % 2 ? 'odd' : 'even',
       payloadJson: JSON.stringify({ i }),
