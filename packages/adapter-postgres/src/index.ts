@@ -58,10 +58,6 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
       // claim statements need; set at connection start-up, so it costs no round trip.
       options: [options.poolConfig?.options, READ_COMMITTED].filter(Boolean).join(' '),
     });
-  // pg emits 'error' on an idle pooled client whose server connection dies (restart,
-  // pg_terminate_backend, network); unheard, it would crash the process. The pool has already
-  // dropped that client, and the next query opens a fresh one.
-  pool.on('error', (err) => logger.warn({ err }, 'asynccmd: idle PostgreSQL connection lost'));
   const wakeups = new PostgresWakeups({
     pool,
     clientConfig: listenConfig(pool),
@@ -76,6 +72,7 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     ownsPool,
     names,
     wakeups,
+    logger,
     maxPayloadBytes: options.maxPayloadBytes,
   });
 }
@@ -83,5 +80,6 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
 /** The LISTEN connection opens with the pool's own connection settings. */
 function listenConfig(pool: Pool): ClientConfig {
   const { max: _max, min: _min, idleTimeoutMillis: _idle, ...config } = pool.options as PoolConfig;
-  return config;
+  // A connect that never answers (a partitioned server) must not hold up close() forever.
+  return { ...config, connectionTimeoutMillis: config.connectionTimeoutMillis || 10_000 };
 }

@@ -28,6 +28,7 @@ import type {
   InsertResult,
   ListPage,
   ListQuery,
+  Logger,
   NewCommand,
   PurgeParams,
   ReclaimedCommand,
@@ -60,6 +61,7 @@ export interface PostgresCommandStoreParts {
   readonly ownsPool: boolean;
   readonly names: TableNames;
   readonly wakeups: PostgresWakeups;
+  readonly logger: Logger;
   readonly maxPayloadBytes?: number;
 }
 
@@ -87,6 +89,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   private readonly ownsPool: boolean;
   private readonly maxPayloadBytes: number;
   private closing: Promise<void> | null = null;
+  private readonly onIdleError: (err: Error) => void;
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
@@ -99,6 +102,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       1,
     );
     this.sql = buildSql(parts.names);
+    // pg emits 'error' on an idle pooled client whose server connection dies (restart,
+    // pg_terminate_backend, network); unheard, it would crash the process. The pool has already
+    // dropped that client, and the next query opens a fresh one.
+    this.onIdleError = (err) => parts.logger.warn({ err }, 'asynccmd: idle PostgreSQL connection lost');
+    this.pool.on('error', this.onIdleError);
   }
 
   /** The schema-qualified, quoted table name, e.g. `"public"."async_command"`. */
@@ -322,6 +330,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     this.closing ??= (async () => {
       await this.wakeups.close();
       if (this.ownsPool) await this.pool.end();
+      else this.pool.removeListener('error', this.onIdleError);
     })();
     return this.closing;
   }

@@ -4,7 +4,8 @@ import { decideFailure, exponentialBackoff, isAsyncCommandError, rescueLimitMess
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../src/index.js';
 import type { PostgresCommandStore } from '../src/index.js';
-import { adminQuery, command, dropSchema, openStore, uniqueSchema } from './helpers.js';
+import pg from 'pg';
+import { adminQuery, command, DATABASE_URL, dropSchema, openStore, uniqueSchema } from './helpers.js';
 
 const schema = uniqueSchema('acpg_store');
 let store: PostgresCommandStore;
@@ -376,5 +377,34 @@ describe('PostgresCommandStore', () => {
     const text = plan.map((p) => p['QUERY PLAN']).join('\n');
     expect(text).toContain('async_command_due_idx');
     expect(text).not.toContain('Seq Scan');
+  });
+});
+
+describe('PostgresCommandStore on a pool the application owns', () => {
+  it('runs on the given pool and never ends it', async () => {
+    const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2 });
+    const onPool = createPostgresStore({ pool, schema });
+    const [id] = await onPool.transaction((tx) => onPool.insert(tx, [command('own-pool')]));
+    expect((await onPool.get(id!))?.type).toBe('own-pool');
+    await onPool.close();
+    expect(pool.listenerCount('error')).toBe(0);
+    expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await pool.end();
+  });
+
+  it('runs its own sessions in READ COMMITTED whatever the connection options say', async () => {
+    const own = createPostgresStore({
+      connectionString: DATABASE_URL,
+      poolConfig: { max: 1, options: '-c default_transaction_isolation=serializable' },
+      schema,
+    });
+    try {
+      const rows = await own.pool.query<{ default_transaction_isolation: string }>(
+        'SHOW default_transaction_isolation',
+      );
+      expect(rows.rows[0]?.default_transaction_isolation).toBe('read committed');
+    } finally {
+      await own.close();
+    }
   });
 });
