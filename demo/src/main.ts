@@ -47,7 +47,7 @@ async function main(): Promise<number> {
     );
     const run = await runLoad({
       baseUrl: service.url,
-      read: (id) => service.boundary.operation(id),
+      read: (ids) => service.boundary.operations(ids),
       orders: config.orders,
       concurrency: config.concurrency,
       seed: config.seed,

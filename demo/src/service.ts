@@ -35,7 +35,10 @@ export interface DemoServiceOptions {
   /** Lease of a claim: a killed process's commands run again shortly after it passes. */
   readonly leaseMs?: number;
   readonly pollIntervalMs?: number;
+  /** Isolated pool of the ERP sync (default 16). */
   readonly externalPoolSize?: number;
+  /** Shared pool of the IMMEDIATE notification and supplier confirmation (default 32). */
+  readonly sharedPoolSize?: number;
   readonly logger?: Logger;
 }
 
@@ -103,8 +106,8 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
       owner: 'order-demo',
       leaseMs: options.leaseMs ?? 3_000,
       pollIntervalMs: options.pollIntervalMs ?? 100,
-      sharedPool: { concurrency: 8 },
-      pools: { [EXTERNAL_POOL]: { concurrency: options.externalPoolSize ?? 8 } },
+      sharedPool: { concurrency: options.sharedPoolSize ?? 32 },
+      pools: { [EXTERNAL_POOL]: { concurrency: options.externalPoolSize ?? 16 } },
       logger: options.logger,
     });
     gateway = {
@@ -127,6 +130,7 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
       name: 'split',
       accept: (r) => service.accept(r),
       operation: (id) => service.operation(id),
+      operations: (ids) => service.operations(ids),
       order: async (id) => {
         const order = service.orders.byId(id);
         return order ? { order, operation: await service.viewOf(order) } : null;
@@ -141,6 +145,10 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
       name: 'synchronous',
       accept: (r) => inline.accept(r),
       operation: async (id) => view(inline.orders.byOperationId(id)),
+      operations: async (ids) =>
+        inline.orders
+          .byOperationIds(ids)
+          .map((o) => buildOperationView(o, [], [], { adminBase: ADMIN_BASE })),
       order: async (id) => {
         const order = inline.orders.byId(id);
         return order ? { order, operation: view(order) as NonNullable<ReturnType<typeof view>> } : null;

@@ -57,57 +57,91 @@ export interface NewOrder {
   readonly createdAt: number;
 }
 
+const STATEMENTS = new WeakMap<Database.Database, Map<string, Database.Statement>>();
+
 /** The order service's SQL, on one better-sqlite3 connection (the caller's transaction, when open). */
 export class OrderRepository {
   constructor(private readonly db: Database.Database) {}
 
+  /** Prepared once per connection: the status resource is read often. */
+  private prepare(sql: string): Database.Statement {
+    let cache = STATEMENTS.get(this.db);
+    if (!cache) STATEMENTS.set(this.db, (cache = new Map()));
+    let stmt = cache.get(sql);
+    if (!stmt) cache.set(sql, (stmt = this.db.prepare(sql)));
+    return stmt;
+  }
+
   insert(o: NewOrder): Order {
-    const row = this.db
-      .prepare(
-        `INSERT INTO orders (request_id, request_hash, operation_id, customer_id, email, lines, total_cents,
+    const row = this.prepare(
+      `INSERT INTO orders (request_id, request_hash, operation_id, customer_id, email, lines, total_cents,
            inventory_mode, boundary, status, created_at, decided_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      )
-      .get(
-        o.requestId,
-        o.requestHash,
-        o.operationId,
-        o.customerId,
-        o.email,
-        JSON.stringify(o.lines),
-        o.totalCents,
-        o.inventoryMode,
-        o.boundary,
-        o.status,
-        o.createdAt,
-        o.status === 'AWAITING_INVENTORY' ? null : o.createdAt,
-      ) as OrderRow;
+    ).get(
+      o.requestId,
+      o.requestHash,
+      o.operationId,
+      o.customerId,
+      o.email,
+      JSON.stringify(o.lines),
+      o.totalCents,
+      o.inventoryMode,
+      o.boundary,
+      o.status,
+      o.createdAt,
+      o.status === 'AWAITING_INVENTORY' ? null : o.createdAt,
+    ) as OrderRow;
     return toOrder(row);
   }
 
   byId(id: number): Order | null {
-    const row = this.db.prepare('SELECT * FROM orders WHERE id = ?').get(id) as OrderRow | undefined;
+    const row = this.prepare('SELECT * FROM orders WHERE id = ?').get(id) as OrderRow | undefined;
     return row ? toOrder(row) : null;
   }
 
   byRequestId(requestId: string): Order | null {
-    const row = this.db.prepare('SELECT * FROM orders WHERE request_id = ?').get(requestId) as
+    const row = this.prepare('SELECT * FROM orders WHERE request_id = ?').get(requestId) as
       OrderRow | undefined;
     return row ? toOrder(row) : null;
   }
 
   byOperationId(operationId: string): Order | null {
-    const row = this.db.prepare('SELECT * FROM orders WHERE operation_id = ?').get(operationId) as
+    const row = this.prepare('SELECT * FROM orders WHERE operation_id = ?').get(operationId) as
       OrderRow | undefined;
     return row ? toOrder(row) : null;
+  }
+
+  /** Orders by operation id, in one statement (the load tracker reads hundreds at a time). */
+  byOperationIds(operationIds: readonly string[]): Order[] {
+    const rows = this.prepare(
+      'SELECT * FROM orders WHERE operation_id IN (SELECT value FROM json_each(?))',
+    ).all(JSON.stringify(operationIds)) as OrderRow[];
+    return rows.map(toOrder);
+  }
+
+  /** The command links of many orders, in one statement. */
+  commandsOfMany(orderIds: readonly number[]): Map<number, { fact: FactName; commandId: string }[]> {
+    const rows = this.prepare(
+      `SELECT order_id AS orderId, fact, command_id AS commandId FROM order_command
+       WHERE order_id IN (SELECT value FROM json_each(?)) ORDER BY rowid`,
+    ).all(JSON.stringify(orderIds)) as { orderId: number; fact: FactName; commandId: string }[];
+    const links = new Map<number, { fact: FactName; commandId: string }[]>();
+    for (const r of rows) {
+      const list = links.get(r.orderId) ?? [];
+      list.push({ fact: r.fact, commandId: r.commandId });
+      links.set(r.orderId, list);
+    }
+    return links;
   }
 
   /** Takes `quantity` of a locally stocked product; false when there is not enough. */
   reserveStock(sku: string, quantity: number): boolean {
     return (
-      this.db
-        .prepare('UPDATE stock SET available = available - ? WHERE sku = ? AND available >= ?')
-        .run(quantity, sku, quantity).changes === 1
+      this.prepare('UPDATE stock SET available = available - ? WHERE sku = ? AND available >= ?').run(
+        quantity,
+        sku,
+        quantity,
+      ).changes === 1
     );
   }
 
@@ -116,32 +150,28 @@ export class OrderRepository {
    * already decided (a re-delivered confirmation must not decide twice).
    */
   decide(id: number, status: 'CONFIRMED' | 'REJECTED', reason: string | null, at: number): Order | null {
-    const row = this.db
-      .prepare(
-        `UPDATE orders SET status = ?, reject_reason = ?, decided_at = ?, version = version + 1
+    const row = this.prepare(
+      `UPDATE orders SET status = ?, reject_reason = ?, decided_at = ?, version = version + 1
          WHERE id = ? AND status = 'AWAITING_INVENTORY' RETURNING *`,
-      )
-      .get(status, reason, at, id) as OrderRow | undefined;
+    ).get(status, reason, at, id) as OrderRow | undefined;
     return row ? toOrder(row) : null;
   }
 
   markInlineFailure(id: number, fact: FactName): void {
-    this.db.prepare('UPDATE orders SET inline_failure = ? WHERE id = ?').run(fact, id);
+    this.prepare('UPDATE orders SET inline_failure = ? WHERE id = ?').run(fact, id);
   }
 
   linkCommand(orderId: number, fact: FactName, commandId: string): void {
-    this.db
-      .prepare(
-        `INSERT INTO order_command (order_id, fact, command_id) VALUES (?, ?, ?)
+    this.prepare(
+      `INSERT INTO order_command (order_id, fact, command_id) VALUES (?, ?, ?)
          ON CONFLICT (order_id, fact) DO UPDATE SET command_id = excluded.command_id`,
-      )
-      .run(orderId, fact, commandId);
+    ).run(orderId, fact, commandId);
   }
 
   commandsOf(orderId: number): { fact: FactName; commandId: string }[] {
-    return this.db
-      .prepare('SELECT fact, command_id AS commandId FROM order_command WHERE order_id = ? ORDER BY rowid')
-      .all(orderId) as { fact: FactName; commandId: string }[];
+    return this.prepare(
+      'SELECT fact, command_id AS commandId FROM order_command WHERE order_id = ? ORDER BY rowid',
+    ).all(orderId) as { fact: FactName; commandId: string }[];
   }
 
   /** Applies an order to the customer read model once per (order, version). */
@@ -152,17 +182,16 @@ export class OrderRepository {
     totalCents: number;
   }): boolean {
     const fresh =
-      this.db
-        .prepare('INSERT OR IGNORE INTO projection_applied (order_id, version) VALUES (?, ?)')
-        .run(order.orderId, order.version).changes === 1;
+      this.prepare('INSERT OR IGNORE INTO projection_applied (order_id, version) VALUES (?, ?)').run(
+        order.orderId,
+        order.version,
+      ).changes === 1;
     if (fresh) {
-      this.db
-        .prepare(
-          `INSERT INTO customer_projection (customer_id, orders, total_cents, last_order_id) VALUES (?, 1, ?, ?)
+      this.prepare(
+        `INSERT INTO customer_projection (customer_id, orders, total_cents, last_order_id) VALUES (?, 1, ?, ?)
            ON CONFLICT (customer_id) DO UPDATE SET orders = orders + 1,
              total_cents = total_cents + excluded.total_cents, last_order_id = excluded.last_order_id`,
-        )
-        .run(order.customerId, order.totalCents, order.orderId);
+      ).run(order.customerId, order.totalCents, order.orderId);
     }
     return fresh;
   }

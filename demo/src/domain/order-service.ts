@@ -151,6 +151,20 @@ export class OrderService {
     return order ? this.viewOf(order) : null;
   }
 
+  /** Many operations at once: three statements whatever their number. */
+  async operations(operationIds: readonly string[]): Promise<OperationView[]> {
+    const orders = this.orders.byOperationIds(operationIds);
+    const links = this.orders.commandsOfMany(orders.map((o) => o.id));
+    const commands = await this.commands.getMany([...links.values()].flat().map((l) => l.commandId));
+    const paths = { adminBase: this.options.adminBase ?? '/admin' };
+    const byId = new Map(commands.map((c) => [c.id, c]));
+    return orders.map((o) => {
+      const own = links.get(o.id) ?? [];
+      const rows = own.flatMap((l) => byId.get(l.commandId) ?? []);
+      return buildOperationView(o, own, rows, paths);
+    });
+  }
+
   async viewOf(order: Order): Promise<OperationView> {
     const links = this.orders.commandsOf(order.id);
     const commands = await this.commands.getMany(links.map((l) => l.commandId));

@@ -10,6 +10,7 @@ export interface OrderBoundary {
   readonly name: 'split' | 'synchronous';
   accept(request: OrderRequest): Promise<InlineOutcome>;
   operation(operationId: string): Promise<OperationView | null>;
+  operations(operationIds: readonly string[]): Promise<OperationView[]>;
   order(orderId: number): Promise<{ order: Order; operation: OperationView } | null>;
 }
 

@@ -1,7 +1,7 @@
 import type { ProgressBar } from './progress.js';
 import { driveLoad, type SentRequest } from './driver.js';
 import { requestMix } from './request-mix.js';
-import { OperationTracker, type ReadOperation } from './tracker.js';
+import { OperationTracker, type ReadOperations } from './tracker.js';
 
 export interface LoadRun {
   readonly sent: SentRequest[];
@@ -15,7 +15,7 @@ export interface LoadRun {
 
 export interface LoadRunOptions {
   readonly baseUrl: string;
-  readonly read: ReadOperation;
+  readonly read: ReadOperations;
   readonly orders: number;
   readonly concurrency: number;
   readonly seed: number;

@@ -1,6 +1,7 @@
 import type { OperationStateName, OperationView } from '../domain/operation-view.js';
 
-export type ReadOperation = (operationId: string) => Promise<OperationView | null>;
+/** Reads the current views of many operations (missing ones are left out). */
+export type ReadOperations = (operationIds: readonly string[]) => Promise<OperationView[]>;
 
 export interface TrackedOperation {
   readonly operationId: string;
@@ -25,8 +26,8 @@ export class OperationTracker {
   private ticking: Promise<void> | null = null;
 
   constructor(
-    private readonly read: ReadOperation,
-    private readonly intervalMs = 100,
+    private readonly read: ReadOperations,
+    private readonly intervalMs = 200,
   ) {}
 
   add(operationId: string, acceptedAt = Date.now()): void {
@@ -65,8 +66,13 @@ export class OperationTracker {
 
   private async readAll(): Promise<void> {
     const now = Date.now();
-    for (const op of this.unfinished()) {
-      const view = await this.read(op.operationId);
+    const unfinished = this.unfinished();
+    if (unfinished.length === 0) return;
+    const views = new Map(
+      (await this.read(unfinished.map((o) => o.operationId))).map((v) => [v.operationId, v]),
+    );
+    for (const op of unfinished) {
+      const view = views.get(op.operationId);
       if (!view) continue;
       op.state = view.state;
       op.retries = view.commands.reduce((n, c) => n + c.failedAttempts, 0);
