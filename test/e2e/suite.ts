@@ -290,7 +290,7 @@ export function describeRuntimeE2E<Tx>(name: string, harnessFactory: RuntimeHarn
     });
 
     it('a worker process killed with SIGKILL mid-execution: another instance reclaims and completes its command', async () => {
-      const leaseMs = 600;
+      const leaseMs = 1_000;
       const { client, store } = await instance([], { submitOnlyTypes: ['e2e.crash'] }, { start: false });
       const id = await client.transaction((tx) => client.submit(tx, 'e2e.crash' as never, { n: 1 } as never));
       const child: ChildProcess = spawn(process.execPath, [WORKER], {
@@ -330,14 +330,14 @@ export function describeRuntimeE2E<Tx>(name: string, harnessFactory: RuntimeHarn
     });
 
     it('a live long-running command is never reclaimed: heartbeats keep a short lease alive', async () => {
-      const leaseMs = 300;
+      const leaseMs = 500;
       let runs = 0;
       const long = defineExecutor<'e2e.long', { n: number }>({
         type: 'e2e.long',
         mode: 'ASYNC_POOL',
         async execute() {
           runs++;
-          await new Promise((r) => setTimeout(r, 5 * leaseMs)); // five leases long
+          await new Promise((r) => setTimeout(r, 3 * leaseMs)); // three leases long
         },
       });
       const a = await instance([long], { leaseMs });

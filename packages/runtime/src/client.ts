@@ -98,17 +98,24 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
    * wake-ups). Rolls back and rethrows if `fn` throws: then nothing was submitted.
    */
   async transaction<T>(fn: (tx: Tx, submit: TxSubmit<TM>) => Promise<T>): Promise<T> {
-    const open: OpenTransaction = { ids: [], events: [] };
+    let open: OpenTransaction | null = null;
+    let nested = false;
     const result = await this.deps.store.transaction(async (tx) => {
-      this.#open.set(tx, open);
+      const outer = this.#open.get(tx);
+      // Nested in another client.transaction on the same handle: its commit does the after-commit work.
+      nested = outer !== undefined;
+      open = outer ?? { ids: [], events: [] };
+      if (!nested) this.#open.set(tx, open);
       try {
         return await fn(tx, (type, payload, options) => this.submit(tx, type, payload, options));
       } finally {
-        this.#open.delete(tx);
+        if (!nested) this.#open.delete(tx);
       }
     });
-    for (const event of open.events) this.deps.events.emit(event);
-    await this.afterCommit(open.ids);
+    const committed = open as OpenTransaction | null;
+    if (nested || committed === null) return result;
+    for (const event of committed.events) this.deps.events.emit(event);
+    await this.afterCommit(committed.ids);
     return result;
   }
 

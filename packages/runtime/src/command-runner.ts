@@ -42,6 +42,7 @@ export class CommandRunner {
     const entry = this.deps.registry.require(command.type);
     const execution = new Execution(command, entry, via, (e, runner) => this.execute(e, runner));
     execution.releaseLease = this.deps.leases.hold(execution);
+    execution.drop = () => this.#forget(execution);
     this.#inflight.add(execution);
     this.deps.events.emit({ kind: 'claimed', command, via });
     return execution;

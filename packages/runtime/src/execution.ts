@@ -16,6 +16,8 @@ export class Execution implements PoolJob, HeldLease {
   /** Set once a pool accepted it: how `run` reports where it ran. */
   poolName: string | null = null;
   releaseLease: () => void = () => undefined;
+  /** Set by the runner: forgets a claim that will never run (taken away before it started). */
+  drop: () => void = () => undefined;
 
   constructor(
     readonly command: ClaimedCommand,
@@ -43,8 +45,9 @@ export class Execution implements PoolJob, HeldLease {
   }
 
   lost(): void {
-    if (this.state === 'claimed') this.state = 'done'; // never starts; the store already moved on
-    if (this.state === 'running') {
+    if (this.state === 'claimed')
+      this.drop(); // never starts; the store already moved on
+    else if (this.state === 'running') {
       this.abort('lease-lost', namedError('LeaseLostError', 'the claim was taken away while running'));
     }
   }

@@ -112,4 +112,46 @@ describe('Dispatcher', () => {
     await ran;
     await pools.whenIdle();
   });
+
+  it('forgets a queued claim whose lease was taken away: it never runs and does not hold up shutdown', async () => {
+    let open = (): void => undefined;
+    const hold = new Promise<void>((r) => (open = r));
+    const registry = new ExecutorRegistry(
+      [{ type: 'slow', mode: 'ASYNC_POOL', pool: 'slow', execute: () => hold }],
+      defaults,
+    );
+    const store = stubStore({ heartbeat: async () => [], fail: async () => false });
+    const events = new CommandEvents(silentLogger);
+    const outage = new StoreOutage(events, silentLogger);
+    const pools = new PoolSet(
+      { concurrency: 1 },
+      { slow: { concurrency: 1, queueSize: 1 } },
+      () => undefined,
+    );
+    const leases = new LeaseKeeper(store, outage, 1000);
+    const runner = new CommandRunner({
+      store,
+      registry,
+      events,
+      clock: systemClock,
+      logger: silentLogger,
+      interceptors: [],
+      leases,
+      outcomes: new OutcomeWriter(store, outage),
+      outage,
+    });
+    const dispatcher = new Dispatcher(pools, runner);
+    const started: string[] = [];
+    events.onKind('started', (e) => started.push(e.command.id));
+    expect(dispatcher.dispatch(runner.track(claimed('1', 'slow'), 'poll'))).toBeNull();
+    expect(dispatcher.dispatch(runner.track(claimed('2', 'slow'), 'poll'))).toBeNull(); // queued
+    const fenced: string[] = [];
+    events.onKind('fenced', (e) => fenced.push(`${e.command.id}:${e.outcome}`));
+    await leases.beat(); // the store says neither claim holds any more
+    await runner.whenIdle(); // the running one was aborted, the queued one forgotten
+    await pools.whenIdle();
+    expect(started).toEqual(['1']);
+    expect(fenced).toEqual(['1:failed']);
+    open();
+  });
 });
