@@ -248,7 +248,7 @@ function countOrderAndCommands(
 export async function checkCancel(dir: string): Promise<CheckResult> {
   const service = await startDemoService({
     filename: join(dir, 'cancel.db'),
-    profiles: { ...QUIET_PROFILES, external: { latencyMs: 2_000, failureRate: 0 } },
+    profiles: { ...QUIET_PROFILES, external: { latencyMs: 3_000, failureRate: 0 } },
     projectionDelayMs: 60_000,
   });
   try {

@@ -1,0 +1,73 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.js';
+import { DEMO_MAIN } from '../src/experiment/child-demo.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'demo-start-'));
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs the built `npm start` entry to completion; SIGKILLs it if it outlives the test. */
+function runMain(
+  args: string[],
+  timeoutMs = 50_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [DEMO_MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`demo did not exit within ${timeoutMs} ms:\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('npm start', () => {
+  it('runs the built-in load through HTTP, prints the summary and exits with --exit-after-load', async () => {
+    expect(existsSync(DEMO_MAIN)).toBe(true);
+    const db = join(dir, 'start.db');
+    const { code, stdout, stderr } = await runMain([
+      '--exit-after-load',
+      '--orders',
+      '30',
+      '--port',
+      '0',
+      '--db',
+      db,
+    ]);
+    expect(code, stderr).toBe(0);
+    expect(stdout).toMatch(/order demo listening on http:\/\/127\.0\.0\.1:\d+/);
+    expect(stdout).toMatch(/requests +30 POST \/orders/);
+    expect(stdout).toMatch(/accepted +\d+ operations/);
+    expect(stdout).toMatch(/accept→terminal +p50 .* · p99 /);
+    // Not a TTY here: plain progress lines, no carriage returns.
+    expect(stderr).toMatch(/orders +100% \(30\/30\)/);
+    expect(stderr).not.toContain('\r');
+  }, 60_000);
+
+  it('refuses an unknown option with the help text', async () => {
+    const { code, stderr } = await runMain(['--bogus']);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/unknown option --bogus/);
+  });
+});
+
+describe('parseConfig', () => {
+  it('reads flags over environment variables, and defaults to a fresh database file', () => {
+    const c = parseConfig(['--orders', '5', '--no-load', '--port=0'], { PORT: '4000', DEMO_ORDERS: '9' });
+    expect(c).toMatchObject({ orders: 5, port: 0, load: false, exitAfterLoad: false, freshDb: true });
+    expect(parseConfig([], { PORT: '4000' })).toMatchObject({ port: 4000, orders: 300, load: true });
+    expect(() => parseConfig(['--orders', '-1'])).toThrow(/--orders must be an integer/);
+    expect(parseConfig(['--help'])).toBe('help');
+  });
+});
