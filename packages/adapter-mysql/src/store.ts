@@ -123,6 +123,14 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   async migrate(): Promise<void> {
     await this.claimStrategy();
+    // mysql2's query() escapes bound values with backslashes; under NO_BACKSLASH_ESCAPES the server
+    // would read them differently, so such a server is refused up front rather than mis-parsed.
+    const [mode] = await select<{ mode: string }>(this.pool, 'SELECT @@SESSION.sql_mode AS mode');
+    if (/NO_BACKSLASH_ESCAPES/i.test(mode?.mode ?? '')) {
+      throw new InvalidArgumentError(
+        'the MySQL store needs sql_mode without NO_BACKSLASH_ESCAPES (mysql2 escapes values with backslashes)',
+      );
+    }
     await runMigrations(this.pool, this.table);
   }
 

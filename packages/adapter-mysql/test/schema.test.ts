@@ -1,4 +1,5 @@
 import { isAsyncCommandError } from '@asynccmd/core';
+import { createPool } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMysqlStore, MIGRATIONS, strategyForServer } from '../src/index.js';
 import { admin, freshDatabase, openStore } from './databases.js';
@@ -77,6 +78,23 @@ describe('schema, options and strategy choice', () => {
       expect((await store!.get(id!))?.payload).toBe(1);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it('refuses a session running NO_BACKSLASH_ESCAPES, whose quoting mysql2 does not speak', async () => {
+    const pool = createPool({ uri: db.url, connectionLimit: 1 });
+    pool.on('connection', (conn) => {
+      void (conn as unknown as { query(sql: string): unknown }).query(
+        "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
+      );
+    });
+    const store = createMysqlStore({ pool, table: 'no_backslash' });
+    try {
+      await expect(store.migrate()).rejects.toSatisfy(
+        (e: unknown) => isAsyncCommandError(e) && e.code === 'INVALID_ARGUMENT',
+      );
+    } finally {
+      await pool.end();
     }
   });
 
