@@ -1,10 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import * as E from 'fp-ts/lib/Either.js';
 import { isAsyncCommandError } from '@asynccmd/core';
 import type { AsyncCommandError, NewCommand } from '@asynccmd/core';
 import type { SqliteCommandStore } from '@asynccmd/adapter-sqlite';
-import { createSqliteStore } from '@asynccmd/adapter-sqlite';
+import { createSqliteStore, sqliteSql } from '@asynccmd/adapter-sqlite';
 
 const cmd = (over: Partial<NewCommand> = {}): NewCommand => ({
   type: 'order.cancel',
@@ -116,5 +119,79 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     expect(E.isLeft(r) && r.left.code).toBe('ILLEGAL_TRANSITION');
     const missing = await store.kill('999');
     expect(E.isLeft(missing) && missing.left.code).toBe('NOT_FOUND');
+  });
+
+  it('opens a file with WAL, a busy timeout of at least 5 s and synchronous=NORMAL', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'asynccmd-pragmas-'));
+    try {
+      const store = createSqliteStore({ filename: join(dir, 'c.db') });
+      open.push(store);
+      expect(store.db.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(store.db.pragma('busy_timeout', { simple: true })).toBeGreaterThanOrEqual(5000);
+      expect(store.db.pragma('synchronous', { simple: true })).toBe(1);
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("submits inside the caller's own synchronous better-sqlite3 transaction: rollback leaves no row", async () => {
+    const db = new Database(':memory:');
+    const store = createSqliteStore({ database: db });
+    await store.migrate();
+    const rollback = db.transaction(() => {
+      // insert runs its statement synchronously, so it joins the caller's transaction.
+      void store.insert(db, [cmd()]);
+      void store.insertIdempotent(db, { ...cmd(), bizKey: 'k' });
+      throw new Error('rolled back');
+    });
+    expect(() => rollback()).toThrow('rolled back');
+    expect((await store.list({})).items).toHaveLength(0);
+    const commit = db.transaction(() => void store.insert(db, [cmd()]));
+    commit();
+    expect((await store.list({})).items).toHaveLength(1);
+    await store.close();
+    db.close();
+  });
+
+  it('the hot paths use their indexes, never a sort of all due rows', async () => {
+    const store = await memoryStore();
+    const sql = sqliteSql('async_command');
+    const plan = (text: string, params: object) =>
+      (store.db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(params) as { detail: string }[])
+        .map((r) => r.detail)
+        .join('; ');
+    const claimPlan = plan(sql.claimDue, { token: 't', leaseMs: 1, now: 1, types: '["a"]', limit: 1 });
+    expect(claimPlan).toContain('async_command_due');
+    expect(claimPlan).not.toContain('TEMP B-TREE');
+    expect(plan(sql.reclaimHung, { maxRescues: 1, deadError: 'x', limit: 1 })).toContain(
+      'async_command_lease',
+    );
+    expect(plan(sql.purge, { olderThan: 1, statuses: '["SUCCESS"]', limit: 1 })).toContain(
+      'async_command_finished',
+    );
+  });
+
+  it('a transaction blocked by a transaction of another store in this process waits without blocking the event loop', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'asynccmd-inproc-'));
+    try {
+      const a = createSqliteStore({ filename: join(dir, 'c.db') });
+      const b = createSqliteStore({ filename: join(dir, 'c.db') });
+      open.push(a, b);
+      await a.migrate();
+      let bDone = false;
+      const aTx = a.transaction(async (tx) => {
+        await a.insert(tx, [cmd()]);
+        // b's transaction must wait for the lock asynchronously, or this timer could never fire.
+        await new Promise((r) => setTimeout(r, 30));
+        expect(bDone).toBe(false);
+      });
+      const bTx = b.transaction((tx) => b.insert(tx, [cmd()])).then(() => (bDone = true));
+      await Promise.all([aTx, bTx]);
+      expect((await a.list({})).items).toHaveLength(2);
+    } finally {
+      await Promise.all(open.splice(0).map((s) => s.close()));
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
