@@ -1,0 +1,36 @@
+import { createMysqlStore, type MysqlStoreOptions } from '@asynccmd/adapter-mysql';
+import type { CommandStore } from '@asynccmd/core';
+import { createConnection, type Connection } from 'mysql2/promise';
+import type { RuntimeHarnessFactory } from './harness.js';
+
+const SERVER = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
+
+async function admin(sql: string): Promise<void> {
+  const conn = await createConnection(SERVER);
+  try {
+    await conn.query(sql);
+  } finally {
+    await conn.end();
+  }
+}
+
+/** One database per test, dropped afterwards. */
+export const mysqlRuntimeHarness: RuntimeHarnessFactory<Connection> = async (namespace) => {
+  await admin(`DROP DATABASE IF EXISTS \`${namespace}\``);
+  await admin(`CREATE DATABASE \`${namespace}\` CHARACTER SET utf8mb4`);
+  const options: MysqlStoreOptions = { connection: `${SERVER}/${namespace}`, connectionLimit: 4 };
+  const opened: CommandStore<Connection>[] = [];
+  return {
+    async openStore() {
+      const store = createMysqlStore(options);
+      opened.push(store);
+      await store.migrate();
+      return store;
+    },
+    workerStore: { module: '@asynccmd/adapter-mysql', factory: 'createMysqlStore', options: { ...options } },
+    async dispose() {
+      await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
+      await admin(`DROP DATABASE IF EXISTS \`${namespace}\``);
+    },
+  };
+};

@@ -1,0 +1,44 @@
+import { createPostgresStore, type PostgresStoreOptions } from '@asynccmd/adapter-postgres';
+import type { CommandStore } from '@asynccmd/core';
+import pg from 'pg';
+import type { RuntimeHarnessFactory } from './harness.js';
+
+const DATABASE_URL = process.env.ASYNCCMD_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** One schema per test, dropped afterwards. */
+export const postgresRuntimeHarness: RuntimeHarnessFactory<pg.PoolClient> = async (namespace) => {
+  const options: PostgresStoreOptions = {
+    connectionString: DATABASE_URL,
+    schema: namespace,
+    poolConfig: { max: 4 },
+  };
+  const opened: CommandStore<pg.PoolClient>[] = [];
+  return {
+    async openStore() {
+      const store = createPostgresStore(options);
+      opened.push(store);
+      await store.migrate();
+      return store;
+    },
+    workerStore: {
+      module: '@asynccmd/adapter-postgres',
+      factory: 'createPostgresStore',
+      options: { ...options },
+    },
+    async dispose() {
+      await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
+      await admin(`DROP SCHEMA IF EXISTS "${namespace}" CASCADE`);
+    },
+  };
+};
