@@ -50,6 +50,12 @@ export function buildSql(n: TableNames) {
       )
       SELECT id FROM input ORDER BY ord`,
 
+    /** A single submit, the common case: a plain VALUES row is the cheapest statement to plan. */
+    insertOne: `
+      INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
+      VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, ${NOW}, ${NOW})
+      RETURNING id`,
+
     /**
      * Idempotent submit: the partial unique index decides. When the insert yields to an unfinished
      * holder, the holder's id is read in the same statement, unless the holder committed after

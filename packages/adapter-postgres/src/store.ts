@@ -46,6 +46,7 @@ import {
   requireTime,
   requireToken,
 } from './checks.js';
+import type { CommandValues } from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
 import { RAW_TYPES, toDate, toRecord } from './rows.js';
@@ -125,6 +126,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   async insert(tx: ClientBase, commands: readonly NewCommand[]): Promise<CommandId[]> {
     const values = commands.map((c) => commandValues(c, this.maxPayloadBytes));
     if (values.length === 0) return [];
+    if (values.length === 1) {
+      const v = values[0]!;
+      return (await this.query<{ id: string }>(tx, this.sql.insertOne, rowParams(v))).map((r) => r.id);
+    }
     const rows = await this.query<{ id: string }>(tx, this.sql.insert, [
       values.map((v) => v.type),
       values.map((v) => v.bizKey),
@@ -145,7 +150,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     if (!optionalText('bizKey', command.bizKey)) {
       throw new InvalidArgumentError('an idempotent submit needs a non-empty bizKey');
     }
-    const params = [v.type, v.bizKey, v.payloadJson, v.maxRetry, v.runAt, v.owner, v.headersJson];
+    const params = rowParams(v);
     for (let attempt = 0; attempt < IDEMPOTENT_ATTEMPTS; attempt++) {
       const [row] = await this.query<{ id: string; duplicate: string }>(
         tx,
@@ -389,6 +394,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const result = await on.query<R>({ text, values: [...values], types: RAW_TYPES });
     return result.rows;
   }
+}
+
+/** One command's values in the order of the single-row insert statements' parameters. */
+function rowParams(v: CommandValues): unknown[] {
+  return [v.type, v.bizKey, v.payloadJson, v.maxRetry, v.runAt, v.owner, v.headersJson];
 }
 
 /** A lease of at least a millisecond: a zero lease would be hung before it was handed out. */
