@@ -16,8 +16,8 @@ interface ClaimerReport {
 }
 
 /** Starts a claimer process and resolves once it is ready; `go()` releases it, `report` is its result. */
-async function startClaimer(file: string, type: string) {
-  const child = spawn(process.execPath, [CLAIMER, file, type], { stdio: ['pipe', 'pipe', 'pipe'] });
+async function startClaimer(file: string, type: string, mode: 'claim' | 'migrate' = 'claim') {
+  const child = spawn(process.execPath, [CLAIMER, mode, file, type], { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const lines = createInterface({ input: child.stdout });
@@ -37,9 +37,28 @@ async function startClaimer(file: string, type: string) {
   };
 }
 
-describe('sqlite: two processes claiming from one file', () => {
+describe('sqlite: two processes on one file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-processes-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('migrate a fresh file at the same moment, and the schema is whole', async () => {
+    const file = join(dir, 'fresh.db');
+    const migrators = await Promise.all([1, 2, 3].map(() => startClaimer(file, 'unused', 'migrate')));
+    for (const m of migrators) m.go();
+    await Promise.all(migrators.map((m) => m.report));
+    const store = createSqliteStore({ filename: file });
+    try {
+      await store.migrate();
+      const versions = store.db.prepare('SELECT version FROM async_command_migrations').pluck().all();
+      expect(versions).toEqual([1]);
+      const [id] = await store.transaction((tx) =>
+        store.insert(tx, [{ type: 't', payloadJson: '{}', maxRetry: 0 }]),
+      );
+      expect((await store.get(id!))?.status).toBe('PENDING');
+    } finally {
+      await store.close();
+    }
+  });
 
   it('never claim the same command twice, and together claim every one', async () => {
     const file = join(dir, 'shared.db');
