@@ -18,6 +18,8 @@ export interface DrainResult {
   readonly rate: number;
   readonly elapsedMs: number;
   readonly check: string;
+  /** Per-process notes of the consumers (e.g. rows claimed per round), for reading the figure. */
+  readonly diagnostics: string[];
 }
 
 /**
@@ -57,7 +59,8 @@ export async function runDrain(
     failFast(children);
     const seqs = children.flatMap((c) => c.received('executions').flatMap((e) => e.seqs));
     const check = await target.verify(total, seqs);
-    return { rate: rate(total, elapsedMs), elapsedMs, check };
+    const diagnostics = children.flatMap((c) => c.received('executions').flatMap((e) => e.diagnostics ?? []));
+    return { rate: rate(total, elapsedMs), elapsedMs, check, diagnostics };
   } finally {
     for (const c of children) c.kill();
   }

@@ -4,15 +4,17 @@ import { parseArgs } from 'node:util';
 import { mysqlPool, mysqlVersion } from './mysql.js';
 import { pgPool, pgVersion } from './pg.js';
 import { renderReport, writeJson, type MachineInfo } from './report.js';
-import { benchMysql } from './scenarios/mysql.js';
-import { benchPostgres } from './scenarios/pg.js';
-import { Recorder } from './scenarios/recorder.js';
+import { mysqlSuite } from './scenarios/mysql.js';
+import { postgresSuite } from './scenarios/pg.js';
+import { Recorder, type Suite } from './scenarios/recorder.js';
 import { FULL, QUICK, type Sizes } from './scenarios/sizes.js';
 
 const USAGE = `npm run bench [-- options]
   --only pg|mysql   run one database's scenarios
   --quick           small sizes, one repeat (for development)
   --repeats N       repeat every scenario N times (default 2)
+  --budget MIN      skip further repeats of a database once they would end past MIN minutes
+                    from the start (default 9; the first repeat always runs)
   --out FILE        JSON result path (default bench/results/<timestamp>.json)`;
 
 /**
@@ -26,6 +28,7 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       repeats: { type: 'string' },
       out: { type: 'string' },
+      budget: { type: 'string', default: '9' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -38,6 +41,8 @@ async function main(): Promise<void> {
   if (!Number.isInteger(repeats) || repeats < 1)
     throw new Error(`--repeats takes a positive integer\n${USAGE}`);
   const sizes: Sizes = { ...base, repeats };
+  const budgetMs = Number(values.budget) * 60_000;
+  if (!(budgetMs > 0)) throw new Error(`--budget takes a positive number of minutes\n${USAGE}`);
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   const out = values.out ?? fileURLToPath(new URL(`../results/${stamp}.json`, import.meta.url));
@@ -52,19 +57,46 @@ async function main(): Promise<void> {
     node: process.version,
     platform: `${process.platform} ${process.arch}`,
     servers: await serverVersions(runPg, runMysql),
-    options: { ...sizes, only: values.only ?? 'all', quick: values.quick },
+    options: {
+      ...sizes,
+      only: values.only ?? 'all',
+      quick: values.quick,
+      budgetMinutes: Number(values.budget),
+    },
   };
   log(
     `asynccmd bench: ${values.quick ? 'quick' : 'full'} run, ${repeats} repeat(s), load ${info.loadAverage[0]?.toFixed(2)}`,
   );
   const rec = new Recorder(log);
   const began = performance.now();
-  if (runPg) await benchPostgres(sizes, rec, log);
-  if (runMysql) await benchMysql(sizes, rec, log);
-  const finished = {
+  const suites: Suite[] = [];
+  if (runPg) suites.push(postgresSuite(sizes, rec));
+  if (runMysql) suites.push(mysqlSuite(sizes, rec));
+  const repeatsRun: Record<string, number> = {};
+  const lastTook = new Map<Suite, number>();
+  try {
+    // Every database's first repeat runs before any second one, so a tight budget still covers all.
+    for (let r = 1; r <= repeats; r++) {
+      for (const suite of suites) {
+        if (r > 1 && performance.now() - began + (lastTook.get(suite) ?? 0) > budgetMs) {
+          log(`${suite.name}: repeat ${r} skipped (it would end past the ${values.budget}-minute budget)`);
+          continue;
+        }
+        log(`${suite.name}, repeat ${r}/${repeats}`);
+        const t0 = performance.now();
+        await suite.repeat();
+        lastTook.set(suite, performance.now() - t0);
+        repeatsRun[suite.name] = r;
+      }
+    }
+  } finally {
+    for (const suite of suites) await suite.finish();
+  }
+  const finished: MachineInfo = {
     ...info,
     options: {
       ...info.options,
+      repeatsRun,
       elapsedSeconds: Math.round((performance.now() - began) / 1000),
       loadAverageAtEnd: loadavg(),
     },

@@ -7,6 +7,7 @@ export const MYSQL_CONFIG = {
   password: process.env['BENCH_MYSQL_PASSWORD'] ?? '',
   supportBigNumbers: true,
   bigNumberStrings: true,
+  dateStrings: true,
 } as const;
 
 export function mysqlPool(max: number, database?: string): mysql.Pool {

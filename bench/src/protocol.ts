@@ -45,7 +45,12 @@ export type FromChild =
   | { readonly type: 'ready' }
   | { readonly type: 'progress'; readonly executed: number }
   /** Executions seen by a consumer: seqs[i] started at starts[i] (epoch ms, sub-ms precision). */
-  | { readonly type: 'executions'; readonly seqs: number[]; readonly starts: number[] }
+  | {
+      readonly type: 'executions';
+      readonly seqs: number[];
+      readonly starts: number[];
+      readonly diagnostics?: string;
+    }
   /** Commits made by a submitter: seqs[i] committed at commits[i] (epoch ms). */
   | { readonly type: 'commits'; readonly seqs: number[]; readonly commits: number[] }
   /** A burst of submits finished: `count` committed in `elapsedMs`. */

@@ -16,6 +16,8 @@ export interface Measurement {
   /** What the database said after the run, e.g. "exactly once 20000/20000". */
   readonly checks: string[];
   readonly errors: string[];
+  /** Per-run notes of the system under test (e.g. rows claimed per poll round); JSON only. */
+  readonly diagnostics: string[];
 }
 
 /** A ratio between two measurements, computed per repeat (paired runs) and summarised. */
@@ -45,7 +47,7 @@ export function measurement(
   system: string,
   unit: Measurement['unit'],
 ): Measurement {
-  return { section, scenario, system, unit, runs: [], checks: [], errors: [] };
+  return { section, scenario, system, unit, runs: [], checks: [], errors: [], diagnostics: [] };
 }
 
 /**
@@ -105,7 +107,7 @@ function fmtTarget(t: Target, unit: string): string {
   const parts: string[] = [];
   if (t.atLeast !== undefined) parts.push(`≥ ${t.atLeast}${unit}`);
   if (t.atMost !== undefined) parts.push(`≤ ${t.atMost}${unit}`);
-  return parts.join(' ');
+  return parts.length > 0 ? `target ${parts.join(' ')}` : 'for information';
 }
 
 function pad(text: string, width: number): string {
@@ -157,8 +159,8 @@ export function renderReport(
         c.label,
         Number.isFinite(c.ratio.median) ? `${c.ratio.median.toFixed(2)}${c.unit}` : '—',
         c.ratio.runs.length > 1 ? `runs ${c.ratio.runs.map((r) => r.toFixed(2)).join(' / ')}` : '',
-        `target ${fmtTarget(c.target, c.unit)}`,
-        c.met === null ? 'n/a' : c.met ? 'met' : 'MISSED',
+        fmtTarget(c.target, c.unit),
+        c.met === null ? '' : c.met ? 'met' : 'MISSED',
       ]);
     if (ratios.length > 0) out.push('', table([['ratio', 'median', 'per repeat', 'target', ''], ...ratios]));
   }

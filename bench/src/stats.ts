@@ -63,14 +63,18 @@ export function repeated(runs: readonly number[]): Repeated {
   return { median, min, max, spread: median > 0 ? (max - min) / median : Number.NaN, runs };
 }
 
-/** A target is met when the measured ratio reaches at least `atLeast` (or stays at most `atMost`). */
+/**
+ * A target is met when the measured ratio reaches at least `atLeast` (or stays at most `atMost`);
+ * `{}` marks a figure shown for information.
+ */
 export interface Target {
   readonly atLeast?: number;
   readonly atMost?: number;
 }
 
 export function meets(value: number, target: Target): boolean | null {
-  if (!Number.isFinite(value)) return null;
+  // No bound: the figure is printed for information only.
+  if (!Number.isFinite(value) || (target.atLeast === undefined && target.atMost === undefined)) return null;
   if (target.atLeast !== undefined && value < target.atLeast) return false;
   if (target.atMost !== undefined && value > target.atMost) return false;
   return true;

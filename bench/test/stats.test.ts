@@ -61,6 +61,7 @@ describe('rates and ratios', () => {
     expect(meets(1.2, { atLeast: 1.25 })).toBe(false);
     expect(meets(2.5, { atMost: 2 })).toBe(false);
     expect(meets(Number.NaN, { atLeast: 1 })).toBeNull();
+    expect(meets(1, {})).toBeNull();
   });
 
   it('pairs repeats: the ratio is taken per repeat, then summarised', () => {

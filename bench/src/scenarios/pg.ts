@@ -14,7 +14,7 @@ import {
   rawPgSubmitTarget,
   rawPgTarget,
 } from './pg-targets.js';
-import type { Recorder } from './recorder.js';
+import type { Recorder, Suite } from './recorder.js';
 import type { Sizes } from './sizes.js';
 
 const DRAIN = 'PostgreSQL: drain';
@@ -22,42 +22,42 @@ const LATENCY = 'PostgreSQL: commit → start latency';
 const SUBMIT = 'PostgreSQL: single submits';
 
 /**
- * The PostgreSQL scenarios, each repeated with the systems interleaved (asynccmd, then its
- * baselines, back to back) so that ratios pair runs made under the same machine load.
+ * The PostgreSQL scenarios. Within a repeat the systems run back to back (asynccmd, then its
+ * baselines), so that ratios pair runs made under the same machine load.
  */
-export async function benchPostgres(sizes: Sizes, rec: Recorder, log: (line: string) => void): Promise<void> {
+export function postgresSuite(sizes: Sizes, rec: Recorder): Suite {
   const pool = pgPool(4);
-  try {
-    const drains = drainRows(rec, sizes, pool);
-    const lat = {
-      asynccmd: rec.row(
-        LATENCY,
-        `1 submit / ${sizes.latencyIntervalMs} ms from another process`,
-        'asynccmd',
-        'ms',
-      ),
-      graphile: rec.row(
-        LATENCY,
-        `1 submit / ${sizes.latencyIntervalMs} ms from another process`,
-        'graphile-worker',
-        'ms',
-      ),
-      immediate: rec.row(
-        LATENCY,
-        `1 submit / ${sizes.latencyIntervalMs} ms, same process`,
-        'asynccmd IMMEDIATE',
-        'ms',
-      ),
-    };
-    const submitScenario = `${sizes.submits} × (BEGIN; insert; COMMIT), ${sizes.submitClients} clients`;
-    const sub = {
-      asynccmd: rec.row(SUBMIT, submitScenario, 'asynccmd client.submit', 'submits/s'),
-      graphile: rec.row(SUBMIT, submitScenario, 'graphile-worker add_job', 'submits/s'),
-      raw: rec.row(SUBMIT, submitScenario, 'raw INSERT', 'submits/s'),
-    };
+  const drains = drainRows(rec, sizes, pool);
+  const lat = {
+    asynccmd: rec.row(
+      LATENCY,
+      `1 submit / ${sizes.latencyIntervalMs} ms from another process`,
+      'asynccmd',
+      'ms',
+    ),
+    graphile: rec.row(
+      LATENCY,
+      `1 submit / ${sizes.latencyIntervalMs} ms from another process`,
+      'graphile-worker',
+      'ms',
+    ),
+    immediate: rec.row(
+      LATENCY,
+      `1 submit / ${sizes.latencyIntervalMs} ms, same process`,
+      'asynccmd IMMEDIATE',
+      'ms',
+    ),
+  };
+  const submitScenario = `${sizes.submits} × (BEGIN; insert; COMMIT), ${sizes.submitClients} clients`;
+  const sub = {
+    asynccmd: rec.row(SUBMIT, submitScenario, 'asynccmd client.submit', 'submits/s'),
+    graphile: rec.row(SUBMIT, submitScenario, 'graphile-worker add_job', 'submits/s'),
+    raw: rec.row(SUBMIT, submitScenario, 'raw INSERT', 'submits/s'),
+  };
 
-    for (let r = 1; r <= sizes.repeats; r++) {
-      log(`PostgreSQL, repeat ${r}/${sizes.repeats}`);
+  return {
+    name: 'PostgreSQL',
+    repeat: async () => {
       for (const d of drains) {
         await rec.throughput(d.row, () =>
           runDrain(d.target, sizes.drainTotal, d.processes, sizes.concurrency, sizes.runTimeoutMs),
@@ -84,38 +84,38 @@ export async function benchPostgres(sizes: Sizes, rec: Recorder, log: (line: str
         runSubmits(graphileSubmitTarget(pool), submits, clients, limit),
       );
       await rec.throughput(sub.raw, () => runSubmits(rawPgSubmitTarget(pool), submits, clients, limit));
-    }
-
-    for (const p of [1, sizes.processes]) {
-      const of = (system: string, history = false): DrainRow =>
-        drains.find((d) => d.processes === p && d.system === system && d.history === history) as DrainRow;
-      const procs = `${p} process${p > 1 ? 'es' : ''}`;
-      rec.ratio(DRAIN, `asynccmd / graphile-worker, ${procs}`, of('asynccmd').row, of('graphile').row, {
-        atLeast: 1.25,
-      });
-      rec.ratio(DRAIN, `asynccmd / raw SQL loop, ${procs}`, of('asynccmd').row, of('raw').row, {
-        atLeast: 0.8,
-      });
-      rec.ratio(
-        DRAIN,
-        `asynccmd with history / empty table, ${procs}`,
-        of('asynccmd', true).row,
-        of('asynccmd').row,
-        {
+    },
+    finish: async () => {
+      for (const p of [1, sizes.processes]) {
+        const of = (system: string, history = false): DrainRow =>
+          drains.find((d) => d.processes === p && d.system === system && d.history === history) as DrainRow;
+        const procs = `${p} process${p > 1 ? 'es' : ''}`;
+        rec.ratio(DRAIN, `asynccmd / graphile-worker, ${procs}`, of('asynccmd').row, of('graphile').row, {
+          atLeast: 1.25,
+        });
+        rec.ratio(DRAIN, `asynccmd / raw SQL loop, ${procs}`, of('asynccmd').row, of('raw').row, {
           atLeast: 0.8,
-        },
-      );
-    }
-    rec.ratio(LATENCY, 'asynccmd p99 / graphile-worker p99 (lower is better)', lat.asynccmd, lat.graphile, {
-      atMost: 1,
-    });
-    rec.bound(LATENCY, 'asynccmd IMMEDIATE p99', lat.immediate, { atMost: 2 });
-    rec.ratio(SUBMIT, 'asynccmd / graphile-worker add_job', sub.asynccmd, sub.graphile, { atLeast: 5 });
-    rec.ratio(SUBMIT, 'asynccmd / raw INSERT', sub.asynccmd, sub.raw, { atLeast: 0.8 });
-  } finally {
-    for (const schema of Object.values(PG_SCHEMAS)) await dropSchema(pool, schema).catch(() => undefined);
-    await pool.end();
-  }
+        });
+        rec.ratio(
+          DRAIN,
+          `asynccmd with history / empty table, ${procs}`,
+          of('asynccmd', true).row,
+          of('asynccmd').row,
+          {
+            atLeast: 0.8,
+          },
+        );
+      }
+      rec.ratio(LATENCY, 'asynccmd p99 / graphile-worker p99 (lower is better)', lat.asynccmd, lat.graphile, {
+        atMost: 1,
+      });
+      rec.bound(LATENCY, 'asynccmd IMMEDIATE p99', lat.immediate, { atMost: 2 });
+      rec.ratio(SUBMIT, 'asynccmd / graphile-worker add_job', sub.asynccmd, sub.graphile, { atLeast: 5 });
+      rec.ratio(SUBMIT, 'asynccmd / raw INSERT', sub.asynccmd, sub.raw, { atLeast: 0.8 });
+      for (const schema of Object.values(PG_SCHEMAS)) await dropSchema(pool, schema).catch(() => undefined);
+      await pool.end();
+    },
+  };
 }
 
 interface DrainRow {

@@ -2,6 +2,13 @@ import { bound, compare, measurement, type Comparison, type Measurement } from '
 import type { Target } from '../stats.js';
 import { percentile, summariseLatency } from '../stats.js';
 
+/** One database's scenarios: run once per repeat, then `finish` adds the ratios and cleans up. */
+export interface Suite {
+  readonly name: string;
+  repeat(): Promise<void>;
+  finish(): Promise<void>;
+}
+
 /**
  * Collects the measurements and comparisons of a bench run. A failed run is recorded as NaN with
  * its error, so the repeats of all systems stay aligned for the paired ratios and the rest of the
@@ -21,13 +28,18 @@ export class Recorder {
   }
 
   /** Runs one repeat of a throughput figure. */
-  async throughput(m: Measurement, run: () => Promise<{ rate: number; check: string }>): Promise<void> {
+  async throughput(
+    m: Measurement,
+    run: () => Promise<{ rate: number; check: string; diagnostics?: string[] }>,
+  ): Promise<void> {
     const label = `${m.section} / ${m.scenario} / ${m.system}`;
     try {
       const r = await run();
       m.runs.push(r.rate);
       if (!m.checks.includes(r.check)) m.checks.push(r.check);
-      this.log(`  ${label}: ${Math.round(r.rate)} ${m.unit} (${r.check})`);
+      if (r.diagnostics && r.diagnostics.length > 0) m.diagnostics.push(r.diagnostics.join(' | '));
+      const notes = r.diagnostics && r.diagnostics.length > 0 ? `; ${r.diagnostics.join(' | ')}` : '';
+      this.log(`  ${label}: ${Math.round(r.rate)} ${m.unit} (${r.check}${notes})`);
     } catch (err) {
       m.runs.push(Number.NaN);
       m.errors.push(message(err));

@@ -1,13 +1,17 @@
 import { rawLoop } from '../baselines/raw-sql-pg.js';
 import { runGraphile } from '../baselines/graphile.js';
+import { rawMysqlLoop } from '../baselines/raw-sql-mysql.js';
+import { mysqlPool } from '../mysql.js';
 import { pgPool } from '../pg.js';
 import type { BenchPayload, ConsumerSpec } from '../protocol.js';
-import { benchRuntime, openStore } from './asynccmd.js';
+import { BENCH_TYPE, benchRuntime, openStore } from './asynccmd.js';
 
 /** A queue consumer inside a child: connected by `prepare`, consuming after `go`, drained by `stop`. */
 export interface Consumer {
   go(): Promise<void>;
   stop(): Promise<void>;
+  /** What the system did, for reading the figures (e.g. rows claimed per poll round). */
+  diagnostics?(): string;
 }
 
 export type OnExecute = (payload: BenchPayload) => void;
@@ -31,6 +35,22 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
         },
       };
     }
+    case 'raw-mysql': {
+      const pool = mysqlPool(2, system.database);
+      await pool.query('SELECT 1');
+      let stopped = false;
+      let loop: Promise<void> = Promise.resolve();
+      return {
+        go: async () => {
+          loop = rawMysqlLoop(pool, BENCH_TYPE, system.batch, onExecute, () => stopped);
+        },
+        stop: async () => {
+          stopped = true;
+          await loop;
+          await pool.end();
+        },
+      };
+    }
     case 'graphile': {
       let runner: Awaited<ReturnType<typeof runGraphile>> | undefined;
       return {
@@ -46,12 +66,23 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
     case 'asynccmd-mysql': {
       const store = await openStore(system, 4);
       const runtime = benchRuntime(store, spec.concurrency, { mode: 'ASYNC_POOL', onExecute });
+      let rounds = 0;
+      let claimingRounds = 0;
+      let claimed = 0;
+      runtime.on((event) => {
+        if (event.kind !== 'round') return;
+        rounds++;
+        if (event.claimed > 0) claimingRounds++;
+        claimed += event.claimed;
+      });
       return {
         go: async () => runtime.start(),
         stop: () => runtime.stop(),
+        diagnostics: () =>
+          `${rounds} poll rounds, ${(claimed / Math.max(1, claimingRounds)).toFixed(1)} rows per claiming round`,
       };
     }
     default:
-      throw new Error(`no consumer for ${system.kind} yet`);
+      throw new Error(`no consumer for ${JSON.stringify(system satisfies never)}`);
   }
 }

@@ -32,5 +32,5 @@ runChild(async () => {
   await stop;
   clearInterval(progress);
   await consumer.stop();
-  await send({ type: 'executions', seqs, starts });
+  await send({ type: 'executions', seqs, starts, diagnostics: consumer.diagnostics?.() });
 });

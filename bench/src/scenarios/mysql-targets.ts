@@ -1,0 +1,95 @@
+import {
+  createMysqlTable,
+  MYSQL_TABLE,
+  seedFinishedMysql,
+  seedPendingMysql,
+} from '../baselines/raw-sql-mysql.js';
+import { exactlyOnceVerdict } from '../checks.js';
+import type { RowDataPacket } from 'mysql2/promise';
+import type { DrainTarget } from '../drain.js';
+import { mysqlPool, recreateDatabase } from '../mysql.js';
+import type { SystemSpec } from '../protocol.js';
+import { BENCH_TYPE } from '../systems/asynccmd.js';
+import { countMysqlExecutions } from './mysql-verify.js';
+
+/** Databases the MySQL scenarios own; each is dropped and recreated per run. */
+export const MYSQL_DATABASES = {
+  skipLocked: 'bench_asynccmd_skiplocked',
+  legacy: 'bench_asynccmd_legacy',
+  raw: 'bench_asynccmd_raw',
+} as const;
+
+type Pool = ReturnType<typeof mysqlPool>;
+
+/**
+ * A drain on asynccmd's table (its own migration) in `database`, consumed by asynccmd with a claim
+ * strategy or by the raw-SQL loop, with `finishedRows` SUCCESS rows of history beside the work.
+ */
+function mysqlTarget(
+  admin: Pool,
+  database: string,
+  system: string,
+  consumer: SystemSpec,
+  finishedRows: number,
+): DrainTarget {
+  const inDb = (): Pool => mysqlPool(2, database);
+  const withDb = async <T>(fn: (pool: Pool) => Promise<T>): Promise<T> => {
+    const pool = inDb();
+    try {
+      return await fn(pool);
+    } finally {
+      await pool.end();
+    }
+  };
+  let pool: Pool | null = null;
+  return {
+    system,
+    prepare: async (total) => {
+      await recreateDatabase(admin, database);
+      await createMysqlTable(database);
+      await withDb(async (p) => {
+        await seedFinishedMysql(p, finishedRows);
+        await seedPendingMysql(p, BENCH_TYPE, total);
+        await p.query(`ANALYZE TABLE ${MYSQL_TABLE}`);
+      });
+      pool = inDb();
+    },
+    consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
+    drained: async () => {
+      const [rows] = await (pool as Pool).query<RowDataPacket[]>(
+        `SELECT 1 FROM ${MYSQL_TABLE} WHERE status IN ('PENDING', 'RUNNING') AND type = ? LIMIT 1`,
+        [BENCH_TYPE],
+      );
+      return rows.length === 0;
+    },
+    verify: async (total, seqs) => {
+      const p = pool as Pool;
+      pool = null;
+      try {
+        return exactlyOnceVerdict(total, await countMysqlExecutions(p, BENCH_TYPE, seqs));
+      } finally {
+        await p.end();
+      }
+    },
+  };
+}
+
+export function asynccmdMysqlTarget(
+  admin: Pool,
+  strategy: 'skip-locked' | 'legacy',
+  finishedRows: number,
+): DrainTarget {
+  const database = strategy === 'legacy' ? MYSQL_DATABASES.legacy : MYSQL_DATABASES.skipLocked;
+  return mysqlTarget(
+    admin,
+    database,
+    `asynccmd (${strategy})`,
+    { kind: 'asynccmd-mysql', database, claimStrategy: strategy },
+    finishedRows,
+  );
+}
+
+export function rawMysqlTarget(admin: Pool, finishedRows: number, batch: number): DrainTarget {
+  const database = MYSQL_DATABASES.raw;
+  return mysqlTarget(admin, database, 'raw SQL loop', { kind: 'raw-mysql', database, batch }, finishedRows);
+}

@@ -1,0 +1,45 @@
+import type mysql from 'mysql2/promise';
+import type { ExactlyOnceCounts } from '../checks.js';
+import { MYSQL_TABLE } from '../baselines/raw-sql-mysql.js';
+
+/**
+ * Exactly-once checks on MySQL/MariaDB, as on PostgreSQL: the recorded executions go into an
+ * executions table (seq → runs) after the timed window and are joined to the commands in SQL.
+ */
+export async function countMysqlExecutions(
+  pool: mysql.Pool,
+  type: string,
+  seqs: readonly number[],
+): Promise<ExactlyOnceCounts> {
+  await pool.query('DROP TABLE IF EXISTS bench_exec');
+  await pool.query('CREATE TABLE bench_exec (seq INT PRIMARY KEY, runs INT NOT NULL)');
+  const runs = new Map<number, number>();
+  for (const seq of seqs) runs.set(seq, (runs.get(seq) ?? 0) + 1);
+  const rows = [...runs.entries()];
+  for (let i = 0; i < rows.length; i += 5_000) {
+    await pool.query('INSERT INTO bench_exec (seq, runs) VALUES ?', [rows.slice(i, i + 5_000)]);
+  }
+  await pool.query('DROP TABLE IF EXISTS bench_cmd');
+  await pool.query(
+    `CREATE TABLE bench_cmd (seq INT NOT NULL, status VARCHAR(16) NOT NULL, KEY (seq))
+     SELECT CAST(JSON_VALUE(payload, '$.seq') AS SIGNED) AS seq, status FROM ${MYSQL_TABLE} WHERE type = ?`,
+    [type],
+  );
+  const [result] = await pool.query<mysql.RowDataPacket[]>(
+    `SELECT
+       (SELECT count(*) FROM bench_cmd WHERE status = 'SUCCESS') AS finished,
+       (SELECT count(*) FROM bench_cmd c JOIN bench_exec e ON e.seq = c.seq WHERE e.runs = 1) AS once,
+       (SELECT count(*) FROM bench_cmd c JOIN bench_exec e ON e.seq = c.seq WHERE e.runs > 1) AS twice,
+       (SELECT count(*) FROM bench_cmd c WHERE NOT EXISTS (SELECT 1 FROM bench_exec e WHERE e.seq = c.seq)) AS never,
+       (SELECT count(*) FROM bench_exec e WHERE NOT EXISTS (SELECT 1 FROM bench_cmd c WHERE c.seq = e.seq)) AS strays`,
+  );
+  const row = result[0];
+  if (!row) throw new Error('exactly-once query returned no row');
+  return {
+    finished: Number(row['finished']),
+    once: Number(row['once']),
+    twiceOrMore: Number(row['twice']),
+    never: Number(row['never']),
+    strays: Number(row['strays']),
+  };
+}
