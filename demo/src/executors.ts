@@ -1,7 +1,7 @@
 import { exponentialBackoff, type BackoffPolicy, type ExecutionMode } from '@asynccmd/core';
 import type { Downstreams } from './downstream.js';
 import { COMMAND_TYPES } from './domain/facts.js';
-import type { OrderPayloads } from './domain/payloads.js';
+import { effectKey, type OrderPayloads } from './domain/payloads.js';
 import { OrderRepository } from './domain/order-repository.js';
 import type { OrderService } from './domain/order-service.js';
 
@@ -55,7 +55,7 @@ export function orderExecutors(
     // The client is polling its 202: start at once, not on the next poll.
     mode: 'IMMEDIATE',
     async execute(p, { signal }) {
-      await downstreams.inventory.call(`confirm:${p.orderId}:v${p.version}`, signal);
+      await downstreams.inventory.call(effectKey('confirm', p), signal);
       const tooMany = p.lines.find((l) => l.quantity > SUPPLIER_CAPACITY);
       // Record the supplier's answer and owe the follow-ups of the confirmed version, atomically.
       await service.transaction(async (tx) => {
@@ -77,7 +77,7 @@ export function orderExecutors(
     // Time-sensitive and light: claimed by id right after the order commits.
     mode: 'IMMEDIATE',
     async execute(p, { signal }) {
-      await downstreams.notification.call(`notify:${p.orderId}:v${p.version}`, signal);
+      await downstreams.notification.call(effectKey('notify', p), signal);
     },
   };
   const syncExternal: OrderExecutor<'order.sync-external'> = {
@@ -87,7 +87,7 @@ export function orderExecutors(
     mode: 'ASYNC_POOL',
     pool: EXTERNAL_POOL,
     async execute(p, { signal }) {
-      await downstreams.external.call(`sync:${p.orderId}:v${p.version}`, signal);
+      await downstreams.external.call(effectKey('sync', p), signal);
     },
   };
   const updateProjection: OrderExecutor<'order.update-projection'> = {
@@ -96,7 +96,7 @@ export function orderExecutors(
     // Quick local work: inline in the poll loop.
     mode: 'SCHEDULED',
     async execute(p, { signal }) {
-      await downstreams.projection.call(`projection:${p.orderId}:v${p.version}`, signal);
+      await downstreams.projection.call(effectKey('projection', p), signal);
       await service.transaction(async (tx) => {
         new OrderRepository(tx).applyProjection(p);
       });

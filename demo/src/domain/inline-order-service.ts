@@ -7,6 +7,7 @@ import type { Order } from './order.js';
 import { OrderRepository } from './order-repository.js';
 import { inventoryModeOf, type OrderRequest } from './order-request.js';
 import { OutOfStock, type AcceptOutcome } from './order-service.js';
+import { effectKey } from './payloads.js';
 import { priceLines, requestHash } from './pricing.js';
 
 /** The all-synchronous variant adds one outcome: a downstream failed while the client waited. */
@@ -89,13 +90,14 @@ export class InlineOrderService {
       if (e instanceof OutOfStock) return { kind: 'out-of-stock', sku: e.sku, quantity: e.quantity };
       throw e;
     }
+    const snap = { orderId: order.id, version: order.version };
     const steps: [FactName, () => Promise<unknown>][] = [
-      ['user.notified', () => this.downstreams.notification.call(`notify:${order.id}:v${order.version}`)],
-      ['external.synced', () => this.downstreams.external.call(`sync:${order.id}:v${order.version}`)],
+      ['user.notified', () => this.downstreams.notification.call(effectKey('notify', snap))],
+      ['external.synced', () => this.downstreams.external.call(effectKey('sync', snap))],
       [
         'projection.updated',
         async () => {
-          await this.downstreams.projection.call(`projection:${order.id}:v${order.version}`);
+          await this.downstreams.projection.call(effectKey('projection', snap));
           this.db.transaction(() => this.orders.applyProjection({ ...order, orderId: order.id }))();
         },
       ],

@@ -43,19 +43,8 @@ function toOrder(r: OrderRow): Order {
   };
 }
 
-export interface NewOrder {
-  readonly requestId: string | null;
-  readonly requestHash: string;
-  readonly operationId: string;
-  readonly customerId: string;
-  readonly email: string;
-  readonly lines: readonly OrderLine[];
-  readonly totalCents: number;
-  readonly inventoryMode: InventoryMode;
-  readonly boundary: 'commands' | 'inline';
-  readonly status: OrderStatus;
-  readonly createdAt: number;
-}
+/** What an insert needs: the order without what the database and later decisions fill in. */
+export type NewOrder = Omit<Order, 'id' | 'version' | 'decidedAt' | 'rejectReason' | 'inlineFailure'>;
 
 const STATEMENTS = new WeakMap<Database.Database, Map<string, Database.Statement>>();
 

@@ -41,3 +41,14 @@ export interface OrderPayloads {
   readonly 'order.sync-external': SyncExternalPayload;
   readonly 'order.update-projection': UpdateProjectionPayload;
 }
+
+/**
+ * The idempotency key of one side effect towards a downstream: the same action for the same order
+ * version is the same effect, however often the command is delivered.
+ */
+export function effectKey(
+  action: string,
+  snapshot: { readonly orderId: number; readonly version: number },
+): string {
+  return `${action}:${snapshot.orderId}:v${snapshot.version}`;
+}
