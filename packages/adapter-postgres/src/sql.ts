@@ -6,7 +6,8 @@ import type { TableNames } from './names.js';
  * the only spliced text is the validated, quoted table name.
  *
  * Times: rows keep milliseconds (TIMESTAMPTZ(3)); the database clock is truncated to the
- * millisecond so a lease written as "now + 0" is already expired by the next statement's now.
+ * millisecond, so what the store writes and what its now() reports agree exactly: a lease is hung
+ * once that clock has passed it (`lease_until < now`), never a rounding step early.
  * Due times (`$now`, runAt, retry times) come from the application's clock; leases, startedAt,
  * updatedAt and finishedAt from the database's.
  */

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresStore } from '../src/index.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import { dropSchema, openStore, uniqueSchema } from './helpers.js';
 
@@ -92,5 +93,19 @@ describe('PostgreSQL wake-ups', () => {
     expect(receiver.wakeups.listening).toBe(true);
     await stopGood();
     expect(receiver.wakeups.listening).toBe(false);
+  });
+
+  it('subscribes without a reachable server (polling covers the gap) and closes promptly', async () => {
+    const nowhere = createPostgresStore({
+      connectionString: 'postgres://postgres@127.0.0.1:1/test',
+      listenReconnectMinMs: 10,
+      listenReconnectMaxMs: 50,
+    });
+    const stop = await nowhere.wakeups.subscribe(() => undefined);
+    expect(nowhere.wakeups.listening).toBe(false);
+    nowhere.wakeups.notify(); // fails quietly
+    await sleep(100); // a few reconnect attempts
+    await stop();
+    await nowhere.close();
   });
 });
