@@ -11,6 +11,13 @@ function submitIdempotent<Tx>(
   return store.transaction((tx) => store.insertIdempotent(tx, command));
 }
 
+function failAsDead<Tx>(store: CommandStore<Tx>, id: string, token: string): Promise<boolean> {
+  return store.fail(
+    { id, token },
+    { status: 'DEAD', retryCount: 1, nextRunAt: new Date(), lastError: 'boom' },
+  );
+}
+
 export function idempotencyArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string): void {
   describe('idempotent submit', () => {
     const ctx = useArea(factory, adapter, 'idm');
@@ -62,15 +69,7 @@ export function idempotencyArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: s
         const c = await claimOne(store, type);
         if (end === 'SUCCESS') await store.complete([{ id: first.id, token: c.claimToken }]);
         if (end === 'DEAD') {
-          await store.fail(
-            { id: first.id, token: c.claimToken },
-            {
-              status: 'DEAD',
-              retryCount: 1,
-              nextRunAt: new Date(),
-              lastError: 'boom',
-            },
-          );
+          expect(await failAsDead(store, first.id, c.claimToken)).toBe(true);
         }
         if (end === 'CANCELLED') expect(E.isRight(await store.kill(first.id))).toBe(true);
         expect((await store.get(first.id))?.status).toBe(end);
@@ -115,15 +114,7 @@ export function idempotencyArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: s
       const type = uniqueType();
       const dead = await submitIdempotent(store, { ...newCommand(type, { maxRetry: 0 }), bizKey: 'held' });
       const c = await claimOne(store, type);
-      await store.fail(
-        { id: dead.id, token: c.claimToken },
-        {
-          status: 'DEAD',
-          retryCount: 1,
-          nextRunAt: new Date(),
-          lastError: 'boom',
-        },
-      );
+      expect(await failAsDead(store, dead.id, c.claimToken)).toBe(true);
       const holder = await submitIdempotent(store, { ...newCommand(type), bizKey: 'held' });
       expect(holder.duplicate).toBe(false);
       const refused = await store.retry(dead.id, new Date());
