@@ -1,4 +1,4 @@
-import { silentLogger } from '@asynccmd/core';
+import { InvalidArgumentError, requireInt, silentLogger } from '@asynccmd/core';
 import type { Logger } from '@asynccmd/core';
 import pg from 'pg';
 import type { ClientConfig, Pool, PoolConfig } from 'pg';
@@ -47,6 +47,18 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     options.schema === undefined ? 'public' : options.schema,
     options.table === undefined ? 'async_command' : options.table,
   );
+  if (options.pool && (options.connectionString !== undefined || options.poolConfig !== undefined)) {
+    throw new InvalidArgumentError(
+      'give the PostgreSQL store either `pool` or connection settings, not both',
+    );
+  }
+  const windowMs = requireInt('wakeupWindowMs', options.wakeupWindowMs ?? 5, 0);
+  const reconnectMinMs = requireInt('listenReconnectMinMs', options.listenReconnectMinMs ?? 100, 1);
+  const reconnectMaxMs = requireInt(
+    'listenReconnectMaxMs',
+    options.listenReconnectMaxMs ?? 5000,
+    reconnectMinMs,
+  );
   const logger = options.logger ?? silentLogger;
   const ownsPool = options.pool === undefined;
   const pool =
@@ -62,9 +74,9 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     pool,
     clientConfig: listenConfig(pool),
     channel: names.channel,
-    windowMs: options.wakeupWindowMs ?? 5,
-    reconnectMinMs: options.listenReconnectMinMs ?? 100,
-    reconnectMaxMs: options.listenReconnectMaxMs ?? 5000,
+    windowMs,
+    reconnectMinMs,
+    reconnectMaxMs,
     logger,
   });
   return new PostgresCommandStore({

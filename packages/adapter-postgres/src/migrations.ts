@@ -49,6 +49,7 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS ${n.index('due_idx')} ON ${n.table} (next_run_at, id) WHERE status = 'PENDING'`,
       // Hung reclaim reads only RUNNING rows by lease.
       `CREATE INDEX IF NOT EXISTS ${n.index('lease_idx')} ON ${n.table} (lease_until) WHERE status = 'RUNNING'`,
+      // No index on claim_token: claims hand rows back with RETURNING, fenced writes go by id.
       `CREATE INDEX IF NOT EXISTS ${n.index('type_biz_idx')} ON ${n.table} (type, biz_key)`,
       // At most one unfinished idempotent command per (type, bizKey): the atomic idempotent submit.
       `CREATE UNIQUE INDEX IF NOT EXISTS ${n.index('active_key')} ON ${n.table} (type, biz_key)
