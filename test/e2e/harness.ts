@@ -16,6 +16,16 @@ export interface RuntimeHarness<Tx = unknown> {
   openStore(): Promise<CommandStore<Tx>>;
   /** How a worker process opens a store on the same namespace. */
   readonly workerStore: WorkerStoreSpec;
+  /**
+   * Drops every server connection of this namespace, as a database restart or a network cut would
+   * (present only where there are connections to lose: not on embedded SQLite).
+   */
+  interruptConnections?(): Promise<void>;
+  /**
+   * Makes the namespace unreachable (every store call fails) until the returned function is called:
+   * an outage longer than a blip, without stopping a server other tests share.
+   */
+  blackout?(): Promise<() => Promise<void>>;
   /** Closes what the harness opened and drops the namespace. */
   dispose(): Promise<void>;
 }

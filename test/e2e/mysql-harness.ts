@@ -5,10 +5,11 @@ import type { RuntimeHarnessFactory } from './harness.js';
 
 const SERVER = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 
-async function admin(sql: string): Promise<void> {
+async function admin<T = unknown>(sql: string, values: unknown[] = []): Promise<T> {
   const conn = await createConnection(SERVER);
   try {
-    await conn.query(sql);
+    const [rows] = await conn.query(sql, values);
+    return rows as T;
   } finally {
     await conn.end();
   }
@@ -28,6 +29,18 @@ export const mysqlRuntimeHarness: RuntimeHarnessFactory<Connection> = async (nam
       return store;
     },
     workerStore: { module: '@asynccmd/adapter-mysql', factory: 'createMysqlStore', options: { ...options } },
+    async interruptConnections() {
+      const sessions = await admin<{ id: number }[]>(
+        'SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()',
+        [namespace],
+      );
+      for (const { id } of sessions) await admin(`KILL ${Number(id)}`).catch(() => undefined);
+    },
+    async blackout() {
+      await admin(`RENAME TABLE \`${namespace}\`.async_command TO \`${namespace}\`.async_command_away`);
+      return () =>
+        admin(`RENAME TABLE \`${namespace}\`.async_command_away TO \`${namespace}\`.async_command`);
+    },
     async dispose() {
       await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
       await admin(`DROP DATABASE IF EXISTS \`${namespace}\``);

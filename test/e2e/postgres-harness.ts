@@ -5,12 +5,12 @@ import type { RuntimeHarnessFactory } from './harness.js';
 
 const DATABASE_URL = process.env.ASYNCCMD_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-async function admin(sql: string): Promise<void> {
+async function admin(sql: string, values: unknown[] = []): Promise<void> {
   const client = new pg.Client({ connectionString: DATABASE_URL });
   client.on('error', () => undefined);
   await client.connect();
   try {
-    await client.query(sql);
+    await client.query(sql, values);
   } finally {
     await client.end();
   }
@@ -21,7 +21,8 @@ export const postgresRuntimeHarness: RuntimeHarnessFactory<pg.PoolClient> = asyn
   const options: PostgresStoreOptions = {
     connectionString: DATABASE_URL,
     schema: namespace,
-    poolConfig: { max: 4 },
+    // Tags this test's sessions so interruptConnections() kills only them.
+    poolConfig: { max: 4, application_name: namespace },
   };
   const opened: CommandStore<pg.PoolClient>[] = [];
   return {
@@ -36,9 +37,19 @@ export const postgresRuntimeHarness: RuntimeHarnessFactory<pg.PoolClient> = asyn
       factory: 'createPostgresStore',
       options: { ...options },
     },
+    async interruptConnections() {
+      await admin('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+        namespace,
+      ]);
+    },
+    async blackout() {
+      await admin(`ALTER SCHEMA "${namespace}" RENAME TO "${namespace}_away"`);
+      return () => admin(`ALTER SCHEMA "${namespace}_away" RENAME TO "${namespace}"`);
+    },
     async dispose() {
       await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
       await admin(`DROP SCHEMA IF EXISTS "${namespace}" CASCADE`);
+      await admin(`DROP SCHEMA IF EXISTS "${namespace}_away" CASCADE`);
     },
   };
 };

@@ -40,11 +40,21 @@ function gate(): { promise: Promise<void>; open: () => void } {
 
 const kinds = (events: CommandEvent[], kind: CommandEvent['kind']) => events.filter((e) => e.kind === kind);
 
+/** What an adapter declares, so a gap is explicit in its test file rather than a silent skip. */
+export interface RuntimeE2EFeatures {
+  /** Server connections that can be lost (harness.interruptConnections); false for embedded SQLite. */
+  readonly connections: boolean;
+}
+
 /**
  * The end-to-end suite: real store, real runtime, real processes. Every adapter runs it unchanged
  * with its own harness factory (see harness.ts).
  */
-export function describeRuntimeE2E<Tx>(name: string, harnessFactory: RuntimeHarnessFactory<Tx>): void {
+export function describeRuntimeE2E<Tx>(
+  name: string,
+  harnessFactory: RuntimeHarnessFactory<Tx>,
+  features: RuntimeE2EFeatures,
+): void {
   describe(`runtime end to end on ${name}`, () => {
     let harness: RuntimeHarness<Tx> | null = null;
     const cleanups: (() => Promise<void>)[] = [];
@@ -476,6 +486,54 @@ export function describeRuntimeE2E<Tx>(name: string, harnessFactory: RuntimeHarn
       await done.promise;
       expect(greetings).toEqual(['hello Ada']);
     });
+
+    // Registered only where the adapter declares server connections (see RuntimeE2EFeatures).
+    if (features.connections) {
+      it('survives lost connections and an outage: outcomes land, the loop resumes, nothing runs twice', async () => {
+        const store = await openStore();
+        const interrupt = harness?.interruptConnections?.bind(harness);
+        const blackout = harness?.blackout?.bind(harness);
+        if (!interrupt || !blackout)
+          throw new Error(`the ${name} harness declares connections but cannot cut them`);
+        const hold = gate();
+        const runs = new Map<number, number>();
+        const steady = defineExecutor<'e2e.steady', { n: number }>({
+          type: 'e2e.steady',
+          mode: 'ASYNC_POOL',
+          async execute({ n }) {
+            runs.set(n, (runs.get(n) ?? 0) + 1);
+            if (n < 3) await hold.promise;
+          },
+        });
+        const { client, events } = await instance([steady], { store, sharedPool: { concurrency: 4 } });
+        const before = await client.transaction(async (_tx, submit) => {
+          const ids: string[] = [];
+          for (const n of [0, 1, 2]) ids.push(await submit('e2e.steady', { n }));
+          return ids;
+        });
+        await waitFor('three running', () => kinds(events, 'started').length === 3);
+        await interrupt(); // mid-execution: the next statements meet dead connections
+        const restore = await blackout(); // then a database that answers nothing but errors
+        hold.open();
+        const failing = (op: string) => events.some((e) => e.kind === 'store-error' && e.operation === op);
+        await waitFor('outcome writes and polls to fail', () => failing('complete') && failing('poll'));
+        expect(kinds(events, 'succeeded')).toEqual([]);
+        await restore();
+        await waitFor(
+          'the interrupted three to succeed',
+          () => kinds(events, 'succeeded').length === 3,
+          20_000,
+        );
+        const after = await client.transaction(async (_tx, submit) => [
+          await submit('e2e.steady', { n: 3 }),
+          await submit('e2e.steady', { n: 4 }),
+        ]);
+        await waitFor('two more after the outage', () => kinds(events, 'succeeded').length === 5, 20_000);
+        expect([...runs.values()]).toEqual([1, 1, 1, 1, 1]);
+        const rows = await store.getMany([...before, ...after]);
+        expect(rows.map((r) => r.status)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS', 'SUCCESS', 'SUCCESS']);
+      });
+    }
 
     it('idempotent submit: a duplicate (type, bizKey) returns the unfinished command, flagged', async () => {
       let runs = 0;
