@@ -36,6 +36,8 @@ async function main(): Promise<number> {
     await service.close();
     if (freshDb) rmSync(dirname(dbFile), { recursive: true, force: true });
   };
+  // From here on, Ctrl-C stops gracefully, also in the middle of the load.
+  const stopped = stopOnSignals(cleanup);
   const out = process.stdout;
   out.write(`asynccmd order demo — orders and commands in one SQLite file: ${config.dbFile}\n`);
   if (service.portFallback) out.write(`port ${config.port} was taken; using ${service.port} instead\n`);
@@ -67,7 +69,7 @@ async function main(): Promise<number> {
   } else {
     printUrls(service, null);
   }
-  await waitForSignal(cleanup);
+  await stopped;
   return 0;
 }
 
@@ -89,8 +91,11 @@ function printUrls(service: DemoService, operationId: string | null): void {
   );
 }
 
-/** First Ctrl-C: stop taking requests, let running commands finish, close SQLite. Second: exit now. */
-function waitForSignal(cleanup: () => Promise<void>): Promise<void> {
+/**
+ * First SIGINT/SIGTERM: stop taking requests, let running commands finish (the runtime's graceful
+ * stop), close SQLite, exit 0. A second signal exits at once. Resolves after the graceful stop.
+ */
+function stopOnSignals(cleanup: () => Promise<void>): Promise<void> {
   return new Promise((resolve) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {
@@ -106,6 +111,7 @@ function waitForSignal(cleanup: () => Promise<void>): Promise<void> {
         () => {
           process.stderr.write('stopped.\n');
           resolve();
+          process.exit(0);
         },
         (e: unknown) => {
           process.stderr.write(`shutdown failed: ${String(e)}\n`);

@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
-import { DEMO_MAIN } from '../src/experiment/child-demo.js';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { DEMO_MAIN, startChildDemo } from '../src/experiment/child-demo.js';
+import { httpJson } from '../src/load/http-client.js';
+import { startDemoService } from '../src/service.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'demo-start-'));
 
@@ -59,6 +63,47 @@ describe('npm start', () => {
     const { code, stderr } = await runMain(['--bogus']);
     expect(code).toBe(2);
     expect(stderr).toMatch(/unknown option --bogus/);
+  });
+});
+
+describe('serving', () => {
+  it('stops gracefully on SIGINT: exit code 0 after the runtime stopped', async () => {
+    const demo = await startChildDemo(join(dir, 'sigint.db'));
+    try {
+      const answer = await httpJson(`${demo.url}/orders`, 'POST', {
+        customerId: 'c',
+        email: 'c@example.test',
+        items: [{ sku: 'mug', quantity: 1 }],
+      });
+      expect(answer.status).toBe(201);
+      const exited = new Promise<number | null>((resolve) =>
+        demo.child.once('exit', (code) => resolve(code)),
+      );
+      demo.child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      expect(demo.output()).toMatch(/SIGINT: shutting down gracefully[\s\S]*stopped\./);
+    } finally {
+      await demo.kill();
+    }
+  });
+
+  it('falls back to a free port when the one asked for is taken', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const taken = (blocker.address() as AddressInfo).port;
+    const service = await startDemoService({
+      filename: join(dir, 'port.db'),
+      port: taken,
+      boundary: 'synchronous',
+    });
+    try {
+      expect(service.portFallback).toBe(true);
+      expect(service.port).not.toBe(taken);
+      expect((await httpJson(`${service.url}/health`, 'GET')).status).toBe(200);
+    } finally {
+      await service.close();
+      await new Promise((resolve) => blocker.close(resolve));
+    }
   });
 });
 

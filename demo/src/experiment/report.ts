@@ -16,6 +16,7 @@ export interface ExperimentReport {
     readonly downstreamBehavior: DownstreamProfiles;
     readonly retries: string;
     readonly database: string;
+    readonly pools: string;
     readonly node: string;
   };
   readonly variants: readonly VariantResult[];

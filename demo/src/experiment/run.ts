@@ -73,6 +73,9 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
         downstreamBehavior: profiles,
         retries: `maxRetry ${DEMO_RETRY.maxRetry}, backoff ${DEMO_RETRY.backoffBaseMs} ms doubling to ${DEMO_RETRY.backoffCapMs} ms`,
         database: 'SQLite (better-sqlite3, WAL), one file per variant',
+        pools:
+          'split: IMMEDIATE notification and supplier confirmation in a shared pool of 32, ERP sync in an isolated pool of 16 ' +
+          '(the synchronous variant has as many downstream calls in flight as clients: 16)',
         node: process.version,
       },
       variants,
