@@ -112,6 +112,8 @@ export function mysqlSql(t: string) {
     release: `UPDATE ${table} SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'RUNNING'`,
 
+    /** A plain read first: most rounds find nothing hung and need no transaction or lock. */
+    anyHung: `SELECT 1 AS hung FROM ${table} WHERE status = 'RUNNING' AND lease_until < ${DB_NOW} LIMIT 1`,
     /** Leases that expired on the database clock, oldest first, in a bounded batch (strategy adds the lock clause). */
     hungCandidates: `SELECT id, type, rescue_count FROM ${table}
        WHERE status = 'RUNNING' AND lease_until < ${DB_NOW}

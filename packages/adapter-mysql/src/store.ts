@@ -315,6 +315,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     if (limit === 0) return [];
     const dead = rescueLimitMessage(maxRescues);
     const strategy = await this.claimStrategy();
+    if ((await retryConnectionLoss(() => select(this.pool, this.sql.anyHung))).length === 0) return [];
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const hung = await select<{ id: string; type: string; rescue_count: number }>(
