@@ -12,7 +12,8 @@ export { MIGRATIONS } from './migrations.js';
 export { tableNames } from './names.js';
 export type { TableNames } from './names.js';
 
-const READ_COMMITTED = '-c default_transaction_isolation=read\\ committed';
+/** Session settings of the store's own pool: the claim's isolation, and the time format rows.ts reads. */
+const SESSION_OPTIONS = '-c default_transaction_isolation=read\\ committed -c DateStyle=ISO';
 
 export interface PostgresStoreOptions {
   /**
@@ -66,9 +67,9 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     new pg.Pool({
       ...options.poolConfig,
       ...(options.connectionString === undefined ? {} : { connectionString: options.connectionString }),
-      // Sessions of the store's own pool use READ COMMITTED whatever the server's default, as the
-      // claim statements need; set at connection start-up, so it costs no round trip.
-      options: [options.poolConfig?.options, READ_COMMITTED].filter(Boolean).join(' '),
+      // Whatever the server's defaults: READ COMMITTED, as the claim statements need, and ISO dates.
+      // Set at connection start-up, so it costs no round trip.
+      options: [options.poolConfig?.options, SESSION_OPTIONS].filter(Boolean).join(' '),
     });
   const wakeups = new PostgresWakeups({
     pool,

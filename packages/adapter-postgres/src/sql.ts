@@ -192,7 +192,7 @@ export function buildSql(n: TableNames) {
         AND ($4::bigint IS NULL OR id < $4::bigint)
       ORDER BY id DESC
       LIMIT $5`,
-    counts: `SELECT status, type, count(*)::int AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
+    counts: `SELECT status, type, count(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT min(next_run_at) AS oldest FROM ${t} WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz`,
     /** $1 statuses, $2 cutoff, $3 limit. */
     purge: `

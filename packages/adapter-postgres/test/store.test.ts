@@ -392,19 +392,43 @@ describe('PostgresCommandStore on a pool the application owns', () => {
     await pool.end();
   });
 
-  it('runs its own sessions in READ COMMITTED whatever the connection options say', async () => {
+  it('runs its own sessions in READ COMMITTED with ISO dates whatever the connection options say', async () => {
     const own = createPostgresStore({
       connectionString: DATABASE_URL,
-      poolConfig: { max: 1, options: '-c default_transaction_isolation=serializable' },
+      poolConfig: { max: 1, options: '-c default_transaction_isolation=serializable -c DateStyle=SQL,DMY' },
       schema,
     });
     try {
-      const rows = await own.pool.query<{ default_transaction_isolation: string }>(
-        'SHOW default_transaction_isolation',
+      const rows = await own.pool.query<{ i: string; d: string }>(
+        `SELECT current_setting('default_transaction_isolation') AS i, current_setting('DateStyle') AS d`,
       );
-      expect(rows.rows[0]?.default_transaction_isolation).toBe('read committed');
+      expect(rows.rows[0]).toEqual({ i: 'read committed', d: 'ISO, DMY' });
+      const runAt = new Date('2030-07-08T09:10:11.012Z');
+      const [id] = await own.transaction((tx) => own.insert(tx, [command('iso', {}, { runAt })]));
+      expect((await own.get(id!))?.nextRunAt.toISOString()).toBe(runAt.toISOString());
     } finally {
       await own.close();
+    }
+  });
+
+  it('reads times exactly in any session time zone (offsets with minutes included)', async () => {
+    const pool = new pg.Pool({
+      connectionString: DATABASE_URL,
+      max: 1,
+      options: '-c TimeZone=Asia/Kathmandu',
+    });
+    const zoned = createPostgresStore({ pool, schema });
+    try {
+      const runAt = new Date('2029-12-31T23:59:59.999Z');
+      const [id] = await zoned.transaction((tx) => zoned.insert(tx, [command('zone', {}, { runAt })]));
+      const row = await zoned.get(id!);
+      expect(row?.nextRunAt.toISOString()).toBe(runAt.toISOString());
+      expect(Math.abs((await zoned.now()).getTime() - Date.now())).toBeLessThan(5_000);
+      const [raw] = (await pool.query<{ t: string }>('SELECT now()::text AS t')).rows;
+      expect(raw?.t).toMatch(/\+05:45$/);
+    } finally {
+      await zoned.close();
+      await pool.end();
     }
   });
 });
