@@ -3,9 +3,11 @@ import * as E from 'fp-ts/lib/Either.js';
 import {
   ADMIN_TRANSITIONS,
   COMMAND_STATUSES,
+  LAST_ERROR_MAX_CHARS,
   TRANSITION_SOURCES,
   decideFailure,
   immediateBackoff,
+  truncateErrorText,
 } from '@asynccmd/core';
 import type { AdminTransition, CommandId, CommandStatus, CommandStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
@@ -130,6 +132,14 @@ export function adminArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
         ),
       ).toBe(false);
       expect((await store.get(id))!.status).toBe('CANCELLED');
+    });
+
+    it('a long reason is truncated like any error text', async () => {
+      const store = ctx.store();
+      const { id } = await commandIn(store, 'PENDING');
+      const reason = 'z'.repeat(LAST_ERROR_MAX_CHARS - 1) + '🔥 and more';
+      const r = await store.kill(id, reason);
+      expect(E.isRight(r) && r.right.lastError).toBe(truncateErrorText(reason));
     });
 
     it('kill and cancel without a reason keep the last error', async () => {

@@ -91,8 +91,12 @@ export function claimArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       expect(await store.claimById({ ...params, id: notDue!, token: freshToken() })).toBeNull();
       expect(await store.claimById({ ...params, id: '9223372036854775807', token: freshToken() })).toBeNull();
       const token = freshToken();
+      const before = await store.now();
       const c = await store.claimById({ ...params, id: id!, token, types: [type] });
+      const after = await store.now();
       expect(c).toMatchObject({ id, status: 'RUNNING', claimToken: token });
+      expect(c!.leaseUntil!.getTime()).toBeGreaterThanOrEqual(before.getTime() + 60_000);
+      expect(c!.leaseUntil!.getTime()).toBeLessThanOrEqual(after.getTime() + 60_000);
       // Already claimed: a second claimer gets nothing, and the first claim still holds.
       expect(await store.claimById({ ...params, id: id!, token: freshToken() })).toBeNull();
       expect((await store.get(id!))?.claimToken).toBe(token);
@@ -128,6 +132,43 @@ export function claimArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
         expect(all.length).toBe(n);
         expect(new Set(all).size).toBe(n);
         expect(new Set(all)).toEqual(new Set(ids));
+      } finally {
+        await peer.close();
+      }
+    });
+
+    it('claims by id racing due claims on another connection: every command goes to exactly one claimer', async () => {
+      const store = ctx.store();
+      const peer = await ctx.harness().openPeer();
+      try {
+        const type = uniqueType();
+        const ids = await submit(
+          store,
+          Array.from({ length: 120 }, () => newCommand(type)),
+        );
+        const byId = Promise.all(
+          ids.map((id) => store.claimById({ id, now: later(), token: freshToken(), leaseMs: 60_000 })),
+        );
+        const due = (async () => {
+          const got: ClaimedCommand[] = [];
+          for (
+            let batch = await claim(peer, type, { limit: 4 });
+            batch.length > 0;
+            batch = await claim(peer, type, { limit: 4 })
+          ) {
+            got.push(...batch);
+          }
+          return got;
+        })();
+        const [direct, polled] = await Promise.all([byId, due]);
+        const winners = [...direct.filter((c) => c !== null).map((c) => c!.id), ...polled.map((c) => c.id)];
+        expect(winners.length).toBe(ids.length);
+        expect(new Set(winners)).toEqual(new Set(ids));
+        const records = await store.getMany(ids);
+        const tokens = new Map(
+          [...direct.filter((c) => c !== null), ...polled].map((c) => [c!.id, c!.claimToken]),
+        );
+        for (const r of records) expect(r.claimToken).toBe(tokens.get(r.id));
       } finally {
         await peer.close();
       }

@@ -96,14 +96,28 @@ export function idempotencyArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: s
       const peer = await ctx.harness().openPeer();
       try {
         const type = uniqueType();
+        const plain = Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            submit(i % 2 ? peer : store, [newCommand(type, { bizKey: 'race' })]),
+          ),
+        );
         const results = await Promise.all(
           Array.from({ length: 24 }, (_, i) =>
             submitIdempotent(i % 2 ? peer : store, { ...newCommand(type), bizKey: 'race' }),
           ),
         );
+        const plainIds = (await plain).flat();
         expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
         expect(new Set(results.map((r) => r.id)).size).toBe(1);
-        expect((await store.list({ type })).items).toHaveLength(1);
+        const rows = (await store.list({ type, bizKey: 'race' })).items;
+        expect(rows.filter((r) => r.idempotent).map((r) => r.id)).toEqual([results[0]!.id]);
+        expect(
+          rows
+            .filter((r) => !r.idempotent)
+            .map((r) => r.id)
+            .sort(),
+        ).toEqual([...plainIds].sort());
+        expect(plainIds).toHaveLength(8);
       } finally {
         await peer.close();
       }

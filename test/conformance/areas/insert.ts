@@ -78,6 +78,24 @@ export function insertArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string
       expect((await store.list({ type })).items).toEqual([]);
     });
 
+    it('a submit is invisible to other connections until its transaction commits', async () => {
+      const store = ctx.store();
+      const peer = await ctx.harness().openPeer();
+      try {
+        const type = uniqueType();
+        let seenBeforeCommit: unknown = 'not read';
+        const [id] = await store.transaction(async (tx) => {
+          const ids = await store.insert(tx, [newCommand(type)]);
+          seenBeforeCommit = await peer.get(ids[0]!);
+          return ids;
+        });
+        expect(seenBeforeCommit).toBeNull();
+        expect((await peer.get(id!))?.status).toBe('PENDING');
+      } finally {
+        await peer.close();
+      }
+    });
+
     it('a transaction returns what its function returns, and commits everything written in it', async () => {
       const store = ctx.store();
       const type = uniqueType();
