@@ -1,7 +1,14 @@
 import type { CommandStore } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpsDatabase } from '../ops/admin-http.suite.js';
-import { claim, makeDead, submit, succeed, untilDatabaseClockPasses } from '../ops/support.js';
+import {
+  claim,
+  makeDead,
+  submit,
+  submitIdempotent,
+  succeed,
+  untilDatabaseClockPasses,
+} from '../ops/support.js';
 import { cli } from './run.js';
 
 /** The `asynccmd` CLI against one real database, reached by URL exactly as an operator would. */
@@ -139,6 +146,26 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect((await store.get(pending))?.lastError).toBe('customer asked');
       expect((await run('kill', '12x')).code).toBe(2);
       expect((await run('kill', '987654321')).code).toBe(1);
+    });
+
+    it('retry --all-dead reports the dead letters it could not retry and exits 1', async () => {
+      const blocked = await makeDead(store, 'cli.idem', 'no', 'order-5');
+      const holder = await submitIdempotent(store, 'cli.idem', 'order-5');
+      const retryable = await makeDead(store, 'cli.idem');
+      const r = await run('retry', '--all-dead', '--type', 'cli.idem');
+      expect(r.code).toBe(1);
+      expect(r.out).toBe('retried 1 dead command(s)\n');
+      expect(r.err).toContain(`command ${blocked}: command ${blocked} cannot become active again`);
+      expect((await store.get(retryable))?.status).toBe('PENDING');
+      const json = await run('retry', '--all-dead', '--type', 'cli.idem', '--json');
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.out)).toEqual({
+        retried: [],
+        failed: [
+          { id: blocked, error: { code: 'IDEMPOTENCY_CONFLICT', message: expect.stringContaining(holder) } },
+        ],
+      });
+      await run('kill', blocked);
     });
 
     it('purge deletes finished commands in batches and keeps DEAD unless --include-dead', async () => {

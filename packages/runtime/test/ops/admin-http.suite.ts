@@ -10,7 +10,7 @@ import {
   type CommandMetrics,
 } from '../../src/ops/index.js';
 import { client, errorCode } from './http-client.js';
-import { claim, makeDead, submit, succeed } from './support.js';
+import { claim, makeDead, submit, submitIdempotent, succeed } from './support.js';
 
 export interface OpsDatabase {
   readonly store: CommandStore;
@@ -227,6 +227,18 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       expect((await store.get(fresh))?.status).toBe('PENDING');
       const huge = await api.post(`/commands/${fresh}/kill`, { reason: 'x'.repeat(20_000) });
       expect(huge.status).toBe(413);
+    });
+
+    it('answers 409 IDEMPOTENCY_CONFLICT when a retried dead letter would take a key a newer command holds', async () => {
+      const dead = await makeDead(store, 'admin.idem', 'no', 'order-77');
+      const holder = await submitIdempotent(store, 'admin.idem', 'order-77');
+      const a = await api.post(`/commands/${dead}/retry`);
+      expect(a.status).toBe(409);
+      expect(errorCode(a)).toBe('IDEMPOTENCY_CONFLICT');
+      expect((a.body as { error: { message: string } }).error.message).toContain(holder);
+      expect((await store.get(dead))?.status).toBe('DEAD');
+      await api.post(`/commands/${dead}/kill`);
+      await api.post(`/commands/${holder}/cancel`);
     });
 
     it('requires the bearer token for listing, stats, metrics and mutations', async () => {

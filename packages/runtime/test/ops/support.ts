@@ -70,6 +70,19 @@ export async function submit(
   return id;
 }
 
+/** An idempotent submit: holds the (type, bizKey) key while PENDING or RUNNING. */
+export async function submitIdempotent(
+  store: CommandStore,
+  type: string,
+  bizKey: string,
+  maxRetry = 3,
+): Promise<CommandId> {
+  const result = await store.transaction((tx) =>
+    store.insertIdempotent(tx, { type, bizKey, payloadJson: '{}', maxRetry }),
+  );
+  return result.id;
+}
+
 /** Claims one command by id, due in the future so a just-inserted command is always due. */
 export async function claim(store: CommandStore, id: CommandId): Promise<ClaimedCommand> {
   const claimed = await store.claimById({
@@ -93,8 +106,17 @@ export async function makeDead(
   store: CommandStore,
   type: string,
   error = 'downstream said no',
+  bizKey?: string,
 ): Promise<CommandId> {
-  const id = await submit(store, type, { maxRetry: 0 });
+  const id =
+    bizKey === undefined
+      ? await submit(store, type, { maxRetry: 0 })
+      : await submitIdempotent(store, type, bizKey, 0);
+  return failLastAttempt(store, id, error);
+}
+
+/** Claims a command with no retries left and fails it: a dead letter. */
+async function failLastAttempt(store: CommandStore, id: CommandId, error: string): Promise<CommandId> {
   const c = await claim(store, id);
   const written = await store.fail(
     { id: c.id, token: c.claimToken },
