@@ -32,3 +32,22 @@ export interface RuntimeHarness<Tx = unknown> {
 
 /** `namespace` is unique per test and a valid identifier. */
 export type RuntimeHarnessFactory<Tx = unknown> = (namespace: string) => Promise<RuntimeHarness<Tx>>;
+
+/** Opens migrated stores with `open` and closes all of them at dispose: the part every harness shares. */
+export function openedStores<Tx>(open: () => CommandStore<Tx>): {
+  openStore(): Promise<CommandStore<Tx>>;
+  closeAll(): Promise<void>;
+} {
+  const opened: CommandStore<Tx>[] = [];
+  return {
+    async openStore() {
+      const store = open();
+      opened.push(store);
+      await store.migrate();
+      return store;
+    },
+    async closeAll() {
+      await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
+    },
+  };
+}

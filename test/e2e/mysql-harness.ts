@@ -1,7 +1,6 @@
 import { createMysqlStore, type MysqlStoreOptions } from '@asynccmd/adapter-mysql';
-import type { CommandStore } from '@asynccmd/core';
 import { createConnection, type Connection } from 'mysql2/promise';
-import type { RuntimeHarnessFactory } from './harness.js';
+import { openedStores, type RuntimeHarnessFactory } from './harness.js';
 
 const SERVER = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 
@@ -20,14 +19,9 @@ export const mysqlRuntimeHarness: RuntimeHarnessFactory<Connection> = async (nam
   await admin(`DROP DATABASE IF EXISTS \`${namespace}\``);
   await admin(`CREATE DATABASE \`${namespace}\` CHARACTER SET utf8mb4`);
   const options: MysqlStoreOptions = { connection: `${SERVER}/${namespace}`, connectionLimit: 4 };
-  const opened: CommandStore<Connection>[] = [];
+  const stores = openedStores(() => createMysqlStore(options));
   return {
-    async openStore() {
-      const store = createMysqlStore(options);
-      opened.push(store);
-      await store.migrate();
-      return store;
-    },
+    openStore: stores.openStore,
     workerStore: { module: '@asynccmd/adapter-mysql', factory: 'createMysqlStore', options: { ...options } },
     async interruptConnections() {
       const sessions = await admin<{ id: number }[]>(
@@ -42,7 +36,7 @@ export const mysqlRuntimeHarness: RuntimeHarnessFactory<Connection> = async (nam
         admin(`RENAME TABLE \`${namespace}\`.async_command_away TO \`${namespace}\`.async_command`);
     },
     async dispose() {
-      await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
+      await stores.closeAll();
       await admin(`DROP DATABASE IF EXISTS \`${namespace}\``);
     },
   };

@@ -1,7 +1,6 @@
 import { createPostgresStore, type PostgresStoreOptions } from '@asynccmd/adapter-postgres';
-import type { CommandStore } from '@asynccmd/core';
 import pg from 'pg';
-import type { RuntimeHarnessFactory } from './harness.js';
+import { openedStores, type RuntimeHarnessFactory } from './harness.js';
 
 const DATABASE_URL = process.env.ASYNCCMD_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -24,14 +23,9 @@ export const postgresRuntimeHarness: RuntimeHarnessFactory<pg.PoolClient> = asyn
     // Tags this test's sessions so interruptConnections() kills only them.
     poolConfig: { max: 4, application_name: namespace },
   };
-  const opened: CommandStore<pg.PoolClient>[] = [];
+  const stores = openedStores(() => createPostgresStore(options));
   return {
-    async openStore() {
-      const store = createPostgresStore(options);
-      opened.push(store);
-      await store.migrate();
-      return store;
-    },
+    openStore: stores.openStore,
     workerStore: {
       module: '@asynccmd/adapter-postgres',
       factory: 'createPostgresStore',
@@ -47,7 +41,7 @@ export const postgresRuntimeHarness: RuntimeHarnessFactory<pg.PoolClient> = asyn
       return () => admin(`ALTER SCHEMA "${namespace}_away" RENAME TO "${namespace}"`);
     },
     async dispose() {
-      await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
+      await stores.closeAll();
       await admin(`DROP SCHEMA IF EXISTS "${namespace}" CASCADE`);
       await admin(`DROP SCHEMA IF EXISTS "${namespace}_away" CASCADE`);
     },

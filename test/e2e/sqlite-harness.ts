@@ -2,28 +2,22 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteStore, type SqliteDatabase, type SqliteStoreOptions } from '@asynccmd/adapter-sqlite';
-import type { CommandStore } from '@asynccmd/core';
-import type { RuntimeHarnessFactory } from './harness.js';
+import { openedStores, type RuntimeHarnessFactory } from './harness.js';
 
 /** One database file per test (WAL, so several connections and processes share it). */
 export const sqliteRuntimeHarness: RuntimeHarnessFactory<SqliteDatabase> = async (namespace) => {
   const filename = join(tmpdir(), `asynccmd-e2e-${process.pid}-${namespace}.db`);
   const options: SqliteStoreOptions = { filename, table: `cmd_${namespace}` };
-  const opened: CommandStore<SqliteDatabase>[] = [];
+  const stores = openedStores(() => createSqliteStore(options));
   return {
-    async openStore() {
-      const store = createSqliteStore(options);
-      opened.push(store);
-      await store.migrate();
-      return store;
-    },
+    openStore: stores.openStore,
     workerStore: {
       module: '@asynccmd/adapter-sqlite',
       factory: 'createSqliteStore',
       options: { ...options },
     },
     async dispose() {
-      await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
+      await stores.closeAll();
       await Promise.all(['', '-wal', '-shm'].map((suffix) => rm(filename + suffix, { force: true })));
     },
   };

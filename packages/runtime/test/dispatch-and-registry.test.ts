@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { immediateBackoff, silentLogger, systemClock, type ClaimedCommand } from '@asynccmd/core';
+import { immediateBackoff, silentLogger, systemClock, type CommandStore } from '@asynccmd/core';
 import { CommandEvents } from '../src/command-events.js';
 import { CommandRunner } from '../src/command-runner.js';
 import { Dispatcher } from '../src/dispatcher.js';
@@ -8,36 +8,11 @@ import { LeaseKeeper } from '../src/lease-keeper.js';
 import { OutcomeWriter } from '../src/outcome-writer.js';
 import { PoolSet } from '../src/pool-set.js';
 import { StoreOutage } from '../src/store-outage.js';
-import { stubStore } from './stub-store.js';
+import { claimedRow, stubStore } from './stub-store.js';
 
 let openGate = (): void => undefined;
 const gate = new Promise<void>((r) => (openGate = r));
 const defaults = { leaseMs: 8000, backoff: immediateBackoff, pools: ['slow'] };
-
-function claimed(id: string, type: string): ClaimedCommand {
-  const now = new Date();
-  return {
-    id,
-    type,
-    bizKey: null,
-    payload: {},
-    status: 'RUNNING',
-    maxRetry: 0,
-    retryCount: 0,
-    rescueCount: 0,
-    nextRunAt: now,
-    lastError: null,
-    owner: null,
-    claimToken: `t${id}`,
-    leaseUntil: now,
-    idempotent: false,
-    headers: {},
-    createdAt: now,
-    updatedAt: now,
-    startedAt: now,
-    finishedAt: null,
-  };
-}
 
 describe('ExecutorRegistry', () => {
   it('fills defaults and refuses duplicates, undeclared pools and pools on SCHEDULED types', () => {
@@ -68,6 +43,25 @@ describe('ExecutorRegistry', () => {
   });
 });
 
+/** A runner with a real lease keeper and outcome writer over `store`, as the runtime builds it. */
+function wire(store: CommandStore, registry: ExecutorRegistry, pools: PoolSet) {
+  const events = new CommandEvents(silentLogger);
+  const outage = new StoreOutage(events, silentLogger);
+  const leases = new LeaseKeeper(store, outage, 1000);
+  const runner = new CommandRunner({
+    store,
+    registry,
+    events,
+    clock: systemClock,
+    logger: silentLogger,
+    interceptors: [],
+    leases,
+    outcomes: new OutcomeWriter(store, outage),
+    outage,
+  });
+  return { events, leases, runner, dispatcher: new Dispatcher(pools, runner) };
+}
+
 describe('Dispatcher', () => {
   it('runs SCHEDULED inline, hands pool types to their own pool, and makes the caller run when it is full', async () => {
     const registry = new ExecutorRegistry(
@@ -82,30 +76,17 @@ describe('Dispatcher', () => {
       heartbeat: async (refs) => [...refs],
       complete: async (refs) => refs.map((r) => r.id),
     });
-    const events = new CommandEvents(silentLogger);
-    const outage = new StoreOutage(events, silentLogger);
     const pools = new PoolSet({ concurrency: 1 }, { slow: { concurrency: 1 } }, () => undefined);
-    const runner = new CommandRunner({
-      store,
-      registry,
-      events,
-      clock: systemClock,
-      logger: silentLogger,
-      interceptors: [],
-      leases: new LeaseKeeper(store, outage, 1000),
-      outcomes: new OutcomeWriter(store, outage),
-      outage,
-    });
-    const dispatcher = new Dispatcher(pools, runner);
+    const { events, runner, dispatcher } = wire(store, registry, pools);
     const runners: string[] = [];
     events.onKind('started', (e) => runners.push(`${e.command.id}:${e.runner}`));
 
-    expect(dispatcher.dispatch(runner.track(claimed('1', 'inline'), 'poll'))).toBeTypeOf('function');
-    expect(dispatcher.dispatch(runner.track(claimed('2', 'slow'), 'poll'))).toBeNull();
-    const callerRuns = dispatcher.dispatch(runner.track(claimed('3', 'slow'), 'poll'));
+    expect(dispatcher.dispatch(runner.track(claimedRow('1', 'inline'), 'poll'))).toBeTypeOf('function');
+    expect(dispatcher.dispatch(runner.track(claimedRow('2', 'slow'), 'poll'))).toBeNull();
+    const callerRuns = dispatcher.dispatch(runner.track(claimedRow('3', 'slow'), 'poll'));
     expect(callerRuns).toBeTypeOf('function');
     // The slow pool being full does not touch the shared pool.
-    expect(dispatcher.dispatch(runner.track(claimed('4', 'fast'), 'poll'))).toBeNull();
+    expect(dispatcher.dispatch(runner.track(claimedRow('4', 'fast'), 'poll'))).toBeNull();
     const ran = callerRuns?.();
     expect(runners).toEqual(['2:pool:slow', '4:pool:shared', '3:caller']);
     openGate();
@@ -121,30 +102,16 @@ describe('Dispatcher', () => {
       defaults,
     );
     const store = stubStore({ heartbeat: async () => [], fail: async () => false });
-    const events = new CommandEvents(silentLogger);
-    const outage = new StoreOutage(events, silentLogger);
     const pools = new PoolSet(
       { concurrency: 1 },
       { slow: { concurrency: 1, queueSize: 1 } },
       () => undefined,
     );
-    const leases = new LeaseKeeper(store, outage, 1000);
-    const runner = new CommandRunner({
-      store,
-      registry,
-      events,
-      clock: systemClock,
-      logger: silentLogger,
-      interceptors: [],
-      leases,
-      outcomes: new OutcomeWriter(store, outage),
-      outage,
-    });
-    const dispatcher = new Dispatcher(pools, runner);
+    const { events, leases, runner, dispatcher } = wire(store, registry, pools);
     const started: string[] = [];
     events.onKind('started', (e) => started.push(e.command.id));
-    expect(dispatcher.dispatch(runner.track(claimed('1', 'slow'), 'poll'))).toBeNull();
-    expect(dispatcher.dispatch(runner.track(claimed('2', 'slow'), 'poll'))).toBeNull(); // queued
+    expect(dispatcher.dispatch(runner.track(claimedRow('1', 'slow'), 'poll'))).toBeNull();
+    expect(dispatcher.dispatch(runner.track(claimedRow('2', 'slow'), 'poll'))).toBeNull(); // queued
     const fenced: string[] = [];
     events.onKind('fenced', (e) => fenced.push(`${e.command.id}:${e.outcome}`));
     await leases.beat(); // the store says neither claim holds any more

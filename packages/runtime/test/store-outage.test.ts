@@ -1,34 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger, type ClaimedCommand, type CommandEvent } from '@asynccmd/core';
+import { silentLogger, type CommandEvent } from '@asynccmd/core';
 import { createAsyncCommands, defineExecutor } from '../src/index.js';
-import { stubStore } from './stub-store.js';
+import { claimedRow, stubStore } from './stub-store.js';
 
 const lost = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-
-function row(id: string, type: string): ClaimedCommand {
-  const now = new Date();
-  return {
-    id,
-    type,
-    bizKey: null,
-    payload: {},
-    status: 'RUNNING',
-    maxRetry: 5,
-    retryCount: 0,
-    rescueCount: 0,
-    nextRunAt: now,
-    lastError: null,
-    owner: null,
-    claimToken: `t${id}`,
-    leaseUntil: now,
-    idempotent: false,
-    headers: {},
-    createdAt: now,
-    updatedAt: now,
-    startedAt: now,
-    finishedAt: null,
-  };
-}
 
 async function until(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
@@ -67,7 +42,7 @@ describe('surviving a lost database connection', () => {
     let claimed = false;
     const store = stubStore({
       reclaimHung: async () => [],
-      claimDue: async () => (claimed ? [] : ((claimed = true), [row('1', 't.pooled')])),
+      claimDue: async () => (claimed ? [] : ((claimed = true), [claimedRow('1', 't.pooled')])),
       heartbeat: async (refs) => {
         log.push(`beat ${refs.map((r) => r.id).join(',')}`);
         return [...refs];

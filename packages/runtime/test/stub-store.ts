@@ -1,4 +1,4 @@
-import type { ClaimRef, CommandId, CommandStore } from '@asynccmd/core';
+import type { ClaimedCommand, ClaimRef, CommandId, CommandStore } from '@asynccmd/core';
 
 /**
  * A partial store for unit tests of the runtime's pure-ish parts (pools, leases, batching,
@@ -18,3 +18,34 @@ export function stubStore(overrides: Partial<CommandStore>): CommandStore {
 }
 
 export const ref = (id: CommandId, token = `t${id}`): ClaimRef => ({ id, token });
+
+/** A RUNNING row as a claim returns it, with token `t<id>`. */
+export function claimedRow(
+  id: CommandId,
+  type: string,
+  overrides: Partial<ClaimedCommand> = {},
+): ClaimedCommand {
+  const now = new Date();
+  return {
+    id,
+    type,
+    bizKey: null,
+    payload: {},
+    status: 'RUNNING',
+    maxRetry: 5,
+    retryCount: 0,
+    rescueCount: 0,
+    nextRunAt: now,
+    lastError: null,
+    owner: null,
+    claimToken: `t${id}`,
+    leaseUntil: now,
+    idempotent: false,
+    headers: {},
+    createdAt: now,
+    updatedAt: now,
+    startedAt: now,
+    finishedAt: null,
+    ...overrides,
+  };
+}
