@@ -73,7 +73,11 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   const prefix = normalisePrefix(options.prefix ?? '');
   const linkBase = normalisePrefix(options.linkBase ?? prefix);
   const logger = options.logger ?? silentLogger;
-  const retryAfter = String(options.statusRetryAfterSeconds ?? 2);
+  const retryAfterSeconds = options.statusRetryAfterSeconds ?? 2;
+  if (!Number.isSafeInteger(retryAfterSeconds) || retryAfterSeconds < 0) {
+    throw new InvalidArgumentError('statusRetryAfterSeconds must be a whole number of seconds ≥ 0');
+  }
+  const retryAfter = String(retryAfterSeconds);
   const metrics = options.metrics ?? createMetrics({ store });
 
   const showStatus = async (_req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
@@ -103,44 +107,46 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
       sendJson(res, 200, toStatusResource(result.right, linkBase));
     };
 
-  const fixed: Readonly<Record<string, Route>> = {
-    '/health': {
-      method: 'GET',
-      access: 'public',
-      handle: async (_req, res) => {
-        const report = await checkHealth(store, options.health);
-        sendJson(res, report.status === 'UP' ? 200 : 503, report);
+  const fixed = new Map<string, Route>(
+    Object.entries({
+      '/health': {
+        method: 'GET',
+        access: 'public',
+        handle: async (_req, res) => {
+          const report = await checkHealth(store, options.health);
+          sendJson(res, report.status === 'UP' ? 200 : 503, report);
+        },
       },
-    },
-    '/metrics': {
-      method: 'GET',
-      access: options.publicMetrics ? 'public' : 'protected',
-      handle: async (_req, res) => sendText(res, 200, metrics.contentType, await metrics.metrics()),
-    },
-    '/stats': {
-      method: 'GET',
-      access: 'protected',
-      handle: async (_req, res) => sendJson(res, 200, await readStats(store)),
-    },
-    '/commands': {
-      method: 'GET',
-      access: 'protected',
-      handle: async (_req, res, url) => {
-        const query = parseListQuery(url.searchParams);
-        const page = await store.list(query);
-        const next = new URLSearchParams(url.searchParams);
-        if (page.nextCursor !== null) next.set('cursor', page.nextCursor);
-        sendJson(res, 200, {
-          items: page.items.map((c) => toStatusResource(c, linkBase)),
-          nextCursor: page.nextCursor,
-          links: { next: page.nextCursor === null ? null : `${linkBase}/commands?${next.toString()}` },
-        });
+      '/metrics': {
+        method: 'GET',
+        access: options.publicMetrics ? 'public' : 'protected',
+        handle: async (_req, res) => sendText(res, 200, metrics.contentType, await metrics.metrics()),
       },
-    },
-  };
+      '/stats': {
+        method: 'GET',
+        access: 'protected',
+        handle: async (_req, res) => sendJson(res, 200, await readStats(store)),
+      },
+      '/commands': {
+        method: 'GET',
+        access: 'protected',
+        handle: async (_req, res, url) => {
+          const query = parseListQuery(url.searchParams);
+          const page = await store.list(query);
+          const next = new URLSearchParams(url.searchParams);
+          if (page.nextCursor !== null) next.set('cursor', page.nextCursor);
+          sendJson(res, 200, {
+            items: page.items.map((c) => toStatusResource(c, linkBase)),
+            nextCursor: page.nextCursor,
+            links: { next: page.nextCursor === null ? null : `${linkBase}/commands?${next.toString()}` },
+          });
+        },
+      },
+    } satisfies Record<string, Route>),
+  );
 
   const route = (path: string): Route | undefined => {
-    const known = fixed[path];
+    const known = fixed.get(path);
     if (known !== undefined) return known;
     const m = /^\/commands\/([^/]+)(?:\/([^/]+))?$/.exec(path);
     if (m === null) return undefined;
@@ -171,7 +177,7 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
       const r = inside ? route(path.slice(prefix.length) || '/') : undefined;
       if (r === undefined) {
         if (next !== undefined) return next();
-        throw new HttpError(404, 'ROUTE_NOT_FOUND', `no route ${req.method ?? ''} ${path}`);
+        throw new HttpError(404, 'ROUTE_NOT_FOUND', `no route ${req.method ?? ''} ${path.slice(0, 200)}`);
       }
       if (req.method !== r.method && !(r.method === 'GET' && req.method === 'HEAD')) {
         throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${path} answers ${r.method} only`, {
