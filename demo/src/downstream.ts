@@ -43,6 +43,7 @@ export class SimulatedDownstream {
   private profile: DownstreamProfile;
   private readonly random: () => number;
   private forcedDown: string | null = null;
+  private record: Database.Statement | null = null;
   calls = 0;
   failures = 0;
 
@@ -88,14 +89,12 @@ export class SimulatedDownstream {
       throw new DownstreamError(this.name, 'answered 503 (simulated failure)');
     }
     const now = Date.now();
-    const row = this.db
-      .prepare(
-        `INSERT INTO downstream_call (system, key, calls, first_at, last_at) VALUES (?, ?, 1, ?, ?)
-         ON CONFLICT (system, key) DO UPDATE SET calls = calls + 1, last_at = excluded.last_at
-         RETURNING calls`,
-      )
-      .get(this.name, key, now, now) as { calls: number };
-    return row.calls;
+    this.record ??= this.db.prepare(
+      `INSERT INTO downstream_call (system, key, calls, first_at, last_at) VALUES (?, ?, 1, ?, ?)
+       ON CONFLICT (system, key) DO UPDATE SET calls = calls + 1, last_at = excluded.last_at
+       RETURNING calls`,
+    );
+    return (this.record.get(this.name, key, now, now) as { calls: number }).calls;
   }
 }
 

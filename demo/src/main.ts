@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError, helpText, parseConfig, type DemoConfig } from './config.js';
 import { DEFAULT_PROFILES, scaleLatency } from './downstream.js';
+import { httpJson } from './load/http-client.js';
 import { runLoad } from './load/run-load.js';
 import { ProgressBar } from './load/progress.js';
 import { ADMIN_BASE, startDemoService, type DemoService } from './service.js';
@@ -57,6 +58,7 @@ async function main(): Promise<number> {
       progress: new ProgressBar(process.stderr),
     });
     out.write(`\nSummary\n${formatSummary(summarise(run))}\n`);
+    out.write(await healthLine(service));
     const sample = run.sent.find((s) => s.operationId !== null);
     if (config.exitAfterLoad) {
       await cleanup();
@@ -71,6 +73,22 @@ async function main(): Promise<number> {
   }
   await stopped;
   return 0;
+}
+
+/** What /health says after the load, and the retry call for a dead letter if there is one. */
+async function healthLine(service: DemoService): Promise<string> {
+  const health = (await httpJson(`${service.url}/health`, 'GET')).body as {
+    status: string;
+    reasons: string[];
+  };
+  const dead = await service.store.list({ status: 'DEAD', limit: 1 });
+  const first = dead.items[0];
+  return (
+    `  health            ${health.status}${health.reasons.length ? ` — ${health.reasons.join('; ')}` : ''}\n` +
+    (first
+      ? `                    retry it: curl -s -X POST ${service.url}${ADMIN_BASE}/commands/${first.id}/retry\n`
+      : '')
+  );
 }
 
 function printUrls(service: DemoService, operationId: string | null): void {
