@@ -107,6 +107,13 @@ export class CommandRunner {
           }
         } else this.#notRecorded(execution, done, 'failed');
       }
+    } catch (error) {
+      // A throwing backoff policy or listener must not take the loop down; the lease will lapse
+      // and the command be reclaimed.
+      logger.error(
+        { err: error, id: command.id, type: command.type },
+        'asynccmd: recording the outcome failed',
+      );
     } finally {
       this.#forget(execution);
     }

@@ -95,27 +95,33 @@ export class Scheduler {
     let claimed = 0;
     let full = false;
     let starved = false;
-    for (const group of this.#groups) {
-      if (this.#stopping) break;
-      const limit =
-        budget.get(group.pool) ??
-        (group.pool === null ? this.options.scheduledBatchSize : pools.get(group.pool).free);
-      if (limit <= 0) {
-        starved ||= group.pool !== null;
-        continue;
+    let failed: { error: unknown } | null = null;
+    try {
+      for (const group of this.#groups) {
+        if (this.#stopping) break;
+        const limit =
+          budget.get(group.pool) ??
+          (group.pool === null ? this.options.scheduledBatchSize : pools.get(group.pool).free);
+        if (limit <= 0) {
+          starved ||= group.pool !== null;
+          continue;
+        }
+        const { types, leaseMs } = group;
+        const rows = await store.claimDue({ types, limit, now, token: tokens.next(), leaseMs });
+        budget.set(group.pool, limit - rows.length);
+        claimed += rows.length;
+        full ||= rows.length === limit;
+        for (const row of rows) {
+          const run = dispatcher.dispatch(runner.track(row, 'poll'));
+          if (run) here.push(run);
+        }
       }
-      const { types, leaseMs } = group;
-      const rows = await store.claimDue({ types, limit, now, token: tokens.next(), leaseMs });
-      budget.set(group.pool, limit - rows.length);
-      claimed += rows.length;
-      full ||= rows.length === limit;
-      for (const row of rows) {
-        const run = dispatcher.dispatch(runner.track(row, 'poll'));
-        if (run) here.push(run);
-      }
+    } catch (error) {
+      failed = { error }; // what was claimed before the failure still runs
     }
     // SCHEDULED (and caller-runs) work runs here, serially; on stop the rest is released unstarted.
     for (const run of here) if (!this.#stopping) await run();
+    if (failed) throw failed.error;
     this.#rounds++;
     this.#lastRoundAt = new Date();
     const durationMs = performance.now() - began;
@@ -131,7 +137,10 @@ export class Scheduler {
       wakeups
         .subscribe(() => this.wake())
         .then(
-          (unsubscribe) => (this.#unsubscribe = unsubscribe),
+          (unsubscribe) => {
+            if (this.#stopping) void unsubscribe().catch(() => undefined);
+            else this.#unsubscribe = unsubscribe;
+          },
           (error: unknown) => this.deps.outage.failed('wakeups', error),
         );
     }
