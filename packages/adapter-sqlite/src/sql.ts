@@ -123,12 +123,23 @@ export function sqliteSql(t: string) {
 
     get: `SELECT ${COLUMNS} FROM ${t} WHERE id = ?`,
     getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY ${t}.id`,
-    /** Filters are optional: a null parameter switches its condition off. Newest first. */
-    list: `SELECT ${COLUMNS} FROM ${t}
-       WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
-         AND (:type IS NULL OR type = :type)
-         AND (:bizKey IS NULL OR biz_key = :bizKey)
-         AND (:before IS NULL OR ${t}.id < :before)
+    /**
+     * Newest first, with only the conditions asked for (fixed fragments; values stay parameters), so
+     * the planner can walk the (status, id) index or the primary key backwards and stop at LIMIT.
+     */
+    list: (filter: ListFilter) =>
+      `SELECT ${COLUMNS} FROM ${t}
+       WHERE ${
+         [
+           filter.status ? `status = :status` : null,
+           filter.statuses ? `status IN (SELECT value FROM json_each(:statuses))` : null,
+           filter.type ? `type = :type` : null,
+           filter.bizKey ? `biz_key = :bizKey` : null,
+           filter.before ? `${t}.id < :before` : null,
+         ]
+           .filter((c) => c !== null)
+           .join(' AND ') || '1'
+       }
        ORDER BY ${t}.id DESC
        LIMIT :limit`,
     counts: `SELECT status, type, COUNT(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
@@ -139,6 +150,16 @@ export function sqliteSql(t: string) {
          ORDER BY finished_at, id
          LIMIT :limit)`,
   };
+}
+
+/** Which optional conditions a list query has. */
+export interface ListFilter {
+  /** One status: `status = ?`, which walks the (status, id) index in order without a sort. */
+  readonly status: boolean;
+  readonly statuses: boolean;
+  readonly type: boolean;
+  readonly bizKey: boolean;
+  readonly before: boolean;
 }
 
 export type SqliteSql = ReturnType<typeof sqliteSql>;

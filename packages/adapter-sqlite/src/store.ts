@@ -44,7 +44,7 @@ import { runMigrations } from './migrations.js';
 import { byDueThenId, compareIds, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
-import type { SqliteSql } from './sql.js';
+import type { ListFilter, SqliteSql } from './sql.js';
 
 export type SqliteDatabase = Database.Database;
 
@@ -300,15 +300,26 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   async list(query: ListQuery): Promise<ListPage> {
     const limit = requireInt('limit', query.limit ?? 50, 1, 1000);
     const statuses = query.status === undefined ? null : requireStatuses(query.status);
-    const params = {
-      statuses: statuses === null ? null : JSON.stringify(statuses),
+    const conditions = {
+      status: statuses?.length === 1 ? statuses[0]! : null,
+      statuses: statuses === null || statuses.length === 1 ? null : JSON.stringify(statuses),
       type: optionalText('type', query.type),
       bizKey: optionalText('bizKey', query.bizKey),
       before: query.cursor === undefined || query.cursor === null ? null : decodeCursor(query.cursor),
-      limit: limit + 1,
     };
+    const filter: ListFilter = {
+      status: conditions.status !== null,
+      statuses: conditions.statuses !== null,
+      type: conditions.type !== null,
+      bizKey: conditions.bizKey !== null,
+      before: conditions.before !== null,
+    };
+    // Only the parameters the statement names may be bound.
+    const params = Object.fromEntries(Object.entries(conditions).filter(([, v]) => v !== null));
+    const shape = `list:${Object.keys(params).join(',')}`;
     return this.run(() => {
-      const rows = this.stmt('list').all(params) as CommandRow[];
+      const stmt = this.prepare(this.db, shape, () => this.sql.list(filter));
+      const rows = stmt.all({ ...params, limit: limit + 1 }) as CommandRow[];
       const items = rows.slice(0, limit).map(toRecord);
       const last = items[items.length - 1];
       return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
