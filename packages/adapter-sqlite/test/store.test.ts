@@ -170,6 +170,12 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     expect(plan(sql.purge, { olderThan: 1, statuses: '["SUCCESS"]', limit: 1 })).toContain(
       'async_command_finished',
     );
+    const listByStatus = plan(
+      sql.list({ status: true, statuses: false, type: false, bizKey: false, before: true }),
+      { status: 'DEAD', before: 10, limit: 51 },
+    );
+    expect(listByStatus).toContain('async_command_status');
+    expect(listByStatus).not.toContain('TEMP B-TREE');
   });
 
   it('a transaction blocked by a transaction of another store in this process waits without blocking the event loop', async () => {
