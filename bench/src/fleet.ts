@@ -22,6 +22,11 @@ export class Child {
       this.messages.push(m);
       this.wake();
     });
+    // A send racing the child's own exit fails with ERR_IPC_CHANNEL_CLOSED: harmless, it is leaving.
+    proc.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ERR_IPC_CHANNEL_CLOSED') this.errors.push(err.message);
+      this.wake();
+    });
     proc.on('exit', (code, signal) => {
       live.delete(proc);
       this.exited = true;
@@ -46,7 +51,7 @@ export class Child {
   }
 
   send(message: ToChild): void {
-    if (!this.exited) this.proc.send(message);
+    if (!this.exited && this.proc.connected) this.proc.send(message);
   }
 
   /** Messages of this type received so far. */

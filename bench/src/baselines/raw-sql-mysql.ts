@@ -3,6 +3,7 @@ import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import type mysql from 'mysql2/promise';
 import { MYSQL_CONFIG } from '../mysql.js';
 import type { BenchPayload } from '../protocol.js';
+import type { ClaimedBatch } from './claim-loop.js';
 
 /**
  * The MySQL/MariaDB raw-SQL baseline: asynccmd's two-step SKIP LOCKED claim (lock due ids and mark
@@ -121,36 +122,29 @@ async function complete(pool: mysql.Pool, rows: readonly ClaimedRow[]): Promise<
   return result.affectedRows;
 }
 
-/** Claim a batch, run each (no-op) executor, complete the batch; repeat until stopped. */
-export async function rawMysqlLoop(
+/** The next batch of up to `limit` commands under a fresh token, or null when none is due. */
+export async function claimMysqlBatch(
   pool: mysql.Pool,
   type: string,
-  batch: number,
-  onExecute: (payload: BenchPayload) => void,
-  stopped: () => boolean,
-  pollMs = 50,
-): Promise<void> {
-  while (!stopped()) {
-    let rows: ClaimedRow[];
+  limit: number,
+): Promise<ClaimedBatch | null> {
+  const rows = await retryLockConflicts(() => claim(pool, type, limit, randomUUID()));
+  if (rows.length === 0) return null;
+  return {
+    payloads: rows.map((r) => JSON.parse(r.payload) as BenchPayload),
+    complete: async () => {
+      await retryLockConflicts(() => complete(pool, rows));
+    },
+  };
+}
+
+/** As the adapter does: a deadlock or lock-wait timeout is retried, never fatal. */
+async function retryLockConflicts<T>(fn: () => Promise<T>): Promise<T> {
+  for (;;) {
     try {
-      rows = await claim(pool, type, batch, randomUUID());
+      return await fn();
     } catch (err) {
-      // As the adapter does: a deadlock or lock-wait timeout of a claim is retried, never fatal.
-      if (isLockConflict(err)) continue;
-      throw err;
-    }
-    if (rows.length === 0) {
-      await new Promise((r) => setTimeout(r, pollMs));
-      continue;
-    }
-    for (const row of rows) onExecute(JSON.parse(row.payload) as BenchPayload);
-    for (;;) {
-      try {
-        await complete(pool, rows);
-        break;
-      } catch (err) {
-        if (!isLockConflict(err)) throw err;
-      }
+      if (!isLockConflict(err)) throw err;
     }
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import type pg from 'pg';
 import { PG_URL } from '../pg.js';
+import type { ClaimedBatch } from './claim-loop.js';
 import type { BenchPayload } from '../protocol.js';
 
 /**
@@ -106,31 +107,24 @@ async function complete(
   return result.rowCount ?? 0;
 }
 
-/**
- * Claim a batch, run each (no-op) executor, complete the batch in one statement; repeat until
- * stopped, sleeping `pollMs` when nothing is due.
- */
-export async function rawLoop(
+/** The next batch of up to `limit` commands under a fresh token, or null when none is due. */
+export async function claimPgBatch(
   pool: pg.Pool,
   schema: string,
-  batch: number,
-  onExecute: (payload: BenchPayload) => void,
-  stopped: () => boolean,
-  pollMs = 50,
-): Promise<void> {
-  while (!stopped()) {
-    const token = randomUUID();
-    const rows = await claim(pool, schema, batch, token);
-    if (rows.length === 0) {
-      await new Promise((r) => setTimeout(r, pollMs));
-      continue;
-    }
-    for (const row of rows) onExecute(row.payload);
-    await complete(
-      pool,
-      schema,
-      rows.map((r) => r.id),
-      token,
-    );
-  }
+  limit: number,
+): Promise<ClaimedBatch | null> {
+  const token = randomUUID();
+  const rows = await claim(pool, schema, limit, token);
+  if (rows.length === 0) return null;
+  return {
+    payloads: rows.map((r) => r.payload),
+    complete: async () => {
+      await complete(
+        pool,
+        schema,
+        rows.map((r) => r.id),
+        token,
+      );
+    },
+  };
 }

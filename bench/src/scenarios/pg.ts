@@ -1,7 +1,7 @@
-import { runDrain, type DrainTarget } from '../drain.js';
 import { runImmediateLatency, runLatency } from '../latency.js';
 import { dropSchema, pgPool } from '../pg.js';
 import { runSubmits } from '../submits.js';
+import { drainRows, processesLabel, rowOf, runDrainRows } from './drain-rows.js';
 import {
   asynccmdPgLatencyTarget,
   asynccmdPgSubmitTarget,
@@ -27,43 +27,31 @@ const SUBMIT = 'PostgreSQL: single submits';
  */
 export function postgresSuite(sizes: Sizes, rec: Recorder): Suite {
   const pool = pgPool(4);
-  const drains = drainRows(rec, sizes, pool);
+  const drains = drainRows(rec, DRAIN, sizes, () => [
+    ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, 0), false],
+    ['graphile', 'graphile-worker', graphileTarget(pool), false],
+    ['raw', 'raw SQL loop', rawPgTarget(pool, 0, sizes.concurrency), false],
+    ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, sizes.finishedRows), true],
+  ]);
+  const paced = `1 submit / ${sizes.latencyIntervalMs} ms`;
   const lat = {
-    asynccmd: rec.row(
-      LATENCY,
-      `1 submit / ${sizes.latencyIntervalMs} ms from another process`,
-      'asynccmd',
-      'ms',
-    ),
-    graphile: rec.row(
-      LATENCY,
-      `1 submit / ${sizes.latencyIntervalMs} ms from another process`,
-      'graphile-worker',
-      'ms',
-    ),
-    immediate: rec.row(
-      LATENCY,
-      `1 submit / ${sizes.latencyIntervalMs} ms, same process`,
-      'asynccmd IMMEDIATE',
-      'ms',
-    ),
+    asynccmd: rec.row(LATENCY, `${paced} from another process`, 'asynccmd', 'ms'),
+    graphile: rec.row(LATENCY, `${paced} from another process`, 'graphile-worker', 'ms'),
+    immediate: rec.row(LATENCY, `${paced}, same process`, 'asynccmd IMMEDIATE', 'ms'),
   };
-  const submitScenario = `${sizes.submits} × (BEGIN; insert; COMMIT), ${sizes.submitClients} clients`;
+  const burst = `${sizes.submits} × (BEGIN; insert; COMMIT), ${sizes.submitClients} clients`;
   const sub = {
-    asynccmd: rec.row(SUBMIT, submitScenario, 'asynccmd client.submit', 'submits/s'),
-    graphile: rec.row(SUBMIT, submitScenario, 'graphile-worker add_job', 'submits/s'),
-    raw: rec.row(SUBMIT, submitScenario, 'raw INSERT', 'submits/s'),
+    asynccmd: rec.row(SUBMIT, burst, 'asynccmd client.submit', 'submits/s'),
+    graphile: rec.row(SUBMIT, burst, 'graphile-worker add_job', 'submits/s'),
+    raw: rec.row(SUBMIT, burst, 'raw INSERT', 'submits/s'),
   };
+  const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
+  const { submits, submitClients: clients } = sizes;
 
   return {
     name: 'PostgreSQL',
     repeat: async () => {
-      for (const d of drains) {
-        await rec.throughput(d.row, () =>
-          runDrain(d.target, sizes.drainTotal, d.processes, sizes.concurrency, sizes.runTimeoutMs),
-        );
-      }
-      const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
+      await runDrainRows(rec, sizes, drains);
       await rec.latency(lat.asynccmd, () => runLatency(asynccmdPgLatencyTarget(pool), n, every, warm, limit));
       await rec.latency(lat.graphile, () => runLatency(graphileLatencyTarget(pool), n, every, warm, limit));
       await rec.latency(lat.immediate, () =>
@@ -76,7 +64,6 @@ export function postgresSuite(sizes: Sizes, rec: Recorder): Suite {
           limit,
         ),
       );
-      const { submits, submitClients: clients } = sizes;
       await rec.throughput(sub.asynccmd, () =>
         runSubmits(asynccmdPgSubmitTarget(pool), submits, clients, limit),
       );
@@ -87,20 +74,19 @@ export function postgresSuite(sizes: Sizes, rec: Recorder): Suite {
     },
     finish: async () => {
       for (const p of [1, sizes.processes]) {
-        const of = (system: string, history = false): DrainRow =>
-          drains.find((d) => d.processes === p && d.system === system && d.history === history) as DrainRow;
-        const procs = `${p} process${p > 1 ? 'es' : ''}`;
-        rec.ratio(DRAIN, `asynccmd / graphile-worker, ${procs}`, of('asynccmd').row, of('graphile').row, {
+        const ours = rowOf(drains, 'asynccmd', p);
+        const procs = processesLabel(p);
+        rec.ratio(DRAIN, `asynccmd / graphile-worker, ${procs}`, ours, rowOf(drains, 'graphile', p), {
           atLeast: 1.25,
         });
-        rec.ratio(DRAIN, `asynccmd / raw SQL loop, ${procs}`, of('asynccmd').row, of('raw').row, {
+        rec.ratio(DRAIN, `asynccmd / raw SQL loop, ${procs}`, ours, rowOf(drains, 'raw', p), {
           atLeast: 0.8,
         });
         rec.ratio(
           DRAIN,
           `asynccmd with history / empty table, ${procs}`,
-          of('asynccmd', true).row,
-          of('asynccmd').row,
+          rowOf(drains, 'asynccmd', p, true),
+          ours,
           {
             atLeast: 0.8,
           },
@@ -116,36 +102,4 @@ export function postgresSuite(sizes: Sizes, rec: Recorder): Suite {
       await pool.end();
     },
   };
-}
-
-interface DrainRow {
-  readonly system: 'asynccmd' | 'graphile' | 'raw';
-  readonly processes: number;
-  readonly history: boolean;
-  readonly target: DrainTarget;
-  readonly row: ReturnType<Recorder['row']>;
-}
-
-/** The drain runs of one repeat, in the order they run. */
-function drainRows(rec: Recorder, sizes: Sizes, pool: ReturnType<typeof pgPool>): DrainRow[] {
-  const rows: DrainRow[] = [];
-  const k = (n: number): string => (n >= 1000 ? `${n / 1000}k` : String(n));
-  for (const p of [1, sizes.processes]) {
-    const where = `${k(sizes.drainTotal)} × c${sizes.concurrency}, ${p} proc`;
-    const history = `${where}, +${k(sizes.finishedRows)} SUCCESS rows`;
-    const add = (system: DrainRow['system'], label: string, target: DrainTarget, hist = false): void => {
-      rows.push({
-        system,
-        processes: p,
-        history: hist,
-        target,
-        row: rec.row(DRAIN, hist ? history : where, label, 'jobs/s'),
-      });
-    };
-    add('asynccmd', 'asynccmd', asynccmdPgTarget(pool, 0));
-    add('graphile', 'graphile-worker', graphileTarget(pool));
-    add('raw', 'raw SQL loop', rawPgTarget(pool, 0, sizes.concurrency));
-    add('asynccmd', 'asynccmd', asynccmdPgTarget(pool, sizes.finishedRows), true);
-  }
-  return rows;
 }

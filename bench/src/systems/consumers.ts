@@ -1,6 +1,7 @@
-import { rawLoop } from '../baselines/raw-sql-pg.js';
+import { claimLoop } from '../baselines/claim-loop.js';
+import { claimPgBatch } from '../baselines/raw-sql-pg.js';
 import { runGraphile } from '../baselines/graphile.js';
-import { rawMysqlLoop } from '../baselines/raw-sql-mysql.js';
+import { claimMysqlBatch } from '../baselines/raw-sql-mysql.js';
 import { mysqlPool } from '../mysql.js';
 import { pgPool } from '../pg.js';
 import type { BenchPayload, ConsumerSpec } from '../protocol.js';
@@ -22,34 +23,18 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
     case 'raw-pg': {
       const pool = pgPool(2);
       await pool.query('SELECT 1');
-      let stopped = false;
-      let loop: Promise<void> = Promise.resolve();
-      return {
-        go: async () => {
-          loop = rawLoop(pool, system.schema, system.batch, onExecute, () => stopped);
-        },
-        stop: async () => {
-          stopped = true;
-          await loop;
-          await pool.end();
-        },
-      };
+      return loopConsumer(
+        (stopped) => claimLoop(() => claimPgBatch(pool, system.schema, system.batch), onExecute, stopped),
+        () => pool.end(),
+      );
     }
     case 'raw-mysql': {
       const pool = mysqlPool(2, system.database);
       await pool.query('SELECT 1');
-      let stopped = false;
-      let loop: Promise<void> = Promise.resolve();
-      return {
-        go: async () => {
-          loop = rawMysqlLoop(pool, BENCH_TYPE, system.batch, onExecute, () => stopped);
-        },
-        stop: async () => {
-          stopped = true;
-          await loop;
-          await pool.end();
-        },
-      };
+      return loopConsumer(
+        (stopped) => claimLoop(() => claimMysqlBatch(pool, BENCH_TYPE, system.batch), onExecute, stopped),
+        () => pool.end(),
+      );
     }
     case 'graphile': {
       let runner: Awaited<ReturnType<typeof runGraphile>> | undefined;
@@ -85,4 +70,20 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
     default:
       throw new Error(`no consumer for ${JSON.stringify(system satisfies never)}`);
   }
+}
+
+/** A consumer that runs `loop` from go until stop, then closes its connections. */
+function loopConsumer(loop: (stopped: () => boolean) => Promise<void>, close: () => Promise<void>): Consumer {
+  let stopped = false;
+  let running: Promise<void> = Promise.resolve();
+  return {
+    go: async () => {
+      running = loop(() => stopped);
+    },
+    stop: async () => {
+      stopped = true;
+      await running;
+      await close();
+    },
+  };
 }

@@ -33,14 +33,28 @@ export function onceMessage(type: ToChild['type']): Promise<void> {
  */
 export function runChild(body: () => Promise<void>): void {
   process.on('disconnect', () => process.exit(0));
-  body().then(
-    () => {
-      process.disconnect?.();
-      process.exit(0);
-    },
-    async (err: unknown) => {
-      await send({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-      process.exit(1);
-    },
-  );
+  const fail = async (err: unknown): Promise<void> => {
+    await send({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    process.exit(1);
+  };
+  // A consumer loop failing in the background is reported at once, not at the next stop.
+  process.on('unhandledRejection', (err) => void fail(err));
+  body().then(() => {
+    process.disconnect?.();
+    process.exit(0);
+  }, fail);
+}
+
+/** Calls `fn(seq)` for seq 1..count, starting call i at i × intervalMs (a slow call does not shift the rest). */
+export async function paced(
+  count: number,
+  intervalMs: number,
+  fn: (seq: number) => Promise<void>,
+): Promise<void> {
+  const t0 = performance.now();
+  for (let seq = 1; seq <= count; seq++) {
+    const wait = t0 + (seq - 1) * intervalMs - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    await fn(seq);
+  }
 }

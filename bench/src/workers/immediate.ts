@@ -1,7 +1,7 @@
 import type { BenchPayload, SubmitterSpec } from '../protocol.js';
 import { preciseNow } from '../protocol.js';
 import { BENCH_TYPE, benchRuntime, openStore } from '../systems/asynccmd.js';
-import { onceMessage, readSpec, runChild, send } from './child.js';
+import { onceMessage, paced, readSpec, runChild, send } from './child.js';
 
 /**
  * Child process: asynccmd in IMMEDIATE mode, submitter and executor in the same process. Each
@@ -34,14 +34,11 @@ runChild(async () => {
   await go;
   const commitSeqs: number[] = [];
   const commits: number[] = [];
-  const t0 = performance.now();
-  for (let seq = 1; seq <= spec.count; seq++) {
-    const wait = t0 + (seq - 1) * spec.intervalMs - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  await paced(spec.count, spec.intervalMs, async (seq) => {
     await runtime.client.transaction((_tx, submit) => submit(BENCH_TYPE, { seq }));
     commitSeqs.push(seq);
     commits.push(committedAt);
-  }
+  });
   const deadline = performance.now() + 30_000;
   while (seqs.length < spec.count && performance.now() < deadline)
     await new Promise((r) => setTimeout(r, 10));

@@ -1,7 +1,7 @@
 import type { SubmitterSpec } from '../protocol.js';
 import { preciseNow } from '../protocol.js';
 import { prepareSubmitter } from '../systems/submitters.js';
-import { onceMessage, readSpec, runChild, send } from './child.js';
+import { onceMessage, paced, readSpec, runChild, send } from './child.js';
 
 /**
  * Child process: submits commands seq 1..count, each in its own transaction. Paced mode records
@@ -18,15 +18,11 @@ runChild(async () => {
     if (spec.mode === 'paced') {
       const seqs: number[] = [];
       const commits: number[] = [];
-      const t0 = performance.now();
-      for (let seq = 1; seq <= spec.count; seq++) {
-        // Pace on the schedule, not on the previous submit, so a slow commit does not shift the rest.
-        const wait = t0 + (seq - 1) * spec.intervalMs - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await paced(spec.count, spec.intervalMs, async (seq) => {
         await submitter.submit({ seq });
         commits.push(preciseNow());
         seqs.push(seq);
-      }
+      });
       await send({ type: 'commits', seqs, commits });
     } else {
       let next = 1;

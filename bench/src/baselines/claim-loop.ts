@@ -1,0 +1,28 @@
+import type { BenchPayload } from '../protocol.js';
+
+/** One claimed batch of the raw-SQL baseline: its payloads, and the statement that completes it. */
+export interface ClaimedBatch {
+  readonly payloads: readonly BenchPayload[];
+  complete(): Promise<void>;
+}
+
+/**
+ * The raw-SQL baseline loop: claim a batch, run each (no-op) executor, complete the batch in one
+ * statement; repeat until stopped, sleeping `pollMs` when nothing is due.
+ */
+export async function claimLoop(
+  claimBatch: () => Promise<ClaimedBatch | null>,
+  onExecute: (payload: BenchPayload) => void,
+  stopped: () => boolean,
+  pollMs = 50,
+): Promise<void> {
+  while (!stopped()) {
+    const batch = await claimBatch();
+    if (batch === null) {
+      await new Promise((r) => setTimeout(r, pollMs));
+      continue;
+    }
+    for (const payload of batch.payloads) onExecute(payload);
+    await batch.complete();
+  }
+}
