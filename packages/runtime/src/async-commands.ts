@@ -113,10 +113,12 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       outcomes: this.#outcomes,
     });
     const dispatcher = new Dispatcher(this.pools, this.#runner);
+    const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
     this.scheduler = new Scheduler(
       { ...shared, pools: this.pools, runner: this.#runner, dispatcher, tokens },
       {
-        pollIntervalMs: positive('pollIntervalMs', options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS),
+        pollIntervalMs,
+        reclaimIntervalMs: positive('reclaimIntervalMs', options.reclaimIntervalMs ?? pollIntervalMs),
         scheduledBatchSize: positive(
           'scheduledBatchSize',
           options.scheduledBatchSize ?? DEFAULT_SCHEDULED_BATCH_SIZE,

@@ -61,6 +61,8 @@ export interface AsyncCommandsOptions<Tx = unknown> {
   readonly scheduledBatchSize?: number;
   /** Hung commands reclaimed per round. Default 100. */
   readonly reclaimBatchSize?: number;
+  /** Least time between two looks for hung commands. Default: `pollIntervalMs`. */
+  readonly reclaimIntervalMs?: number;
   /** Lease expiries a command survives before it is declared DEAD. Default: core DEFAULT_MAX_RESCUES. */
   readonly maxRescues?: number;
 }

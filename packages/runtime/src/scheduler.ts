@@ -1,4 +1,4 @@
-import type { Clock, CommandStore, TokenSource } from '@asynccmd/core';
+import type { Clock, CommandStore, ReclaimedCommand, TokenSource } from '@asynccmd/core';
 import type { CommandEvents } from './command-events.js';
 import type { CommandRunner } from './command-runner.js';
 import type { Dispatcher, RunHere } from './dispatcher.js';
@@ -13,6 +13,11 @@ export interface SchedulerOptions {
   /** SCHEDULED commands claimed per round; they run one after another in the loop. */
   readonly scheduledBatchSize: number;
   readonly reclaimBatchSize: number;
+  /**
+   * Least time between two reclaims. Rounds that follow a full round or a freed pool slot come
+   * quickly under load; they need not each look for hung commands too.
+   */
+  readonly reclaimIntervalMs: number;
   readonly maxRescues: number;
 }
 
@@ -57,7 +62,8 @@ interface ClaimGroup {
 }
 
 /**
- * The poll loop. Each round: reclaim hung commands (database clock) → claim due commands up to the
+ * The poll loop. Each round: reclaim hung commands (database clock; at most once per
+ * `reclaimIntervalMs`) → claim due commands up to the
  * free capacity of the pools that will run them → dispatch by mode. Polls again at once after a
  * full round, else sleeps `pollIntervalMs` unless woken by a local submit, a store wake-up or a
  * freed pool slot. Store failures are reported once, backed off and survived.
@@ -71,6 +77,7 @@ export class Scheduler {
   #rounds = 0;
   #lastRoundAt: Date | null = null;
   #failures = 0;
+  #lastReclaim = Number.NEGATIVE_INFINITY;
   #unsubscribe: (() => Promise<void>) | null = null;
 
   constructor(
@@ -83,12 +90,8 @@ export class Scheduler {
   async runRound(): Promise<RoundResult> {
     const { store, clock, tokens, runner, dispatcher, pools, events } = this.deps;
     const began = performance.now();
-    const reclaimed = await store.reclaimHung({
-      limit: this.options.reclaimBatchSize,
-      maxRescues: this.options.maxRescues,
-    });
-    for (const r of reclaimed)
-      events.emit({ kind: 'reclaimed', id: r.id, type: r.type, dead: r.status === 'DEAD' });
+    const reclaimed =
+      began - this.#lastReclaim >= this.options.reclaimIntervalMs ? await this.#reclaim() : [];
     const now = clock.now();
     const budget = new Map<string | null, number>();
     const here: RunHere[] = [];
@@ -127,6 +130,18 @@ export class Scheduler {
     const durationMs = performance.now() - began;
     events.emit({ kind: 'round', claimed, reclaimed: reclaimed.length, durationMs });
     return { reclaimed: reclaimed.length, claimed, full, starved };
+  }
+
+  async #reclaim(): Promise<ReclaimedCommand[]> {
+    const reclaimed = await this.deps.store.reclaimHung({
+      limit: this.options.reclaimBatchSize,
+      maxRescues: this.options.maxRescues,
+    });
+    this.#lastReclaim = performance.now();
+    for (const r of reclaimed) {
+      this.deps.events.emit({ kind: 'reclaimed', id: r.id, type: r.type, dead: r.status === 'DEAD' });
+    }
+    return reclaimed;
   }
 
   start(): void {
