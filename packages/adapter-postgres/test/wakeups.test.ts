@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../src/index.js';
 import type { PostgresCommandStore } from '../src/index.js';
-import { dropSchema, openStore, uniqueSchema } from './helpers.js';
+import { command, dropSchema, openStore, uniqueSchema } from './helpers.js';
 
 const schema = uniqueSchema('acpg_wake');
 let sender: PostgresCommandStore;
@@ -58,6 +58,23 @@ describe('PostgreSQL wake-ups', () => {
       sender.wakeups.notify();
       for (let i = 0; i < 200 && wakes === before; i++) await sleep(5);
       expect(wakes).toBe(before + 1);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('sends its NOTIFY on its own connection, outside any caller transaction', async () => {
+    let wakes = 0;
+    const stop = await receiver.wakeups.subscribe(() => (wakes += 1));
+    try {
+      await sleep(150); // let earlier windows close
+      // Delivered while the caller's transaction is still open: the NOTIFY did not join it.
+      await sender.transaction(async (tx) => {
+        await sender.insert(tx, [command('inside')]);
+        sender.wakeups.notify();
+        for (let i = 0; i < 400 && wakes === 0; i++) await sleep(5);
+        expect(wakes).toBe(1);
+      });
     } finally {
       await stop();
     }
