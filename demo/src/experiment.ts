@@ -54,7 +54,8 @@ async function main(): Promise<number> {
     `\n${formatVariants(report.variants)}\n\nFailure checks\n${formatChecks(report.failureChecks)}\n`,
   );
   out.write(
-    `\nDecision inputs: critical path ${report.decision.removableCriticalPathTime}; new consistency window ${report.decision.newConsistencyWindow}\n`,
+    `\nDecision inputs: critical path ${report.decision.removableCriticalPathTime}; new consistency window ` +
+      `${report.decision.newConsistencyWindow}; operational cost: ${report.decision.acceptedOperationalCost}\n`,
   );
   const file = writeReport(report, args.out);
   out.write(`\nJSON: ${file}   (${((performance.now() - started) / 1000).toFixed(1)} s)\n`);

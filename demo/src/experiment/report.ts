@@ -24,6 +24,7 @@ export interface ExperimentReport {
   readonly decision: {
     readonly removableCriticalPathTime: string;
     readonly newConsistencyWindow: string;
+    readonly acceptedOperationalCost: string;
   };
 }
 

@@ -15,6 +15,8 @@ import {
 import type { ExperimentReport } from './report.js';
 import { runVariant, type VariantResult } from './variant.js';
 
+const callsOf = (v: VariantResult) => Object.values(v.downstreamCalls).reduce((n, d) => n + d.calls, 0);
+
 export interface ExperimentOptions {
   readonly orders: number;
   readonly concurrency: number;
@@ -83,6 +85,9 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       decision: {
         removableCriticalPathTime: `response p95 ${formatMs(sync.responseMs.p95)} → ${formatMs(split.responseMs.p95)}`,
         newConsistencyWindow: `accept→terminal p95 ${formatMs(split.acceptToTerminalMs.p95)}, p99 ${formatMs(split.acceptToTerminalMs.p99)}`,
+        acceptedOperationalCost:
+          `${split.terminalByState.follow_up_failed ?? 0} operation(s) with a dead letter for a person to retry; ` +
+          `${callsOf(split) - callsOf(sync)} more downstream calls than the synchronous variant (retries instead of 502s)`,
       },
     };
   } finally {
