@@ -136,7 +136,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     const finish = await this.begin(marker);
     try {
       const result = await this.context.run(marker, () => fn(this.db));
-      this.db.exec('COMMIT');
+      this.prepare(this.db, 'commit', () => 'COMMIT').run();
       return result;
     } catch (e) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
@@ -406,16 +406,19 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   private tryBeginImmediate(): boolean {
-    const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
-    this.db.pragma('busy_timeout = 0');
+    // Prepared once: this runs for every transaction, and db.pragma()/exec() prepare each time.
+    const timeout = this.prepare(this.db, 'busy:get', () => 'PRAGMA busy_timeout')
+      .pluck()
+      .get() as number;
+    this.prepare(this.db, 'busy:0', () => 'PRAGMA busy_timeout = 0').run();
     try {
-      this.db.exec('BEGIN IMMEDIATE');
+      this.prepare(this.db, 'begin', () => 'BEGIN IMMEDIATE').run();
       return true;
     } catch (e) {
       if ((e as { code?: unknown }).code === 'SQLITE_BUSY') return false;
       throw e;
     } finally {
-      this.db.pragma(`busy_timeout = ${timeout}`);
+      this.prepare(this.db, `busy:${timeout}`, () => `PRAGMA busy_timeout = ${Math.trunc(timeout)}`).run();
     }
   }
 
