@@ -1,4 +1,5 @@
-import { exponentialBackoff, type BackoffPolicy, type ExecutionMode } from '@asynccmd/core';
+import { exponentialBackoff } from '@asynccmd/core';
+import type { CommandExecutor } from '@asynccmd/runtime';
 import type { Downstreams } from './downstream.js';
 import { COMMAND_TYPES } from './domain/facts.js';
 import { effectKey, type OrderPayloads } from './domain/payloads.js';
@@ -21,16 +22,8 @@ export interface RetryProfile {
 
 export const DEMO_RETRY: RetryProfile = { maxRetry: 3, backoffBaseMs: 200, backoffCapMs: 2_000 };
 
-/** The executor shape of @asynccmd/runtime, with the payload typed per command type. */
-export interface OrderExecutor<K extends keyof OrderPayloads> {
-  readonly type: K;
-  readonly mode: ExecutionMode;
-  readonly pool?: string;
-  readonly maxRetry: number;
-  readonly backoff: BackoffPolicy;
-  readonly timeoutMs: number;
-  execute(payload: OrderPayloads[K], context: { readonly signal: AbortSignal }): Promise<void>;
-}
+/** A runtime executor whose payload is the snapshot of its command type. */
+export type OrderExecutor<K extends keyof OrderPayloads> = CommandExecutor<K, OrderPayloads[K]>;
 
 export type AnyOrderExecutor = { [K in keyof OrderPayloads]: OrderExecutor<K> }[keyof OrderPayloads];
 

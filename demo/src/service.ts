@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { configureConnection, createSqliteStore, type SqliteCommandStore } from '@asynccmd/adapter-sqlite';
 import type { CommandEvent, Logger } from '@asynccmd/core';
-import { createAdminHandler, createAsyncCommands, createMetrics, type AnyExecutor } from '@asynccmd/runtime';
+import { createAdminHandler, createAsyncCommands, createMetrics } from '@asynccmd/runtime';
 import Database from 'better-sqlite3';
 import {
   createDownstreams,
@@ -95,11 +95,7 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
       },
       { projectionDelayMs: options.projectionDelayMs, adminBase: ADMIN_BASE },
     );
-    const executors = orderExecutors(
-      service,
-      downstreams,
-      options.retry ?? DEMO_RETRY,
-    ) as unknown as AnyExecutor[];
+    const executors = orderExecutors(service, downstreams, options.retry ?? DEMO_RETRY);
     const commands = createAsyncCommands({
       store,
       executors,
@@ -117,7 +113,7 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
           tx,
           type,
           o.bizKey,
-          payload as never,
+          payload,
           o.runAt ? { runAt: o.runAt } : undefined,
         ),
       getMany: (ids) => store.getMany(ids),
