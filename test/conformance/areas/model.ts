@@ -13,6 +13,7 @@ import { freshToken, uniqueType, untilDatabaseClockPasses, useArea } from '../su
 type Op =
   | { kind: 'submit'; count: number; offsetMs: number; maxRetry: number; typeIx: number }
   | { kind: 'claim'; limit: number; typeMask: number; shortLease: boolean }
+  | { kind: 'claimById'; pick: number; typeMask: number; shortLease: boolean }
   | { kind: 'complete' | 'release' | 'heartbeat'; pick: number; stale: boolean }
   | { kind: 'fail'; pick: number; stale: boolean; message: string }
   | { kind: 'reclaim' }
@@ -30,6 +31,12 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({
     kind: fc.constant('claim' as const),
     limit: fc.integer({ min: 1, max: 3 }),
+    typeMask: fc.integer({ min: 1, max: 3 }),
+    shortLease: fc.boolean(),
+  }),
+  fc.record({
+    kind: fc.constant('claimById' as const),
+    pick: fc.nat(),
     typeMask: fc.integer({ min: 1, max: 3 }),
     shortLease: fc.boolean(),
   }),
@@ -136,6 +143,28 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
           expect(step(m, core.claim(m.state, token))).toBe(true);
           m.shortLease = op.shortLease;
           m.leaseUntil = claimed[i]!.leaseUntil!.getTime();
+        }
+        break;
+      }
+      case 'claimById': {
+        const m = pick(op.pick);
+        if (!m) break;
+        const wanted = types.filter((_, i) => op.typeMask & (1 << i));
+        const claimable =
+          m.state.status === 'PENDING' && wanted.includes(m.type) && m.state.nextRunAt.getTime() <= now;
+        const token = freshToken();
+        const claimed = await store.claimById({
+          id: m.id,
+          types: wanted,
+          now: new Date(now),
+          token,
+          leaseMs: op.shortLease ? 1 : 600_000,
+        });
+        expect(claimed?.id ?? null).toBe(claimable ? m.id : null);
+        if (claimed) {
+          expect(step(m, core.claim(m.state, token))).toBe(true);
+          m.shortLease = op.shortLease;
+          m.leaseUntil = claimed.leaseUntil!.getTime();
         }
         break;
       }
