@@ -56,9 +56,11 @@ export type CommandTypeMap = { readonly [type: string]: unknown };
 
 export type PayloadMapOf<E> = {
   [X in E as X extends CommandExecutor<infer T, infer _P> ? T : never]: X extends CommandExecutor<
-    string,
+    infer T,
     infer P
   >
-    ? P
+    ? string extends T
+      ? unknown // executors typed only as AnyExecutor: any type, payload checked at run time
+      : P
     : never;
 };
