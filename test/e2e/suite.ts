@@ -535,6 +535,28 @@ export function describeRuntimeE2E<Tx>(
       });
     }
 
+    it('shutdown past its timeout aborts what still runs and hands it back with nothing counted against it', async () => {
+      const reasons: unknown[] = [];
+      const endless = defineExecutor<'e2e.endless', { n: number }>({
+        type: 'e2e.endless',
+        mode: 'ASYNC_POOL',
+        execute: (_p, ctx) =>
+          new Promise<void>((_, reject) =>
+            ctx.signal.addEventListener('abort', () => {
+              reasons.push(ctx.signal.reason);
+              reject(ctx.signal.reason as Error);
+            }),
+          ),
+      });
+      const { runtime, client, events, store } = await instance([endless]);
+      const id = await client.transaction((_tx, submit) => submit('e2e.endless', { n: 1 }));
+      await waitFor('it to start', () => kinds(events, 'started').length === 1);
+      await runtime.stop({ timeoutMs: 100, closeStore: false });
+      expect(reasons).toEqual([expect.objectContaining({ name: 'ShutdownError' })]);
+      expect(kinds(events, 'released')).toEqual([{ kind: 'released', id, type: 'e2e.endless' }]);
+      expect(await store.get(id)).toMatchObject({ status: 'PENDING', retryCount: 0, claimToken: null });
+    });
+
     it('idempotent submit: a duplicate (type, bizKey) returns the unfinished command, flagged', async () => {
       let runs = 0;
       const once = defineExecutor<'e2e.once', { orderId: string }>({

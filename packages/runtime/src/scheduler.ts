@@ -144,6 +144,7 @@ export class Scheduler {
     return reclaimed;
   }
 
+  /** Starts the loop. Applications call AsyncCommands.start(), which also starts the heartbeats. */
   start(): void {
     if (this.#loop) return;
     this.#stopping = false;
