@@ -13,6 +13,8 @@ export interface DemoConfig {
   readonly freshDb: boolean;
   /** Multiplies every downstream latency (the experiment's child process runs slow on purpose). */
   readonly latencyScale: number;
+  /** Multiplies every downstream failure rate (0: nothing fails). */
+  readonly failureScale: number;
   readonly seed: number;
 }
 
@@ -26,6 +28,7 @@ const HELP = `npm start -- [options]
   --exit-after-load   stop gracefully after the summary (for CI and tests)
   --db FILE           SQLite file to use (env DEMO_DB; default: a fresh file in a temp directory)
   --latency-scale X   multiply the simulated downstream latency (default 1)
+  --failure-scale X   multiply the simulated downstream failure rates (default 1; 0: nothing fails)
   --seed N            seed of the request mix and the downstream dice (default 42)`;
 
 export function helpText(): string {
@@ -47,7 +50,17 @@ export function parseConfig(
       continue;
     }
     const [name, inline] = arg.split('=', 2) as [string, string | undefined];
-    if (!['--port', '--orders', '--concurrency', '--db', '--latency-scale', '--seed'].includes(name)) {
+    if (
+      ![
+        '--port',
+        '--orders',
+        '--concurrency',
+        '--db',
+        '--latency-scale',
+        '--failure-scale',
+        '--seed',
+      ].includes(name)
+    ) {
       throw new ConfigError(`unknown option ${arg}\n\n${HELP}`);
     }
     const value = inline ?? argv[++i];
@@ -63,6 +76,9 @@ export function parseConfig(
   };
   const scale = Number(values.get('--latency-scale') ?? '1');
   if (!(scale > 0 && scale <= 100)) throw new ConfigError('--latency-scale must be a number in (0, 100]');
+  const failureScale = Number(values.get('--failure-scale') ?? '1');
+  if (!(failureScale >= 0 && failureScale <= 100))
+    throw new ConfigError('--failure-scale must be a number in [0, 100]');
   const given = values.get('--db') ?? env.DEMO_DB;
   return {
     port: int('--port', Number(env.PORT ?? 3000), 0, 65_535),
@@ -73,6 +89,7 @@ export function parseConfig(
     dbFile: given ?? join(mkdtempSync(join(tmpdir(), 'asynccmd-demo-')), 'orders.db'),
     freshDb: given === undefined,
     latencyScale: scale,
+    failureScale,
     seed: int('--seed', 42, 0, 2 ** 31),
   };
 }

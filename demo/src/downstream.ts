@@ -113,9 +113,20 @@ export function createDownstreams(
   };
 }
 
-/** The same profile with every latency multiplied by `factor`. */
-export function scaleLatency(profiles: DownstreamProfiles, factor: number): DownstreamProfiles {
-  const scaled = (p: DownstreamProfile): DownstreamProfile => ({ ...p, latencyMs: p.latencyMs * factor });
+/**
+ * The same profile with every latency multiplied by `latency` and every failure rate by `failures`
+ * (capped at 1): `--latency-scale 10` for slow downstreams, `--failure-scale 0` for none failing.
+ */
+export function scaleProfiles(
+  profiles: DownstreamProfiles,
+  latency: number,
+  failures = 1,
+): DownstreamProfiles {
+  const scaled = (p: DownstreamProfile): DownstreamProfile => ({
+    ...p,
+    latencyMs: p.latencyMs * latency,
+    failureRate: Math.min(1, p.failureRate * failures),
+  });
   return {
     inventory: scaled(profiles.inventory),
     notification: scaled(profiles.notification),

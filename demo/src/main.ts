@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError, helpText, parseConfig, type DemoConfig } from './config.js';
-import { DEFAULT_PROFILES, scaleLatency } from './downstream.js';
+import { DEFAULT_PROFILES, scaleProfiles } from './downstream.js';
 import { httpJson } from './load/http-client.js';
 import { runLoad } from './load/run-load.js';
 import { ProgressBar } from './load/progress.js';
@@ -29,7 +29,7 @@ async function main(): Promise<number> {
   const service = await startDemoService({
     filename: config.dbFile,
     port: config.port,
-    profiles: scaleLatency(DEFAULT_PROFILES, config.latencyScale),
+    profiles: scaleProfiles(DEFAULT_PROFILES, config.latencyScale, config.failureScale),
     seed: config.seed,
   });
   const { freshDb, dbFile } = config;

@@ -5,7 +5,8 @@ export type ReadOperations = (operationIds: readonly string[]) => Promise<Operat
 
 export interface TrackedOperation {
   readonly operationId: string;
-  readonly acceptedAt: number;
+  /** When the server committed the order (from the view; the client's clock until the first read). */
+  acceptedAt: number;
   state: OperationStateName | 'unknown';
   terminalAt: number | null;
   /** Failed attempts over all its commands. */
@@ -78,7 +79,7 @@ export class OperationTracker {
       op.retries = view.commands.reduce((n, c) => n + c.failedAttempts, 0);
       op.deadCommands = view.commands.filter((c) => c.status === 'DEAD').length;
       // acceptedAt of the server (when the order committed), not of the client's answer.
-      (op as { acceptedAt: number }).acceptedAt = Date.parse(view.acceptedAt);
+      op.acceptedAt = Date.parse(view.acceptedAt);
       if (view.terminal && view.terminalAt) op.terminalAt = Date.parse(view.terminalAt);
       else this.pendingAges.push(now - op.acceptedAt);
     }
