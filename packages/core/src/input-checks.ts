@@ -73,3 +73,18 @@ export function requireHeadersJson(headers: unknown): string {
   }
   return JSON.stringify(map);
 }
+
+const CURSOR_PREFIX = 'id:';
+
+/** The opaque `nextCursor` of a list page whose last (oldest) item is `id`. */
+export function encodeListCursor(id: CommandId): string {
+  return Buffer.from(`${CURSOR_PREFIX}${id}`, 'utf8').toString('base64url');
+}
+
+/** The id a list cursor stands for; anything this module did not hand out is refused. */
+export function decodeListCursor(cursor: unknown): CommandId {
+  const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  const id = text.startsWith(CURSOR_PREFIX) ? parseCommandId(text.slice(CURSOR_PREFIX.length)) : null;
+  if (!id || E.isLeft(id)) throw new InvalidArgumentError('the list cursor is not one this store handed out');
+  return id.right;
+}

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  decodeListCursor,
+  encodeListCursor,
   optionalText,
   requireHeadersJson,
   requireId,
@@ -28,6 +30,7 @@ describe('adapter input checks', () => {
     expect(requirePayloadJson('{"a":1}', 100)).toBe('{"a":1}');
     expect(requireHeadersJson(undefined)).toBe('{}');
     expect(requireHeadersJson({ traceparent: 'x' })).toBe('{"traceparent":"x"}');
+    expect(decodeListCursor(encodeListCursor('9007199254740993'))).toBe('9007199254740993');
   });
 
   it('refuse bad input with typed errors', () => {
@@ -42,5 +45,7 @@ describe('adapter input checks', () => {
     expect(code(() => requirePayloadJson(JSON.stringify('订'.repeat(40)), 100))).toBe('PAYLOAD_TOO_LARGE');
     expect(code(() => requireHeadersJson({ n: 1 }))).toBe('INVALID_ARGUMENT');
     expect(code(() => requireHeadersJson(['x']))).toBe('INVALID_ARGUMENT');
+    expect(code(() => decodeListCursor('bm9wZQ'))).toBe('INVALID_ARGUMENT');
+    expect(code(() => decodeListCursor(42))).toBe('INVALID_ARGUMENT');
   });
 });
