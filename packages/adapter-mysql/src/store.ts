@@ -26,8 +26,9 @@ import {
   IdempotencyConflictError,
   InvalidArgumentError,
   checkTransition,
+  decodeListCursor,
+  encodeListCursor,
   optionalText,
-  parseCommandId,
   requireHeadersJson,
   requireId,
   requireInt,
@@ -51,7 +52,6 @@ import {
   retryLockConflicts,
   rollbackQuietly,
   select,
-  withConnection,
   write,
 } from './connection.js';
 import { runMigrations } from './migrations.js';
@@ -135,17 +135,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async transaction<T>(fn: (tx: Connection) => Promise<T>): Promise<T> {
-    return withConnection(this.pool, async (conn) => {
-      await conn.query('START TRANSACTION');
-      try {
-        const result = await fn(conn);
-        await conn.query('COMMIT');
-        return result;
-      } catch (e) {
-        await rollbackQuietly(conn);
-        throw e;
-      }
-    });
+    // The server's default isolation: this is the caller's business transaction, not a claim.
+    return inTransaction(this.pool, false, fn);
   }
 
   async insert(tx: Connection, commands: readonly NewCommand[]): Promise<CommandId[]> {
@@ -378,7 +369,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     if (type !== null) add('type', type);
     const bizKey = optionalText('bizKey', query.bizKey);
     if (bizKey !== null) add('bizKey', bizKey);
-    if (query.cursor !== undefined && query.cursor !== null) add('before', decodeCursor(query.cursor));
+    if (query.cursor !== undefined && query.cursor !== null) add('before', decodeListCursor(query.cursor));
     if (filters[0] === 'status' && (values[0] as unknown[]).length === 0)
       return { items: [], nextCursor: null };
     const rows = await retryConnectionLoss(() =>
@@ -386,7 +377,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     );
     const items = rows.slice(0, limit).map(toRecord);
     const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last.id) : null };
   }
 
   async stats(now: Date): Promise<StoreStats> {
@@ -619,17 +610,4 @@ function refPairs(refs: readonly ClaimRef[]): string[] {
 
 function unique(ids: readonly CommandId[]): CommandId[] {
   return [...new Set(ids)];
-}
-
-const CURSOR_PREFIX = 'id:';
-
-function encodeCursor(id: CommandId): string {
-  return Buffer.from(`${CURSOR_PREFIX}${id}`, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: unknown): string {
-  const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  const id = text.startsWith(CURSOR_PREFIX) ? parseCommandId(text.slice(CURSOR_PREFIX.length)) : null;
-  if (!id || E.isLeft(id)) throw new InvalidArgumentError('the list cursor is not one this store handed out');
-  return id.right;
 }

@@ -1,4 +1,5 @@
-import { createConnection } from 'mysql2/promise';
+import { createConnection, createPool } from 'mysql2/promise';
+import type { Pool } from 'mysql2/promise';
 import type { MysqlStoreOptions } from '../src/index.js';
 import { createMysqlStore } from '../src/index.js';
 import type { MysqlCommandStore } from '../src/store.js';
@@ -37,4 +38,16 @@ export async function openStore(
   const store = await createMysqlStore({ connection: url, connectionLimit: 4, ...options });
   await store.migrate();
   return store;
+}
+
+/**
+ * A caller's pool with mysql2's default options whose every connection first runs `statement`
+ * (queued ahead of anything the pool hands it out for): a session the store did not configure.
+ */
+export function poolWithSession(url: string, statement: string, connectionLimit = 2): Pool {
+  const pool = createPool({ uri: url, connectionLimit });
+  pool.on('connection', (conn) => {
+    void (conn as unknown as { query(sql: string): unknown }).query(statement);
+  });
+  return pool;
 }

@@ -1,9 +1,8 @@
-import { createPool } from 'mysql2/promise';
 import type { Connection, Pool } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMysqlStore } from '../src/index.js';
 import type { MysqlCommandStore } from '../src/store.js';
-import { admin, freshDatabase } from './databases.js';
+import { admin, freshDatabase, poolWithSession } from './databases.js';
 
 const DATABASE = 'asynccmd_mysql_lock_conflicts';
 
@@ -18,13 +17,8 @@ describe('lock conflicts are retried, not surfaced', () => {
 
   beforeAll(async () => {
     db = await freshDatabase(DATABASE);
-    pool = createPool({ uri: db.url, connectionLimit: 2 });
-    pool.on('connection', (conn) => {
-      // Lock waits give up after a second here (50 s by default), so a timeout happens within the test.
-      void (conn as unknown as { query(sql: string): unknown }).query(
-        'SET SESSION innodb_lock_wait_timeout = 1',
-      );
-    });
+    // Lock waits give up after a second here (50 s by default), so a timeout happens within the test.
+    pool = poolWithSession(db.url, 'SET SESSION innodb_lock_wait_timeout = 1');
     store = createMysqlStore({ pool });
     await store.migrate();
   });

@@ -1,8 +1,7 @@
 import { isAsyncCommandError } from '@asynccmd/core';
-import { createPool } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMysqlStore, MIGRATIONS, strategyForServer } from '../src/index.js';
-import { admin, freshDatabase, openStore } from './databases.js';
+import { admin, freshDatabase, openStore, poolWithSession } from './databases.js';
 
 const DATABASE = 'asynccmd_mysql_schema';
 
@@ -82,12 +81,11 @@ describe('schema, options and strategy choice', () => {
   });
 
   it('refuses a session running NO_BACKSLASH_ESCAPES, whose quoting mysql2 does not speak', async () => {
-    const pool = createPool({ uri: db.url, connectionLimit: 1 });
-    pool.on('connection', (conn) => {
-      void (conn as unknown as { query(sql: string): unknown }).query(
-        "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
-      );
-    });
+    const pool = poolWithSession(
+      db.url,
+      "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
+      1,
+    );
     const store = createMysqlStore({ pool, table: 'no_backslash' });
     try {
       await expect(store.migrate()).rejects.toSatisfy(

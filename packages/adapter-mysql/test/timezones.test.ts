@@ -1,9 +1,8 @@
-import { createPool } from 'mysql2/promise';
 import type { Pool } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMysqlStore } from '../src/index.js';
 import type { MysqlCommandStore } from '../src/store.js';
-import { admin, freshDatabase } from './databases.js';
+import { admin, freshDatabase, poolWithSession } from './databases.js';
 
 /**
  * DATETIME has no time zone: the store writes and reads UTC and takes the database clock from
@@ -21,10 +20,7 @@ describe.each(['+09:00', '-05:00'])('session time zone %s', (zone) => {
     db = await freshDatabase(
       `asynccmd_mysql_tz_${zone.replace(/[^0-9]/g, '')}${zone[0] === '-' ? 'w' : 'e'}`,
     );
-    pool = createPool({ uri: db.url, connectionLimit: 3 });
-    pool.on('connection', (conn) => {
-      void (conn as unknown as { query(sql: string): unknown }).query(`SET time_zone = '${zone}'`);
-    });
+    pool = poolWithSession(db.url, `SET time_zone = '${zone}'`, 3);
     store = await createMysqlStore({ pool, table: 'tz_commands' });
     await store.migrate();
   });
