@@ -139,6 +139,33 @@ export function describeRuntimeE2E<Tx>(
       expect(runners).toEqual(['pool:shared', 'pool:shared']);
     });
 
+    it('a full round polls again at once, and a local submit wakes the sleeping loop', async () => {
+      const ran: number[] = [];
+      const step = defineExecutor<'e2e.batch', { n: number }>({
+        type: 'e2e.batch',
+        execute: ({ n }) => void ran.push(n),
+      });
+      // Rounds of 2 and a poll interval longer than the test: only "again at once" drains 5.
+      const { runtime, client, events } = await instance(
+        [step],
+        { pollIntervalMs: 600_000, scheduledBatchSize: 2 },
+        { start: false },
+      );
+      await client.transaction(async (_tx, submit) => {
+        for (const n of [1, 2, 3, 4, 5]) await submit('e2e.batch', { n });
+      });
+      runtime.start();
+      const claims = () => kinds(events, 'round').map((e) => e.kind === 'round' && e.claimed);
+      await waitFor('three rounds', () => claims().length === 3);
+      expect(claims()).toEqual([2, 2, 1]); // two full rounds followed at once; then the loop sleeps
+      expect(ran).toEqual([1, 2, 3, 4, 5]);
+      await client.transaction((_tx, submit) => submit('e2e.batch', { n: 6 }));
+      await waitFor('the woken loop to run the new one', () => ran.length === 6 && claims().length >= 4);
+      // (A store with cross-process wake-ups may echo our own notify: one more, empty, round.)
+      expect(claims().slice(0, 4)).toEqual([2, 2, 1, 1]);
+      expect(ran).toEqual([1, 2, 3, 4, 5, 6]);
+    });
+
     it('IMMEDIATE starts right after commit, without waiting for the poll interval', async () => {
       const ran: string[] = [];
       const urgent = defineExecutor<'e2e.urgent', { orderId: string; version: number }>({

@@ -69,7 +69,7 @@ interface ClaimGroup {
  * freed pool slot. Store failures are reported once, backed off and survived.
  */
 export class Scheduler {
-  readonly #wake = new WakeSignal();
+  #wake = new WakeSignal();
   readonly #groups: readonly ClaimGroup[];
   #loop: Promise<void> | null = null;
   #stopping = false;
@@ -148,6 +148,7 @@ export class Scheduler {
   start(): void {
     if (this.#loop) return;
     this.#stopping = false;
+    this.#wake = new WakeSignal(); // wake-ups from before the start: the first round runs at once anyway
     const wakeups = this.deps.store.wakeups;
     if (wakeups) {
       wakeups
