@@ -8,6 +8,8 @@ export interface DemoConfig {
   readonly concurrency: number;
   readonly load: boolean;
   readonly exitAfterLoad: boolean;
+  /** Stop gracefully when stdin closes: a child process then never outlives its parent. */
+  readonly exitWithParent: boolean;
   /** The SQLite file; a fresh one in a temp directory unless given. */
   readonly dbFile: string;
   readonly freshDb: boolean;
@@ -26,6 +28,7 @@ const HELP = `npm start -- [options]
   --concurrency N     concurrent load clients (default 16)
   --no-load           skip the built-in load
   --exit-after-load   stop gracefully after the summary (for CI and tests)
+  --exit-with-parent  stop gracefully when stdin closes (child processes of the experiment)
   --db FILE           SQLite file to use (env DEMO_DB; default: a fresh file in a temp directory)
   --latency-scale X   multiply the simulated downstream latency (default 1)
   --failure-scale X   multiply the simulated downstream failure rates (default 1; 0: nothing fails)
@@ -45,7 +48,7 @@ export function parseConfig(
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === '--help' || arg === '-h') return 'help';
-    if (arg === '--no-load' || arg === '--exit-after-load') {
+    if (arg === '--no-load' || arg === '--exit-after-load' || arg === '--exit-with-parent') {
       flags.add(arg);
       continue;
     }
@@ -86,6 +89,7 @@ export function parseConfig(
     concurrency: int('--concurrency', 16, 1, 1_000),
     load: !flags.has('--no-load'),
     exitAfterLoad: flags.has('--exit-after-load'),
+    exitWithParent: flags.has('--exit-with-parent'),
     dbFile: given ?? join(mkdtempSync(join(tmpdir(), 'asynccmd-demo-')), 'orders.db'),
     freshDb: given === undefined,
     latencyScale: scale,

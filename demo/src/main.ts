@@ -39,6 +39,10 @@ async function main(): Promise<number> {
   };
   // From here on, Ctrl-C stops gracefully, also in the middle of the load.
   const stopped = stopOnSignals(cleanup);
+  if (config.exitWithParent) {
+    process.stdin.resume();
+    process.stdin.once('close', () => process.kill(process.pid, 'SIGTERM'));
+  }
   const out = process.stdout;
   out.write(`asynccmd order demo — orders and commands in one SQLite file: ${config.dbFile}\n`);
   if (service.portFallback) out.write(`port ${config.port} was taken; using ${service.port} instead\n`);

@@ -21,8 +21,8 @@ export interface ChildDemo {
 
 /**
  * Starts the built demo server as a separate process (`--no-load`, a free port) on `dbFile` and
- * waits for its ready line. Every child is SIGKILLed when this process exits, so none outlives a
- * failed test or an interrupted experiment.
+ * waits for its ready line. Every child is SIGKILLed when this process exits, and stops by itself
+ * when this process dies, so none outlives a failed test or an interrupted experiment.
  */
 export async function startChildDemo(
   dbFile: string,
@@ -35,12 +35,12 @@ export async function startChildDemo(
       for (const c of live) c.kill('SIGKILL');
     });
   }
+  // stdin is a pipe the child watches (--exit-with-parent): if this process dies, even by SIGKILL,
+  // the pipe closes and the child stops.
   const child = spawn(
     process.execPath,
-    [DEMO_MAIN, '--no-load', '--port', '0', '--db', dbFile, ...extraArgs],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    [DEMO_MAIN, '--no-load', '--exit-with-parent', '--port', '0', '--db', dbFile, ...extraArgs],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
   );
   live.add(child);
   const exited = new Promise<void>((resolve) =>
