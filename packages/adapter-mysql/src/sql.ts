@@ -51,8 +51,12 @@ export function mysqlSql(t: string) {
     /** `rows` commands in one statement; InnoDB gives a simple multi-row insert consecutive ids. */
     insertMany: (rows: number) =>
       `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${Array.from({ length: rows }, () => INSERT_ROW).join(', ')}`,
-    /** The unfinished idempotent command holding (type, bizKey): the generated active_key column. */
-    activeHolder: `SELECT id FROM ${table} WHERE type = ? AND active_key = ?`,
+    /**
+     * The unfinished idempotent command holding (type, bizKey): the generated active_key column. A
+     * locking read sees the latest committed holder whatever the caller's snapshot, on the caller's
+     * own connection (the refused insert already share-locked that index entry).
+     */
+    activeHolder: `SELECT id FROM ${table} WHERE type = ? AND active_key = ? LOCK IN SHARE MODE`,
 
     /** Step 1, SKIP LOCKED form: lock this round's candidates, skipping rows other claimers hold. */
     lockDue: `SELECT id FROM ${table} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,

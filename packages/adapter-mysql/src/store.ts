@@ -177,12 +177,12 @@ export class MysqlCommandStore implements CommandStore<Connection> {
         if (!isDuplicateKey(e)) throw e;
       }
       // A duplicate-key error rolls back the statement only; the caller's transaction goes on. The
-      // holder is visible on the caller's connection if that transaction inserted it itself, else it
-      // is committed and a fresh read on the pool sees it (the caller's snapshot may be older).
-      const key = [command.type, command.bizKey];
-      const holder =
-        (await select<{ id: string }>(tx, this.sql.activeHolder, key))[0] ??
-        (await select<{ id: string }>(this.pool, this.sql.activeHolder, key))[0];
+      // look-up stays on the caller's connection: a second connection from the store's pool could
+      // wait forever while every pooled connection sits in a caller's transaction doing the same.
+      const [holder] = await select<{ id: string }>(tx, this.sql.activeHolder, [
+        command.type,
+        command.bizKey,
+      ]);
       if (holder) return { id: String(holder.id), duplicate: true };
     }
     throw new Error(`idempotent submit of (${command.type}, ${command.bizKey}) kept racing with its holder`);
