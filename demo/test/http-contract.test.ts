@@ -208,6 +208,33 @@ describe('POST /orders on the split boundary', () => {
   });
 });
 
+describe('a 202 whose confirmation dead-letters', () => {
+  it('is terminal as follow_up_failed with nothing pending, and an admin retry completes the order', async () => {
+    service.downstreams.inventory.goDown('supplier API unreachable');
+    let operationId: string;
+    try {
+      const answer = await post(service, MADE_TO_ORDER, { 'idempotency-key': 'confirm-dies' });
+      expect(answer.status).toBe(202);
+      operationId = (answer.body as Accepted).operationId;
+      const failed = await pollOperation(service.url, operationId, (v) => v.terminal);
+      expect(failed.state).toBe('follow_up_failed');
+      expect(failed.failedFacts).toEqual(['inventory.confirmed']);
+      expect(failed.pendingFacts).toEqual([]);
+      expect(failed.order.status).toBe('AWAITING_INVENTORY');
+      expect((await httpJson(`${service.url}/health`, 'GET')).status).toBe(503);
+    } finally {
+      service.downstreams.inventory.recover();
+    }
+    const dead = (await httpJson(`${service.url}/operations/${operationId}`, 'GET')).body as OperationView;
+    const retry = await httpJson(`${service.url}${dead.commands[0]?.links.status ?? ''}/retry`, 'POST');
+    expect(retry.status).toBe(200);
+    const done = await pollOperation(service.url, operationId, (v) => v.state === 'completed');
+    expect(done.state).toBe('completed');
+    expect(done.completedFacts).toHaveLength(6);
+    expect((await httpJson(`${service.url}/health`, 'GET')).status).toBe(200);
+  });
+});
+
 describe('POST /orders on the all-synchronous boundary', () => {
   it('answers 201 with every fact completed when all downstreams answer', async () => {
     const answer = await post(sync, ORDER);

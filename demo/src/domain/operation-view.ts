@@ -104,12 +104,17 @@ export function buildOperationView(
       facts.set(f, failed ? 'failed' : 'completed');
     }
   } else {
+    let blocked = order.status === 'REJECTED';
     if (order.inventoryMode === 'downstream') {
       const decided: FactState | null =
         order.status === 'CONFIRMED' ? 'completed' : order.status === 'REJECTED' ? 'failed' : null;
-      facts.set('inventory.confirmed', decided ?? factOfCommand(commandOf.get('inventory.confirmed')));
+      const confirmation = decided ?? factOfCommand(commandOf.get('inventory.confirmed'));
+      facts.set('inventory.confirmed', confirmation);
+      // The follow-ups are owed only once the supplier said yes: a dead or cancelled confirmation
+      // leaves nothing pending (an operator's retry of it brings them back).
+      blocked ||= confirmation === 'failed' || confirmation === 'cancelled';
     }
-    if (order.status !== 'REJECTED') {
+    if (!blocked) {
       for (const f of FOLLOW_UP_FACTS)
         facts.set(f, order.status === 'CONFIRMED' ? factOfCommand(commandOf.get(f)) : 'pending');
     }
