@@ -59,9 +59,12 @@ export class OperationTracker {
 
   /** Reads every unfinished operation once. Ticks never overlap. */
   tick(): Promise<void> {
-    this.ticking ??= this.readAll().finally(() => {
-      this.ticking = null;
-    });
+    // A failed read (e.g. the service shutting down under Ctrl-C) just leaves the states as they were.
+    this.ticking ??= this.readAll()
+      .catch(() => undefined)
+      .finally(() => {
+        this.ticking = null;
+      });
     return this.ticking;
   }
 
