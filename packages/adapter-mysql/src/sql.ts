@@ -40,6 +40,10 @@ const sources = (name: keyof typeof TRANSITION_SOURCES): string =>
 
 export function mysqlSql(t: string) {
   const table = `\`${t}\``;
+  // Statements that name their rows by id go through the primary key. With few RUNNING rows the
+  // optimizer would rather walk a status index, and under REPEATABLE READ that locks every row it
+  // walks: other instances' claims included, so their outcome writes would queue on each other.
+  const byId = `${table} FORCE INDEX (PRIMARY)`;
   return {
     now: `SELECT ${DB_NOW} AS now`,
     ping: 'SELECT 1',
@@ -61,7 +65,7 @@ export function mysqlSql(t: string) {
     /** Step 1, SKIP LOCKED form: lock this round's candidates, skipping rows other claimers hold. */
     lockDue: `SELECT id FROM ${table} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
     /** Marks locked candidates (ids bound as a list). */
-    markClaimed: `UPDATE ${table}
+    markClaimed: `UPDATE ${byId}
        SET status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
            updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'PENDING'`,
@@ -94,12 +98,12 @@ export function mysqlSql(t: string) {
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
     heartbeat: (n: number) =>
-      `UPDATE ${table} SET lease_until = ${LEASE_UNTIL}, updated_at = ${DB_NOW}
+      `UPDATE ${byId} SET lease_until = ${LEASE_UNTIL}, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${refs(n)}`,
-    heldRefs: (n: number) => `SELECT id, claim_token FROM ${table} WHERE status = 'RUNNING' AND ${refs(n)}`,
+    heldRefs: (n: number) => `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)}`,
     /** Bound: this call's marker, then the refs. */
     complete: (n: number) =>
-      `UPDATE ${table}
+      `UPDATE ${byId}
        SET status = 'SUCCESS', claim_token = ?, lease_until = NULL, finished_at = ${DB_NOW},
            updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${refs(n)}`,
@@ -112,8 +116,8 @@ export function mysqlSql(t: string) {
        WHERE id = ? AND status = 'RUNNING' AND claim_token = ?`,
     /** release runs in a transaction: lock the rows still held, then move exactly those. */
     lockHeld: (n: number) =>
-      `SELECT id FROM ${table} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
-    release: `UPDATE ${table} SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+      `SELECT id FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
+    release: `UPDATE ${byId} SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'RUNNING'`,
 
     /** A plain read first: most rounds find nothing hung and need no transaction or lock. */
@@ -126,7 +130,7 @@ export function mysqlSql(t: string) {
      * Back to PENDING due now (never later than it already was), or DEAD past the rescue limit.
      * Bound: maxRescues ×4, the dead letter's text, the ids. Guarded by status and lease again.
      */
-    reclaim: `UPDATE ${table}
+    reclaim: `UPDATE ${byId}
        SET status = CASE WHEN rescue_count + 1 > ? THEN 'DEAD' ELSE 'PENDING' END,
            next_run_at = CASE WHEN rescue_count + 1 > ? THEN next_run_at ELSE LEAST(next_run_at, ${DB_NOW}) END,
            last_error = CASE WHEN rescue_count + 1 > ? THEN ? ELSE last_error END,
