@@ -87,7 +87,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
         newConsistencyWindow: `accept→terminal p95 ${formatMs(split.acceptToTerminalMs.p95)}, p99 ${formatMs(split.acceptToTerminalMs.p99)}`,
         acceptedOperationalCost:
           `${split.terminalByState.follow_up_failed ?? 0} operation(s) with a dead letter for a person to retry; ` +
-          `${callsOf(split) - callsOf(sync)} more downstream calls than the synchronous variant (retries instead of 502s)`,
+          `${callsOf(split) - callsOf(sync)} more downstream calls than the synchronous variant (it completes more orders, and retries failed calls)`,
       },
     };
   } finally {
