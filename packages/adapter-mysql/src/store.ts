@@ -221,16 +221,25 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const now = requireInstant('now', params.now);
     const types = params.types === undefined ? undefined : requireTypes(params.types);
     if (types !== undefined && types.length === 0) return null;
-    const marked = await retryLockConflicts(() =>
-      types === undefined
-        ? write(this.pool, this.sql.claimById, [token, lease, id, now])
-        : write(this.pool, this.sql.claimByIdOfTypes, [token, lease, id, now, types]),
-    );
-    if (marked.affectedRows === 0) return null;
-    const [row] = await retryConnectionLoss(() =>
-      select<CommandRow>(this.pool, this.sql.claimedRow, [id, token]),
-    );
-    return row ? (toRecord(row) as ClaimedCommand) : null;
+    const readBack = async (): Promise<ClaimedCommand | null> => {
+      const [row] = await select<CommandRow>(this.pool, this.sql.claimedRow, [id, token]);
+      return row ? (toRecord(row) as ClaimedCommand) : null;
+    };
+    try {
+      const marked = await retryLockConflicts(() =>
+        types === undefined
+          ? write(this.pool, this.sql.claimById, [token, lease, id, now])
+          : write(this.pool, this.sql.claimByIdOfTypes, [token, lease, id, now, types]),
+      );
+      if (marked.affectedRows === 0) return null;
+    } catch (e) {
+      // As in claimDue: the write may have landed before the connection died; the token tells.
+      if (!isConnectionLost(e)) throw e;
+      const claimed = await readBack().catch(() => null);
+      if (claimed === null) throw e;
+      return claimed;
+    }
+    return retryConnectionLoss(readBack);
   }
 
   async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
