@@ -138,7 +138,7 @@ function driverError(e: unknown): DriverError {
   return typeof e === 'object' && e !== null ? (e as DriverError) : {};
 }
 
-export const ER_DUP_ENTRY = 1062;
+const ER_DUP_ENTRY = 1062;
 const ER_LOCK_WAIT_TIMEOUT = 1205;
 const ER_LOCK_DEADLOCK = 1213;
 
@@ -197,6 +197,6 @@ export async function retryConnectionLoss<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export function sleep(ms: number): Promise<void> {
+function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
