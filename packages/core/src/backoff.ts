@@ -30,8 +30,9 @@ export function exponentialBackoff(options: ExponentialBackoffOptions = {}): Bac
   return {
     delayMs(retryNumber: number): number {
       const n = Math.max(0, Math.floor(retryNumber));
-      // 2^n overflows to Infinity for large n; min() with the cap keeps the result finite.
-      const raw = Math.min(cap, base * Math.pow(2, n));
+      // 2^n overflows to Infinity for large n: min() with the cap keeps the result finite, and a
+      // zero base must stay 0 rather than become 0·∞ = NaN.
+      const raw = base === 0 ? 0 : Math.min(cap, base * Math.pow(2, n));
       if (jitter === 0) return raw;
       return Math.round(raw * (1 - jitter * random()));
     },

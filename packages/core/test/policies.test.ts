@@ -18,6 +18,10 @@ describe('BackoffPolicy', () => {
       60_000, 120_000, 240_000, 1_920_000, 3_600_000, 3_600_000, 3_600_000, 3_600_000,
     ]);
   });
+  it('stays finite for huge n, and 0 with a zero base', () => {
+    expect(exponentialBackoff({ baseMs: 0 }).delayMs(1023)).toBe(0);
+    expect(exponentialBackoff().delayMs(1_000_000)).toBe(3_600_000);
+  });
   it('jitters downwards within the configured fraction', () => {
     const b = exponentialBackoff({ baseMs: 1000, jitter: 0.5, random: () => 1 });
     expect(b.delayMs(0)).toBe(500);
