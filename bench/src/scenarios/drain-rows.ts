@@ -43,7 +43,7 @@ export async function runDrainRows<S extends string>(
 ): Promise<void> {
   for (const d of rows) {
     await rec.throughput(d.row, () =>
-      runDrain(d.target, sizes.drainTotal, d.processes, sizes.concurrency, sizes.runTimeoutMs),
+      runDrain(d.target, sizes.drainTotal, d.processes, sizes.concurrency, sizes.drainCapMs),
     );
   }
 }

@@ -62,11 +62,11 @@ function mysqlTarget(
       );
       return rows.length === 0;
     },
-    verify: async (total, seqs) => {
+    verify: async (total, seqs, complete) => {
       const p = pool as Pool;
       pool = null;
       try {
-        return exactlyOnceVerdict(total, await countMysqlExecutions(p, BENCH_TYPE, seqs));
+        return exactlyOnceVerdict(total, await countMysqlExecutions(p, BENCH_TYPE, seqs), complete);
       } finally {
         await p.end();
       }

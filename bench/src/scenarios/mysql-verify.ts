@@ -27,19 +27,23 @@ export async function countMysqlExecutions(
   );
   const [result] = await pool.query<mysql.RowDataPacket[]>(
     `SELECT
-       (SELECT count(*) FROM bench_cmd WHERE status = 'SUCCESS') AS finished,
-       (SELECT count(*) FROM bench_cmd c JOIN bench_exec e ON e.seq = c.seq WHERE e.runs = 1) AS once,
-       (SELECT count(*) FROM bench_cmd c JOIN bench_exec e ON e.seq = c.seq WHERE e.runs > 1) AS twice,
-       (SELECT count(*) FROM bench_cmd c WHERE NOT EXISTS (SELECT 1 FROM bench_exec e WHERE e.seq = c.seq)) AS never,
-       (SELECT count(*) FROM bench_exec e WHERE NOT EXISTS (SELECT 1 FROM bench_cmd c WHERE c.seq = e.seq)) AS strays`,
+       (SELECT count(*) FROM bench_cmd) AS commands,
+       (SELECT count(*) FROM bench_cmd c JOIN bench_exec e ON e.seq = c.seq
+         WHERE c.status = 'SUCCESS' AND e.runs = 1) AS succeededOnce,
+       (SELECT count(*) FROM bench_exec WHERE runs > 1) AS ranTwice,
+       (SELECT count(*) FROM bench_cmd c
+         WHERE c.status = 'SUCCESS' AND NOT EXISTS (SELECT 1 FROM bench_exec e WHERE e.seq = c.seq)) AS succeededNotRun,
+       (SELECT count(*) FROM bench_cmd c JOIN bench_exec e ON e.seq = c.seq
+         WHERE c.status <> 'SUCCESS' AND e.runs = 1) AS ranNotSucceeded,
+       (SELECT count(*) FROM bench_cmd c
+         WHERE c.status = 'PENDING' AND NOT EXISTS (SELECT 1 FROM bench_exec e WHERE e.seq = c.seq)) AS pendingNotRun,
+       (SELECT count(*) FROM bench_exec e WHERE NOT EXISTS (SELECT 1 FROM bench_cmd c WHERE c.seq = e.seq)) AS strays,
+       (SELECT count(*) FROM bench_cmd c WHERE c.status NOT IN ('SUCCESS', 'PENDING')
+         AND NOT EXISTS (SELECT 1 FROM bench_exec e WHERE e.seq = c.seq)) AS other`,
   );
   const row = result[0];
   if (!row) throw new Error('exactly-once query returned no row');
-  return {
-    finished: Number(row['finished']),
-    once: Number(row['once']),
-    twiceOrMore: Number(row['twice']),
-    never: Number(row['never']),
-    strays: Number(row['strays']),
-  };
+  return Object.fromEntries(
+    Object.entries(row).map(([k, v]) => [k, Number(v)]),
+  ) as unknown as ExactlyOnceCounts;
 }

@@ -7,7 +7,7 @@ import type { LatencyTarget } from '../latency.js';
 import { recreateSchema } from '../pg.js';
 import type { SystemSpec } from '../protocol.js';
 import type { SubmitTarget } from '../submits.js';
-import { countCommandTable, countDeletedQueue, loadExecutions } from './pg-verify.js';
+import { countCommandTable, countGraphileJobs, loadExecutions } from './pg-verify.js';
 
 /** Schemas the PostgreSQL scenarios own; each is dropped and recreated per run. */
 export const PG_SCHEMAS = {
@@ -45,9 +45,9 @@ function commandTableTarget(
       );
       return rows.length === 0;
     },
-    verify: async (total, seqs) => {
+    verify: async (total, seqs, complete) => {
       await loadExecutions(pool, schema, seqs);
-      return exactlyOnceVerdict(total, await countCommandTable(pool, schema, table, RAW_TYPE));
+      return exactlyOnceVerdict(total, await countCommandTable(pool, schema, table, RAW_TYPE), complete);
     },
   };
 }
@@ -74,10 +74,9 @@ export function graphileTarget(pool: pg.Pool): DrainTarget {
     },
     consumer: (concurrency) => ({ system: { kind: 'graphile', schema }, concurrency, recordStarts: false }),
     drained: async () => (await graphileJobsLeft(pool, schema)) === 0,
-    verify: async (total, seqs) => {
-      const left = await graphileJobsLeft(pool, schema);
+    verify: async (total, seqs, complete) => {
       await loadExecutions(pool, schema, seqs);
-      return exactlyOnceVerdict(total, await countDeletedQueue(pool, schema, total, left));
+      return exactlyOnceVerdict(total, await countGraphileJobs(pool, schema, total), complete);
     },
   };
 }

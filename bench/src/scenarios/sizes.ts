@@ -15,7 +15,12 @@ export interface Sizes {
   readonly submitClients: number;
   /** Each scenario runs this many times, systems interleaved, so the spread shows the noise. */
   readonly repeats: number;
-  /** A single run that takes longer than this is abandoned and reported as an error. */
+  /**
+   * A drain still running after this long is stopped there and reported as the rate until then
+   * (what ran is still checked exactly-once): a slow system cannot blow the time budget.
+   */
+  readonly drainCapMs: number;
+  /** A latency or submit run that takes longer than this is abandoned and reported as an error. */
   readonly runTimeoutMs: number;
 }
 
@@ -30,6 +35,7 @@ export const FULL: Sizes = {
   submits: 4_000,
   submitClients: 8,
   repeats: 2,
+  drainCapMs: 30_000,
   runTimeoutMs: 120_000,
 };
 
@@ -40,5 +46,6 @@ export const QUICK: Sizes = {
   latencySamples: 100,
   submits: 800,
   repeats: 1,
+  drainCapMs: 15_000,
   runTimeoutMs: 60_000,
 };
