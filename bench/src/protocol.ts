@@ -2,7 +2,8 @@
 
 /** Which queue a child drives. Each kind names a system and where its tables live. */
 export type SystemSpec =
-  | { readonly kind: 'asynccmd-pg'; readonly schema: string; readonly immediate?: boolean }
+  /** `queueSize`: the runtime pool's queue of claimed commands waiting for a slot (default 0). */
+  | { readonly kind: 'asynccmd-pg'; readonly schema: string; readonly queueSize?: number }
   | { readonly kind: 'raw-pg'; readonly schema: string; readonly batch: number }
   | { readonly kind: 'graphile'; readonly schema: string }
   | {

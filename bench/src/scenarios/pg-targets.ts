@@ -57,9 +57,15 @@ export function rawPgTarget(pool: pg.Pool, finishedRows: number, batch: number):
   return commandTableTarget(pool, schema, 'raw SQL loop', { kind: 'raw-pg', schema, batch }, finishedRows);
 }
 
-export function asynccmdPgTarget(pool: pg.Pool, finishedRows: number): DrainTarget {
+export function asynccmdPgTarget(pool: pg.Pool, finishedRows: number, queueSize = 0): DrainTarget {
   const schema = PG_SCHEMAS.asynccmd;
-  return commandTableTarget(pool, schema, 'asynccmd', { kind: 'asynccmd-pg', schema }, finishedRows);
+  return commandTableTarget(
+    pool,
+    schema,
+    'asynccmd',
+    { kind: 'asynccmd-pg', schema, queueSize },
+    finishedRows,
+  );
 }
 
 export function graphileTarget(pool: pg.Pool): DrainTarget {

@@ -31,6 +31,8 @@ export function postgresSuite(sizes: Sizes, rec: Recorder): Suite {
     ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, 0), false],
     ['graphile', 'graphile-worker', graphileTarget(pool), false],
     ['raw', 'raw SQL loop', rawPgTarget(pool, 0, sizes.concurrency), false],
+    // Not a default: shows how much of the gap to the raw loop is the claim size (see README).
+    ['queued', 'asynccmd, pool queueSize 10', asynccmdPgTarget(pool, 0, sizes.concurrency), false],
     ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, sizes.finishedRows), true],
   ]);
   const paced = `1 submit / ${sizes.latencyIntervalMs} ms`;
@@ -90,6 +92,13 @@ export function postgresSuite(sizes: Sizes, rec: Recorder): Suite {
           {
             atLeast: 0.8,
           },
+        );
+        rec.ratio(
+          DRAIN,
+          `asynccmd queueSize 10 / raw SQL loop, ${procs}`,
+          rowOf(drains, 'queued', p),
+          rowOf(drains, 'raw', p),
+          {},
         );
       }
       rec.ratio(LATENCY, 'asynccmd p99 / graphile-worker p99 (lower is better)', lat.asynccmd, lat.graphile, {

@@ -1,6 +1,6 @@
 import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import type { CommandStore, ExecutionMode } from '@asynccmd/core';
-import { AsyncCommands, defineExecutor } from '@asynccmd/runtime';
+import { AsyncCommands, defineExecutor, type PoolOptions } from '@asynccmd/runtime';
 import { PG_URL } from '../pg.js';
 import type { BenchPayload, SystemSpec } from '../protocol.js';
 import type { OnExecute } from './consumers.js';
@@ -33,12 +33,12 @@ export async function openStore(spec: AsynccmdSpec, connections: number): Promis
 }
 
 /**
- * A runtime running the bench type in `mode` on the shared pool of `concurrency`, or (executor
+ * A runtime running the bench type in `mode` on a shared pool of `pool.concurrency`, or (executor
  * undefined) one that only submits it.
  */
 export function benchRuntime(
   store: CommandStore,
-  concurrency: number,
+  pool: PoolOptions,
   executor?: { mode: ExecutionMode; onExecute: OnExecute },
 ): BenchRuntime {
   const executors = executor
@@ -54,7 +54,7 @@ export function benchRuntime(
     store,
     executors,
     submitOnlyTypes: executor ? [] : [BENCH_TYPE],
-    sharedPool: { concurrency },
+    sharedPool: pool,
   });
 }
 

@@ -50,7 +50,12 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
     case 'asynccmd-pg':
     case 'asynccmd-mysql': {
       const store = await openStore(system, 4);
-      const runtime = benchRuntime(store, spec.concurrency, { mode: 'ASYNC_POOL', onExecute });
+      const queueSize = system.kind === 'asynccmd-pg' ? (system.queueSize ?? 0) : 0;
+      const runtime = benchRuntime(
+        store,
+        { concurrency: spec.concurrency, queueSize },
+        { mode: 'ASYNC_POOL', onExecute },
+      );
       let rounds = 0;
       let claimingRounds = 0;
       let claimed = 0;

@@ -28,7 +28,7 @@ export async function prepareSubmitter(system: SystemSpec, clients: number): Pro
     }
     case 'asynccmd-pg':
     case 'asynccmd-mysql': {
-      const runtime = benchRuntime(await openStore(system, clients), clients);
+      const runtime = benchRuntime(await openStore(system, clients), { concurrency: clients });
       return {
         submit: (payload) => submitOne(runtime, payload),
         close: () => runtime.stop(),

@@ -24,7 +24,11 @@ runChild(async () => {
     starts.push(preciseNow());
     seqs.push(payload.seq);
   };
-  const runtime = benchRuntime(await openStore(spec.system, 4), 10, { mode: 'IMMEDIATE', onExecute });
+  const runtime = benchRuntime(
+    await openStore(spec.system, 4),
+    { concurrency: 10 },
+    { mode: 'IMMEDIATE', onExecute },
+  );
   let committedAt = Number.NaN;
   runtime.on((event) => {
     if (event.kind === 'submitted') committedAt = preciseNow();
