@@ -109,23 +109,26 @@ async function main(): Promise<void> {
 
 async function serverVersions(pg: boolean, mysql: boolean): Promise<Record<string, string>> {
   const servers: Record<string, string> = {};
-  if (pg) {
-    const pool = pgPool(1);
-    try {
-      servers['PostgreSQL'] = await pgVersion(pool);
-    } finally {
-      await pool.end();
-    }
-  }
-  if (mysql) {
-    const pool = mysqlPool(1);
-    try {
-      servers['MySQL/MariaDB'] = await mysqlVersion(pool);
-    } finally {
-      await pool.end();
-    }
-  }
+  if (pg) servers['PostgreSQL'] = await askVersion('PostgreSQL', 'mysql', pgPool(1), pgVersion);
+  if (mysql) servers['MySQL/MariaDB'] = await askVersion('MySQL/MariaDB', 'pg', mysqlPool(1), mysqlVersion);
   return servers;
+}
+
+/** The server's version; an unreachable server stops the bench at once with a hint. */
+async function askVersion<P extends { end(): Promise<void> }>(
+  name: string,
+  other: string,
+  pool: P,
+  version: (pool: P) => Promise<string>,
+): Promise<string> {
+  try {
+    return await version(pool);
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new Error(`${name} is unreachable (${why}); start it, or run only the other one: --only ${other}`);
+  } finally {
+    await pool.end();
+  }
 }
 
 // Ctrl-C: exit through process 'exit', which kills every child the bench started.
