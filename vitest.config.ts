@@ -15,5 +15,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Each file owns its schema/database/table prefix, so files may run side by side.
     fileParallelism: true,
+    // The JSON report lets .ci/run print one plain "N passed, N failed" closing line.
+    reporters: ['default', ['json', { outputFile: '.tmp/vitest-report.json' }]],
   },
 });
