@@ -16,7 +16,7 @@ async function admin(sql: string, values: unknown[] = []): Promise<void> {
 }
 
 /** One schema per test, dropped afterwards. */
-export const postgresRuntimeHarness: RuntimeHarnessFactory<pg.PoolClient> = async (namespace) => {
+export const postgresRuntimeHarness: RuntimeHarnessFactory<pg.ClientBase> = async (namespace) => {
   const options: PostgresStoreOptions = {
     connectionString: DATABASE_URL,
     schema: namespace,

@@ -95,7 +95,7 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     const db = new Database(':memory:');
     const store = createSqliteStore({ database: db });
     await store.migrate();
-    let inserted = '';
+    let inserted: string | undefined;
     const tx = store.transaction(async (h) => {
       [inserted] = await store.insert(h, [cmd()]);
       await new Promise((r) => setTimeout(r, 20));
@@ -105,8 +105,8 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     const listing = store.list({});
     await expect(tx).rejects.toThrow('business rollback');
     expect((await listing).items).toHaveLength(0);
-    expect(inserted).not.toBe('');
-    expect(await store.get(inserted)).toBeNull();
+    expect(inserted).toMatch(/^[1-9][0-9]*$/);
+    expect(await store.get(inserted as string)).toBeNull();
     await store.close();
     expect(db.open).toBe(true);
     db.close();
