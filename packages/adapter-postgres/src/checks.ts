@@ -1,10 +1,12 @@
 import {
   InvalidArgumentError,
   optionalText as coreOptionalText,
+  requireDate,
   requireHeadersJson,
   requireId,
   requireInt,
   requirePayloadJson,
+  requireToken,
   truncateErrorText,
 } from '@asynccmd/core';
 import type { ClaimRef, CommandId, NewCommand } from '@asynccmd/core';
@@ -17,17 +19,7 @@ import type { ClaimRef, CommandId, NewCommand } from '@asynccmd/core';
 
 /** A valid Date, as text Postgres reads exactly (ISO with zone; years past 9999 lose the '+'). */
 export function requireTime(what: string, value: unknown): string {
-  if (!(value instanceof Date) || !Number.isFinite(value.getTime())) {
-    throw new InvalidArgumentError(`${what} must be a valid Date`);
-  }
-  return value.toISOString().replace(/^\+/, '');
-}
-
-export function requireToken(token: unknown): string {
-  if (typeof token !== 'string' || token === '') {
-    throw new InvalidArgumentError('a claim token must be a non-empty string');
-  }
-  return token;
+  return requireDate(what, value).toISOString().replace(/^\+/, '');
 }
 
 /** Core's optionalText, refusing NUL too: PostgreSQL text cannot hold it. */

@@ -9,6 +9,7 @@ import {
   requireId,
   requireInt,
   requireStatuses,
+  requireToken,
   requireTypes,
   rescueLimitMessage,
   TRANSITION_SOURCES,
@@ -37,15 +38,7 @@ import type {
   StoreStats,
 } from '@asynccmd/core';
 import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
-import {
-  commandValues,
-  errorText,
-  optionalText,
-  reasonText,
-  refArrays,
-  requireTime,
-  requireToken,
-} from './checks.js';
+import { commandValues, errorText, optionalText, reasonText, refArrays, requireTime } from './checks.js';
 import type { CommandValues } from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';

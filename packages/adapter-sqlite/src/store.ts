@@ -8,12 +8,19 @@ import {
   FINISHED_STATUSES,
   IdempotencyConflictError,
   InvalidArgumentError,
-  PayloadNotSerialisableError,
-  PayloadTooLargeError,
   TRANSITION_SOURCES,
   checkTransition,
-  isCommandStatus,
-  parseCommandId,
+  decodeListCursor,
+  encodeListCursor,
+  optionalText,
+  requireDate,
+  requireHeadersJson,
+  requireId,
+  requireInt,
+  requirePayloadJson,
+  requireStatuses,
+  requireToken,
+  requireTypes,
   rescueLimitMessage,
   truncateErrorText,
   validateIdentifier,
@@ -322,7 +329,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       const rows = stmt.all({ ...params, limit: limit + 1 }) as CommandRow[];
       const items = rows.slice(0, limit).map(toRecord);
       const last = items[items.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+      return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last.id) : null };
     });
   }
 
@@ -457,30 +464,14 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
   private insertParams(c: NewCommand): (string | number | null)[] {
     if (typeof c.type !== 'string' || c.type === '') throw new InvalidArgumentError('a command needs a type');
-    if (typeof c.payloadJson !== 'string') {
-      throw new PayloadNotSerialisableError('payloadJson must be the JSON text of the payload');
-    }
-    const bytes = Buffer.byteLength(c.payloadJson, 'utf8');
-    if (bytes > this.maxPayloadBytes) throw new PayloadTooLargeError(bytes, this.maxPayloadBytes);
-    try {
-      JSON.parse(c.payloadJson);
-    } catch (e) {
-      // A row whose payload cannot be parsed would poison every claim that reads it.
-      throw new PayloadNotSerialisableError(`payloadJson is not valid JSON (${(e as Error).message})`);
-    }
-    const headers = c.headers ?? {};
-    for (const [k, v] of Object.entries(headers)) {
-      if (typeof v !== 'string')
-        throw new InvalidArgumentError(`header ${JSON.stringify(k)} must be a string`);
-    }
     return [
       c.type,
       optionalText('bizKey', c.bizKey),
-      c.payloadJson,
+      requirePayloadJson(c.payloadJson, this.maxPayloadBytes),
       requireInt('maxRetry', c.maxRetry, 0),
       c.runAt === undefined || c.runAt === null ? null : requireTime('runAt', c.runAt),
       optionalText('owner', c.owner),
-      JSON.stringify(headers),
+      requireHeadersJson(c.headers),
     ];
   }
 
@@ -533,55 +524,14 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
 
 // ── input checks: bad input is refused with a typed error before it reaches SQL ─────────────────────
 
-function requireId(id: unknown): CommandId {
-  const parsed = parseCommandId(id);
-  if (E.isLeft(parsed)) throw parsed.left;
-  return parsed.right;
-}
-
 /** Ids are bound as BigInt so the 64-bit integer column compares exactly. */
 function toKey(id: unknown): bigint {
   return BigInt(requireId(id));
 }
 
-function requireInt(what: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`${what} must be an integer in [${min}, ${max}], got ${String(value)}`);
-  }
-  return value;
-}
-
+/** Epoch milliseconds, as the time columns hold them. */
 function requireTime(what: string, value: unknown): number {
-  const ms = value instanceof Date ? value.getTime() : NaN;
-  if (!Number.isFinite(ms)) throw new InvalidArgumentError(`${what} must be a valid Date`);
-  return ms;
-}
-
-function requireToken(token: unknown): string {
-  if (typeof token !== 'string' || token === '')
-    throw new InvalidArgumentError('a claim token must be a non-empty string');
-  return token;
-}
-
-function requireTypes(types: unknown): string[] {
-  if (!Array.isArray(types) || !types.every((t) => typeof t === 'string')) {
-    throw new InvalidArgumentError('types must be an array of command type names');
-  }
-  return types as string[];
-}
-
-function requireStatuses(status: CommandStatus | readonly CommandStatus[]): CommandStatus[] {
-  const list = (Array.isArray(status) ? status : [status]) as unknown[];
-  for (const s of list) {
-    if (!isCommandStatus(s)) throw new InvalidArgumentError(`${JSON.stringify(s)} is not a command status`);
-  }
-  return list as CommandStatus[];
-}
-
-function optionalText(what: string, value: unknown): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
-  return value;
+  return requireDate(what, value).getTime();
 }
 
 function reasonText(reason: unknown): string | null {
@@ -594,17 +544,8 @@ function refsJson(refs: readonly ClaimRef[]): string {
   return `[${refs.map((r) => `[${requireId(r.id)},${JSON.stringify(requireToken(r.token))}]`).join(',')}]`;
 }
 
-const CURSOR_PREFIX = 'id:';
-
-function encodeCursor(id: CommandId): string {
-  return Buffer.from(`${CURSOR_PREFIX}${id}`, 'utf8').toString('base64url');
-}
-
 function decodeCursor(cursor: unknown): bigint {
-  const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  const id = text.startsWith(CURSOR_PREFIX) ? parseCommandId(text.slice(CURSOR_PREFIX.length)) : null;
-  if (!id || E.isLeft(id)) throw new InvalidArgumentError('the list cursor is not one this store handed out');
-  return BigInt(id.right);
+  return BigInt(decodeListCursor(cursor));
 }
 
 function isUniqueViolation(e: unknown): boolean {

@@ -24,6 +24,21 @@ export function requireInt(what: string, value: unknown, min: number, max = Numb
   return value;
 }
 
+/** A valid Date (each adapter formats it for its own column type). */
+export function requireDate(what: string, value: unknown): Date {
+  if (!(value instanceof Date) || !Number.isFinite(value.getTime())) {
+    throw new InvalidArgumentError(`${what} must be a valid Date`);
+  }
+  return value;
+}
+
+export function requireToken(token: unknown): string {
+  if (typeof token !== 'string' || token === '') {
+    throw new InvalidArgumentError('a claim token must be a non-empty string');
+  }
+  return token;
+}
+
 export function requireTypes(types: unknown): string[] {
   if (!Array.isArray(types) || !types.every((t) => typeof t === 'string')) {
     throw new InvalidArgumentError('types must be an array of command type names');
