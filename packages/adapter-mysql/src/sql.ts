@@ -30,9 +30,18 @@ const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ${D
 /** The claimable rows, in the order the (status, next_run_at, id) index holds them. */
 const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?)`;
 
-/** `(id, claim_token) IN ((?, ?), …)` for `n` claim refs. */
+/** What a claim writes into a row; bound: the token, then the lease in microseconds. */
+const CLAIM = `status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
+           updated_at = ${DB_NOW}`;
+
+/**
+ * `n` claim refs; bound: the ids as one list, then `id, token` per ref (see store `refValues`). The
+ * pairs alone are not enough: MariaDB 10.11 plans an UPDATE with a single `(id, claim_token) IN
+ * ((?, ?))` as a walk of the whole primary key (two or more pairs get a range), so the plain
+ * `id IN (…)` beside them gives every count a primary-key range of exactly its rows.
+ */
 function refs(n: number): string {
-  return `(id, claim_token) IN (${Array.from({ length: n }, () => '(?, ?)').join(', ')})`;
+  return `id IN (?) AND (id, claim_token) IN (${Array.from({ length: n }, () => '(?, ?)').join(', ')})`;
 }
 
 const sources = (name: keyof typeof TRANSITION_SOURCES): string =>
@@ -40,9 +49,10 @@ const sources = (name: keyof typeof TRANSITION_SOURCES): string =>
 
 export function mysqlSql(t: string) {
   const table = `\`${t}\``;
-  // Statements that name their rows by id go through the primary key. With few RUNNING rows the
-  // optimizer would rather walk a status index, and under REPEATABLE READ that locks every row it
-  // walks: other instances' claims included, so their outcome writes would queue on each other.
+  // Statements that name their rows by id go through the primary key. With few rows in a status
+  // the optimizer would rather walk a status index (idx_due or idx_finished, whose estimate ties
+  // with the key's one row), and under REPEATABLE READ that locks every row it walks: other
+  // instances' claims included, so their outcome writes would queue on each other.
   const byId = `${table} FORCE INDEX (PRIMARY)`;
   return {
     now: `SELECT ${DB_NOW} AS now`,
@@ -66,8 +76,7 @@ export function mysqlSql(t: string) {
     lockDue: `SELECT id FROM ${table} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
     /** Marks locked candidates (ids bound as a list). */
     markClaimed: `UPDATE ${byId}
-       SET status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
-           updated_at = ${DB_NOW}
+       SET ${CLAIM}
        WHERE id IN (?) AND status = 'PENDING'`,
     /**
      * Step 1, legacy form (servers without SKIP LOCKED): the seed's single UPDATE. The derived table
@@ -76,8 +85,7 @@ export function mysqlSql(t: string) {
      * meanwhile is left alone.
      */
     markDueLegacy: `UPDATE ${table}
-       SET status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
-           updated_at = ${DB_NOW}
+       SET ${CLAIM}
        WHERE ${DUE} AND id IN (
          SELECT id FROM (
            SELECT id FROM ${table} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ?
@@ -86,13 +94,11 @@ export function mysqlSql(t: string) {
     /** Step 2: this round's rows, read back by their fresh token (indexed). */
     claimedBy: `SELECT ${COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY next_run_at, id`,
     /** claimById: one row by primary key; `types` is optional (the list form is a second statement). */
-    claimById: `UPDATE ${table}
-       SET status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
-           updated_at = ${DB_NOW}
+    claimById: `UPDATE ${byId}
+       SET ${CLAIM}
        WHERE id = ? AND status = 'PENDING' AND next_run_at <= ?`,
-    claimByIdOfTypes: `UPDATE ${table}
-       SET status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
-           updated_at = ${DB_NOW}
+    claimByIdOfTypes: `UPDATE ${byId}
+       SET ${CLAIM}
        WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND type IN (?)`,
     claimedRow: `SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND claim_token = ? AND status = 'RUNNING'`,
 
@@ -110,7 +116,7 @@ export function mysqlSql(t: string) {
     /** The rows one complete call finished (SUCCESS is final, so the marker stays put). */
     completedBy: `SELECT id FROM ${table} WHERE claim_token = ? AND status = 'SUCCESS'`,
     /** Bound: status, retry_count, next_run_at, last_error, status again (for finished_at), id, token. */
-    fail: `UPDATE ${table}
+    fail: `UPDATE ${byId}
        SET status = ?, retry_count = ?, next_run_at = ?, last_error = ?, claim_token = NULL, lease_until = NULL,
            finished_at = CASE WHEN ? = 'DEAD' THEN ${DB_NOW} ELSE NULL END, updated_at = ${DB_NOW}
        WHERE id = ? AND status = 'RUNNING' AND claim_token = ?`,
@@ -139,18 +145,18 @@ export function mysqlSql(t: string) {
        WHERE id IN (?) AND status = 'RUNNING' AND lease_until < ${DB_NOW}`,
 
     // Admin transitions: one write guarded by the transition's source states (from core).
-    retry: `UPDATE ${table}
+    retry: `UPDATE ${byId}
        SET status = 'PENDING', retry_count = 0, rescue_count = 0, next_run_at = ?, claim_token = NULL,
            lease_until = NULL, finished_at = NULL, updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('retry')})`,
-    requeue: `UPDATE ${table}
+    requeue: `UPDATE ${byId}
        SET status = 'PENDING', next_run_at = ?, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('requeue')})`,
-    kill: `UPDATE ${table}
+    kill: `UPDATE ${byId}
        SET status = 'CANCELLED', last_error = COALESCE(?, last_error), claim_token = NULL, lease_until = NULL,
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('kill')})`,
-    cancel: `UPDATE ${table}
+    cancel: `UPDATE ${byId}
        SET status = 'CANCELLED', last_error = COALESCE(?, last_error), claim_token = NULL, lease_until = NULL,
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('cancel')})`,

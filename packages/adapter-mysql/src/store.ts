@@ -244,31 +244,33 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
     const lease = requireInt('leaseMs', leaseMs, 1) * 1000;
-    const pairs = refPairs(refs);
-    if (pairs.length === 0) return [];
-    const n = pairs.length / 2;
+    const { count, values } = refValues(refs);
+    if (count === 0) return [];
     // Extending a lease twice is harmless, so a lost connection just means: do it again.
     const updated = await retryConnectionLoss(() =>
-      retryLockConflicts(() => write(this.pool, this.sql.heartbeat(n), [lease, ...pairs])),
+      retryLockConflicts(() => write(this.pool, this.sql.heartbeat(count), [lease, ...values])),
     );
-    if (updated.affectedRows === n) return [...refs];
-    const held = await select<{ id: string; claim_token: string }>(this.pool, this.sql.heldRefs(n), pairs);
+    if (updated.affectedRows === count) return [...refs];
+    const held = await select<{ id: string; claim_token: string }>(
+      this.pool,
+      this.sql.heldRefs(count),
+      values,
+    );
     const live = new Set(held.map((r) => `${r.id} ${r.claim_token}`));
     return refs.filter((r) => live.has(`${r.id} ${r.token}`));
   }
 
   async complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
-    const pairs = refPairs(refs);
-    if (pairs.length === 0) return [];
-    const n = pairs.length / 2;
+    const { count, values } = refValues(refs);
+    if (count === 0) return [];
     // Completing again with the same marker after a lost connection is harmless: the read by
     // marker below reports what this call finished, on the first attempt or the second.
     const marker = `done:${randomUUID()}`;
     const updated = await retryConnectionLoss(() =>
-      retryLockConflicts(() => write(this.pool, this.sql.complete(n), [marker, ...pairs])),
+      retryLockConflicts(() => write(this.pool, this.sql.complete(count), [marker, ...values])),
     );
     const ids = unique(refs.map((r) => r.id));
-    if (updated.affectedRows === n && ids.length === n) return ids;
+    if (updated.affectedRows === count && ids.length === count) return ids;
     const done = new Set(
       (await select<{ id: string }>(this.pool, this.sql.completedBy, [marker])).map((r) => String(r.id)),
     );
@@ -293,13 +295,12 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
-    const pairs = refPairs(refs);
-    if (pairs.length === 0) return [];
-    const n = pairs.length / 2;
+    const { count, values } = refValues(refs);
+    if (count === 0) return [];
     // PENDING is not final (the row may be claimed again at once), so lock, then move exactly those.
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
-        const held = (await select<{ id: string }>(conn, this.sql.lockHeld(n), pairs)).map((r) =>
+        const held = (await select<{ id: string }>(conn, this.sql.lockHeld(count), values)).map((r) =>
           String(r.id),
         );
         if (held.length > 0) await write(conn, this.sql.release, [held]);
@@ -602,9 +603,13 @@ function reasonText(reason: unknown): string | null {
   return text === null ? null : truncateErrorText(text);
 }
 
-/** [id, token, id, token, …] for `(id, claim_token) IN ((?, ?), …)`, one pair per distinct ref. */
-function refPairs(refs: readonly ClaimRef[]): string[] {
+/**
+ * The bound values of sql.ts `refs(count)`, one ref per distinct (id, token): the ids as one list
+ * (for `id IN (?)`), then id and token of each ref (for `(id, claim_token) IN ((?, ?), …)`).
+ */
+function refValues(refs: readonly ClaimRef[]): { count: number; values: unknown[] } {
   const seen = new Set<string>();
+  const ids: string[] = [];
   const pairs: string[] = [];
   for (const r of refs) {
     const id = requireId(r.id);
@@ -612,9 +617,10 @@ function refPairs(refs: readonly ClaimRef[]): string[] {
     const k = `${id} ${token}`;
     if (seen.has(k)) continue;
     seen.add(k);
+    ids.push(id);
     pairs.push(id, token);
   }
-  return pairs;
+  return { count: ids.length, values: [ids, ...pairs] };
 }
 
 function unique(ids: readonly CommandId[]): CommandId[] {
