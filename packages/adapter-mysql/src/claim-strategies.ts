@@ -52,10 +52,10 @@ export const skipLockedStrategy: ClaimStrategy = {
 const LEGACY_EMPTY_ROUND_RETRIES = 3;
 
 /**
- * Older servers: the seed's single UPDATE with the derived-table subquery, in autocommit. Claimers
- * that picked the same candidates queue on each other's row locks; the loser re-reads the row,
- * finds it RUNNING and skips it, so its round can come back empty although due rows remain — then
- * it looks again (a few times), so an empty answer means there was nothing left to claim.
+ * Older servers: a single UPDATE joined to a derived table of candidates it locks as it reads them,
+ * in autocommit. Concurrent claimers queue on each other's row locks and then pass over the rows
+ * taken meanwhile; should a round still come back empty (the outer guard re-checks each row) while
+ * due rows remain, it looks again (a few times), so an empty answer means nothing was left to claim.
  */
 export const legacyStrategy: ClaimStrategy = {
   name: 'legacy',
@@ -64,13 +64,13 @@ export const legacyStrategy: ClaimStrategy = {
   async markDue(pool, sql, r) {
     for (let attempt = 0; ; attempt++) {
       const marked = await write(pool, sql.markDueLegacy, [
+        r.now,
+        r.types,
+        r.limit,
         r.token,
         r.leaseMicros,
         r.now,
         r.types,
-        r.now,
-        r.types,
-        r.limit,
       ]);
       if (marked.affectedRows > 0 || attempt >= LEGACY_EMPTY_ROUND_RETRIES) return marked.affectedRows;
       const due = await select(pool, sql.anyDue, [r.now, r.types]);

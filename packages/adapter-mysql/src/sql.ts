@@ -54,6 +54,9 @@ export function mysqlSql(t: string) {
   // with the key's one row), and under REPEATABLE READ that locks every row it walks: other
   // instances' claims included, so their outcome writes would queue on each other.
   const byId = `${table} FORCE INDEX (PRIMARY)`;
+  // Due rows are read in idx_due's order. Left to itself the optimizer may take another index that
+  // starts with status or type (idx_finished, uq_active_key) and look through every pending row.
+  const byDue = `${table} FORCE INDEX (idx_due)`;
   return {
     now: `SELECT ${DB_NOW} AS now`,
     ping: 'SELECT 1',
@@ -73,24 +76,30 @@ export function mysqlSql(t: string) {
     activeHolder: `SELECT id FROM ${table} WHERE type = ? AND active_key = ? LOCK IN SHARE MODE`,
 
     /** Step 1, SKIP LOCKED form: lock this round's candidates, skipping rows other claimers hold. */
-    lockDue: `SELECT id FROM ${table} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    lockDue: `SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
     /** Marks locked candidates (ids bound as a list). */
     markClaimed: `UPDATE ${byId}
        SET ${CLAIM}
        WHERE id IN (?) AND status = 'PENDING'`,
     /**
-     * Step 1, legacy form (servers without SKIP LOCKED): the seed's single UPDATE. The derived table
-     * materialises the candidate ids (MySQL refuses a subquery on the updated table, error 1093, and
-     * LIMIT inside IN); the outer WHERE repeats status and due time, so a row another claimer took
-     * meanwhile is left alone.
+     * Step 1, legacy form (servers without SKIP LOCKED): one UPDATE joined to a derived table of
+     * this round's candidates. The derived table walks idx_due in order and stops after LIMIT rows
+     * (MySQL refuses a subquery on the updated table, error 1093, and LIMIT inside IN); the join
+     * then reaches each candidate by primary key. The seed's `WHERE id IN (SELECT id FROM (…) t)`
+     * was planned as a dependent subquery probed once per row of the whole primary key.
+     * FOR UPDATE locks the candidates as they are read: a concurrent claimer waits on them, then
+     * passes over the rows taken meanwhile, where shared locks (the default read of an UPDATE's
+     * subquery) would let two claimers read the same rows and deadlock upgrading them. The outer
+     * WHERE repeats status and due time, so a row another claimer took meanwhile is left alone.
+     * STRAIGHT_JOIN keeps the candidates first; `due` has only `id`, so other columns name c's.
+     * Bound: now, types, limit (candidates), token, lease, now, types (outer guard).
      */
-    markDueLegacy: `UPDATE ${table}
+    markDueLegacy: `UPDATE (
+         SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE
+       ) AS due STRAIGHT_JOIN ${table} AS c ON c.id = due.id
        SET ${CLAIM}
-       WHERE ${DUE} AND id IN (
-         SELECT id FROM (
-           SELECT id FROM ${table} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ?
-         ) AS due)`,
-    anyDue: `SELECT 1 AS due FROM ${table} WHERE ${DUE} LIMIT 1`,
+       WHERE ${DUE}`,
+    anyDue: `SELECT 1 AS due FROM ${byDue} WHERE ${DUE} LIMIT 1`,
     /** Step 2: this round's rows, read back by their fresh token (indexed). */
     claimedBy: `SELECT ${COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY next_run_at, id`,
     /** claimById: one row by primary key; `types` is optional (the list form is a second statement). */
