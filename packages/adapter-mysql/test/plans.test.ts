@@ -9,45 +9,80 @@ interface PlanRow {
   table: string | null;
   type: string | null;
   key: string | null;
+  rows: number | string | null;
   Extra: string | null;
 }
 
 const FINISHED = 20_000;
+const PENDING = 300;
+const HELD = 10;
+const TOKEN = 'held';
+/**
+ * Rows and index entries one statement may read (InnoDB handler reads) for at most ten rows of its
+ * own: their lookups plus a few probes. Walking the table would read more than 20,000.
+ */
+const MAX_READS = 100;
 const sql = mysqlSql('async_command');
 
+/** How a plan may reach its rows: by key (MariaDB may add a rowid filter), never by walking an index or the table. */
+const KEYED_ACCESS = /^(const|eq_ref|ref|range|system)(\|filter)?$/;
+
+interface Case {
+  readonly name: string;
+  readonly statement: string;
+  readonly values: readonly unknown[];
+  /** The index each base-table access must use. */
+  readonly key: string;
+}
+
 /**
- * The hot statements use their indexes, so finished history does not slow the claim down: checked
- * on the query plans (speed itself is the benchmark's business, never a timed assertion here).
+ * The hot statements use their indexes, so finished history does not slow them down: checked on
+ * the query plans and on the rows each statement really reads when run (and rolled back). Speed
+ * itself is the benchmark's business, never a timed assertion here.
  */
 describe('query plans with finished history in the table', () => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
   let store: MysqlCommandStore;
   let conn: Connection;
+  let held: string[] = [];
+  let pending: string[] = [];
+  let readsOfNothing = 0;
   const now = new Date(Date.now() + 60_000).toISOString().slice(0, 23).replace('T', ' ');
 
   beforeAll(async () => {
     db = await freshDatabase('asynccmd_mysql_plans');
     store = await openStore(db.url);
-    conn = await createConnection(db.url);
+    conn = await createConnection({ uri: db.url, supportBigNumbers: true, bigNumberStrings: true });
     for (let i = 0; i < FINISHED / 2000; i++) {
       await store.insert(
         conn,
         Array.from({ length: 2000 }, (_, n) => ({
-          type: 'old',
+          type: 'work', // the same type as the due rows: history the claim's type filter cannot skip
           payloadJson: '{}',
           maxRetry: 0,
           bizKey: `b${n}`,
         })),
       );
     }
+    // As complete() leaves them: each finished row carries its call's marker.
     await conn.query(
-      "UPDATE async_command SET status = 'SUCCESS', finished_at = UTC_TIMESTAMP(3), claim_token = 'done'",
+      "UPDATE async_command SET status = 'SUCCESS', finished_at = UTC_TIMESTAMP(3), claim_token = CONCAT('done:', id)",
     );
-    await store.insert(
+    pending = await store.insert(
       conn,
-      Array.from({ length: 300 }, () => ({ type: 'work', payloadJson: '{}', maxRetry: 0 })),
+      Array.from({ length: PENDING }, () => ({ type: 'work', payloadJson: '{}', maxRetry: 0 })),
     );
+    const claimed = await store.claimDue({
+      types: ['work'],
+      limit: HELD,
+      now: new Date(Date.now() + 1000),
+      token: TOKEN,
+      leaseMs: 60_000,
+    });
+    held = claimed.map((c) => c.id);
+    pending = pending.filter((id) => !held.includes(id));
     await conn.query('ANALYZE TABLE async_command');
+    readsOfNothing = await reads('DO 0', []);
   }, 60_000);
   afterAll(async () => {
     await conn?.end();
@@ -55,52 +90,152 @@ describe('query plans with finished history in the table', () => {
     await db?.drop();
   });
 
-  async function plan(statement: string, values: unknown[]): Promise<PlanRow[]> {
-    const [rows] = await conn.query({ sql: `EXPLAIN ${statement}`, values });
+  async function plan(statement: string, values: readonly unknown[]): Promise<PlanRow[]> {
+    const [rows] = await conn.query({ sql: `EXPLAIN ${statement}`, values: [...values] });
     return rows as PlanRow[];
   }
 
-  it('step 1 (SKIP LOCKED) walks idx_due in order: no full scan, no sort', async () => {
+  async function handlerReads(): Promise<number> {
+    const [rows] = await conn.query("SHOW SESSION STATUS LIKE 'Handler_read%'");
+    return (rows as { Value: string }[]).reduce((sum, r) => sum + Number(r.Value), 0);
+  }
+
+  /** Rows and index entries the statement reads when it runs; its writes are rolled back. */
+  async function reads(statement: string, values: readonly unknown[]): Promise<number> {
+    await conn.query('START TRANSACTION');
+    try {
+      const before = await handlerReads();
+      await conn.query({ sql: statement, values: [...values] });
+      return (await handlerReads()) - before - readsOfNothing;
+    } finally {
+      await conn.query('ROLLBACK');
+    }
+  }
+
+  async function expectKeyed(c: Case): Promise<void> {
+    const rows = await plan(c.statement, c.values);
+    const tables = rows.filter((r) => r.table !== null && !r.table.startsWith('<'));
+    for (const p of tables) {
+      expect(p.type ?? '', `${c.name}: ${JSON.stringify(p)}`).toMatch(KEYED_ACCESS);
+      expect(p.key ?? '', `${c.name}: ${JSON.stringify(p)}`).toMatch(new RegExp(`^${c.key}\\b`));
+    }
+    // No table left in the plan only when the optimizer already read the row by key: "Impossible
+    // WHERE noticed after reading const tables".
+    if (tables.length === 0) expect(rows[0]?.Extra ?? '', c.name).toMatch(/after reading const tables/);
+    expect(await reads(c.statement, c.values), c.name).toBeLessThanOrEqual(MAX_READS);
+  }
+
+  const refs = (n: number): unknown[] => {
+    const ids = held.slice(0, n);
+    return [ids, ...ids.flatMap((id) => [id, TOKEN])];
+  };
+
+  it('the table holds the history the checks are about', async () => {
+    const [rows] = await conn.query('SELECT COUNT(*) AS n FROM async_command');
+    expect(Number((rows as { n: string }[])[0]?.n)).toBe(FINISHED + PENDING);
+    expect(held).toHaveLength(HELD);
+  });
+
+  it.each([1, 2, 10])(
+    'writes and reads naming %i claim ref(s) or id(s) take a primary-key range of exactly their rows',
+    async (n) => {
+      const ids = held.slice(0, n);
+      const cases: Case[] = [
+        { name: 'complete', statement: sql.complete(n), values: ['marker', ...refs(n)], key: 'PRIMARY' },
+        { name: 'heartbeat', statement: sql.heartbeat(n), values: [1000, ...refs(n)], key: 'PRIMARY' },
+        { name: 'heldRefs', statement: sql.heldRefs(n), values: refs(n), key: 'PRIMARY' },
+        { name: 'lockHeld', statement: sql.lockHeld(n), values: refs(n), key: 'PRIMARY' },
+        { name: 'release', statement: sql.release, values: [ids], key: 'PRIMARY' },
+        { name: 'reclaim', statement: sql.reclaim, values: [5, 5, 5, 'dead', 5, ids], key: 'PRIMARY' },
+        { name: 'getMany', statement: sql.getMany, values: [ids], key: 'PRIMARY' },
+        {
+          name: 'markClaimed',
+          statement: sql.markClaimed,
+          values: ['t', 1000, pending.slice(0, n)],
+          key: 'PRIMARY',
+        },
+      ];
+      for (const c of cases) await expectKeyed(c);
+    },
+  );
+
+  it('single-row writes and reads by id go through the primary key', async () => {
+    const [id, other] = held as [string, string];
+    const due = pending[0] as string;
+    const cases: Case[] = [
+      {
+        name: 'fail',
+        statement: sql.fail,
+        values: ['PENDING', 1, now, 'boom', 'PENDING', id, TOKEN],
+        key: 'PRIMARY',
+      },
+      { name: 'retry', statement: sql.retry, values: [now, other], key: 'PRIMARY' },
+      { name: 'requeue', statement: sql.requeue, values: [now, other], key: 'PRIMARY' },
+      { name: 'kill', statement: sql.kill, values: ['why', other], key: 'PRIMARY' },
+      { name: 'cancel', statement: sql.cancel, values: ['why', due], key: 'PRIMARY' },
+      { name: 'get', statement: sql.get, values: [id], key: 'PRIMARY' },
+      { name: 'claimById', statement: sql.claimById, values: ['t', 1000, due, now], key: 'PRIMARY' },
+      {
+        name: 'claimByIdOfTypes',
+        statement: sql.claimByIdOfTypes,
+        values: ['t', 1000, due, now, ['work']],
+        key: 'PRIMARY',
+      },
+      { name: 'claimedRow', statement: sql.claimedRow, values: [id, TOKEN], key: 'PRIMARY' },
+    ];
+    for (const c of cases) await expectKeyed(c);
+  });
+
+  it('reads by token use the token index', async () => {
+    await expectKeyed({
+      name: 'claimedBy',
+      statement: sql.claimedBy,
+      values: [TOKEN],
+      key: 'idx_claim_token',
+    });
+    await expectKeyed({
+      name: 'completedBy',
+      statement: sql.completedBy,
+      values: [`done:${held[0]}`],
+      key: 'idx_claim_token',
+    });
+  });
+
+  it('step 1 (SKIP LOCKED) walks idx_due in order: no full scan, no sort, stops after LIMIT', async () => {
     const [p] = await plan(sql.lockDue, [now, ['work'], 10]);
-    expect(p?.key).toBe('idx_due');
-    expect(p?.type).toBe('range');
     expect(p?.Extra ?? '').not.toMatch(/filesort/);
+    await expectKeyed({
+      name: 'lockDue',
+      statement: sql.lockDue,
+      values: [now, ['work'], 10],
+      key: 'idx_due',
+    });
+    await expectKeyed({ name: 'anyDue', statement: sql.anyDue, values: [now, ['work']], key: 'idx_due' });
   });
 
-  it('step 1 (legacy) reaches its rows through indexes on both levels', async () => {
-    const rows = await plan(sql.markDueLegacy, ['t', 1000, now, ['work'], now, ['work'], 10]);
-    for (const p of rows.filter((r) => r.table === 'async_command')) {
-      expect(p.type).not.toBe('ALL');
-      expect(p.key).not.toBeNull();
-    }
-    const inner = rows.find((r) => r.table === 'async_command' && r.key === 'idx_due');
-    expect(inner?.Extra ?? '').not.toMatch(/filesort/);
-  });
-
-  it('step 2 reads a round back by its token', async () => {
-    const [p] = await plan(sql.claimedBy, ['some-token']);
-    expect(p?.key ?? '').toMatch(/^idx_claim_token\b/);
-  });
-
-  it('outcome writes find their rows by primary key, even with no RUNNING row to tempt a status index', async () => {
-    const refs = ['1', 't', '2', 't'];
-    for (const [statement, values] of [
-      [sql.complete(2), ['marker', ...refs]],
-      [sql.heartbeat(2), [1000, ...refs]],
-      [sql.heldRefs(2), refs],
-      [sql.lockHeld(2), refs],
-      [sql.release, [['1', '2']]],
-      [sql.markClaimed, ['t', 1000, ['1', '2']]],
-      [sql.reclaim, [5, 5, 5, 'dead', 5, ['1', '2']]],
-    ] as const) {
-      const [p] = await plan(statement, [...values]);
-      expect(p?.key, statement).toBe('PRIMARY');
-      expect(p?.type, statement).toBe('range');
-    }
+  it('step 1 (legacy) reads LIMIT candidates from idx_due, then each by primary key', async () => {
+    const values = [now, ['work'], 10, 't', 1000, now, ['work']];
+    const rows = await plan(sql.markDueLegacy, values);
+    const candidates = rows.find((r) => r.table === 'async_command');
+    expect(candidates?.key, JSON.stringify(rows)).toBe('idx_due');
+    expect(candidates?.Extra ?? '').not.toMatch(/filesort/);
+    const updated = rows.find((r) => r.table === 'c');
+    expect(updated?.key, JSON.stringify(rows)).toBe('PRIMARY');
+    expect(updated?.type, JSON.stringify(rows)).toBe('eq_ref');
+    // Candidates first, so the update never walks the table looking for them.
+    expect(rows.findIndex((r) => r.table?.startsWith('<derived'))).toBeLessThan(
+      rows.indexOf(updated as PlanRow),
+    );
+    await expectKeyed({
+      name: 'markDueLegacy',
+      statement: sql.markDueLegacy,
+      values,
+      key: '(idx_due|PRIMARY)',
+    });
   });
 
   it('the idempotency holder is one unique-index lookup', async () => {
-    const [p] = await plan(sql.activeHolder.replace(' LOCK IN SHARE MODE', ''), ['old', 'b1']);
+    const [p] = await plan(sql.activeHolder.replace(' LOCK IN SHARE MODE', ''), ['work', 'b1']);
     expect(['uq_active_key', null]).toContain(p?.key); // null: "Impossible WHERE noticed after reading const tables"
     expect(p?.type).not.toBe('ALL');
   });
