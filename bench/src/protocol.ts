@@ -35,7 +35,10 @@ export type SubmitterSpec =
     }
   | { readonly mode: 'burst'; readonly system: SystemSpec; readonly count: number; readonly clients: number };
 
-/** The payload of every bench command: its sequence number, and when the submitter stamped it. */
+/** The command type every system runs in the bench (and its raw-SQL baselines write). */
+export const BENCH_TYPE = 'bench.noop';
+
+/** The payload of every bench command: its sequence number, 1..count within a run. */
 export interface BenchPayload {
   readonly seq: number;
 }

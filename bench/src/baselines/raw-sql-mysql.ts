@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import type mysql from 'mysql2/promise';
-import { MYSQL_CONFIG } from '../mysql.js';
 import type { BenchPayload } from '../protocol.js';
 import type { ClaimedBatch } from './claim-loop.js';
 
@@ -14,16 +12,6 @@ import type { ClaimedBatch } from './claim-loop.js';
 export const MYSQL_TABLE = 'async_command';
 const DB_NOW = 'UTC_TIMESTAMP(3)';
 const LEASE_MICROS = 60_000_000;
-
-/** asynccmd's own migration, so the baseline works on the very same table and indexes. */
-export async function createMysqlTable(database: string): Promise<void> {
-  const store = await createMysqlStore({ connection: { ...MYSQL_CONFIG, database }, connectionLimit: 1 });
-  try {
-    await store.migrate();
-  } finally {
-    await store.close();
-  }
-}
 
 /** 0 … 10^6−1 from six cross-joined digit sets: portable to MySQL 8 and MariaDB, no recursion limits. */
 const NUMBERS = `(SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 100000 * g.d AS n

@@ -1,35 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import type pg from 'pg';
-import { PG_URL } from '../pg.js';
 import type { ClaimedBatch } from './claim-loop.js';
-import type { BenchPayload } from '../protocol.js';
+import { BENCH_TYPE, type BenchPayload } from '../protocol.js';
 
 /**
  * The PostgreSQL raw-SQL baseline: the claim and complete statements asynccmd's adapter issues,
  * run from a bare loop with no runtime around them — the ceiling asynccmd is measured against.
  */
 
-export const RAW_TYPE = 'bench.noop';
-
 /** The adapter's database clock: now() at millisecond precision, as its TIMESTAMPTZ(3) columns keep. */
 const NOW = `date_trunc('milliseconds', now())`;
 
 export function rawTable(schema: string): string {
   return `${schema}.async_command`;
-}
-
-/**
- * The table comes from asynccmd's own migration, so the baseline writes and claims the very same
- * table, columns and indexes; only the code around the SQL differs.
- */
-export async function createRawTable(schema: string): Promise<void> {
-  const store = createPostgresStore({ connectionString: PG_URL, schema, poolConfig: { max: 1 } });
-  try {
-    await store.migrate();
-  } finally {
-    await store.close();
-  }
 }
 
 /** Pre-inserts `count` PENDING commands, due a second ago, with payload {seq} for seq = 1..count. */
@@ -59,7 +42,7 @@ export async function insertOne(client: pg.PoolClient, schema: string, payload: 
   await client.query(
     `INSERT INTO ${rawTable(schema)} (type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
      VALUES ($1, NULL, $2, 5, ${NOW}, NULL, '{}', ${NOW}, ${NOW})`,
-    [RAW_TYPE, JSON.stringify(payload)],
+    [BENCH_TYPE, JSON.stringify(payload)],
   );
 }
 
@@ -84,7 +67,7 @@ async function claim(pool: pg.Pool, schema: string, limit: number, token: string
          lease_until = ${NOW} + $5::float8 * interval '1 millisecond'
      FROM due WHERE c.id = due.id
      RETURNING c.*`,
-    [new Date(), [RAW_TYPE], limit, token, 60_000],
+    [new Date(), [BENCH_TYPE], limit, token, 60_000],
   );
   return rows;
 }

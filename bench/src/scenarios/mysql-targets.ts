@@ -1,16 +1,21 @@
-import {
-  createMysqlTable,
-  MYSQL_TABLE,
-  seedFinishedMysql,
-  seedPendingMysql,
-} from '../baselines/raw-sql-mysql.js';
+import { MYSQL_TABLE, seedFinishedMysql, seedPendingMysql } from '../baselines/raw-sql-mysql.js';
 import { exactlyOnceVerdict } from '../checks.js';
+import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { DrainTarget } from '../drain.js';
-import { mysqlPool, recreateDatabase } from '../mysql.js';
-import type { SystemSpec } from '../protocol.js';
-import { BENCH_TYPE } from '../systems/asynccmd.js';
+import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from '../mysql.js';
+import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import { countMysqlExecutions } from './mysql-verify.js';
+
+/** asynccmd's own migration, so the baseline works on the very same table and indexes. */
+async function createMysqlTable(database: string): Promise<void> {
+  const store = await createMysqlStore({ connection: { ...MYSQL_CONFIG, database }, connectionLimit: 1 });
+  try {
+    await store.migrate();
+  } finally {
+    await store.close();
+  }
+}
 
 /** Databases the MySQL scenarios own; each is dropped and recreated per run. */
 export const MYSQL_DATABASES = {

@@ -2,12 +2,10 @@ import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import type { CommandStore, ExecutionMode } from '@asynccmd/core';
 import { AsyncCommands, defineExecutor, type PoolOptions } from '@asynccmd/runtime';
 import { PG_URL } from '../pg.js';
-import type { BenchPayload, SystemSpec } from '../protocol.js';
+import { BENCH_TYPE, type BenchPayload, type SystemSpec } from '../protocol.js';
 import type { OnExecute } from './consumers.js';
 
 /** asynccmd as an application uses it: a store, the runtime with defaults, one no-op executor. */
-
-export const BENCH_TYPE = 'bench.noop';
 
 type BenchTypes = { readonly [BENCH_TYPE]: BenchPayload };
 export type BenchRuntime = AsyncCommands<BenchTypes, unknown>;

@@ -4,8 +4,7 @@ import { runGraphile } from '../baselines/graphile.js';
 import { claimMysqlBatch } from '../baselines/raw-sql-mysql.js';
 import { mysqlPool } from '../mysql.js';
 import { pgPool } from '../pg.js';
-import type { BenchPayload, ConsumerSpec } from '../protocol.js';
-import { BENCH_TYPE, benchRuntime, openStore } from './asynccmd.js';
+import { BENCH_TYPE, type BenchPayload, type ConsumerSpec } from '../protocol.js';
 
 /** A queue consumer inside a child: connected by `prepare`, consuming after `go`, drained by `stop`. */
 export interface Consumer {
@@ -49,6 +48,8 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
     }
     case 'asynccmd-pg':
     case 'asynccmd-mysql': {
+      // Loaded only here, so a baseline's child never loads asynccmd's packages (nor breaks with them).
+      const { benchRuntime, openStore } = await import('./asynccmd.js');
       const store = await openStore(system, 4);
       const queueSize = system.kind === 'asynccmd-pg' ? (system.queueSize ?? 0) : 0;
       const runtime = benchRuntime(

@@ -2,7 +2,6 @@ import { addJobInTx } from '../baselines/graphile.js';
 import { insertOne } from '../baselines/raw-sql-pg.js';
 import { inTransaction, pgPool } from '../pg.js';
 import type { BenchPayload, SystemSpec } from '../protocol.js';
-import { benchRuntime, openStore, submitOne } from './asynccmd.js';
 
 /** Submits one command per call in its own transaction; resolves once it has committed. */
 export interface Submitter {
@@ -28,6 +27,7 @@ export async function prepareSubmitter(system: SystemSpec, clients: number): Pro
     }
     case 'asynccmd-pg':
     case 'asynccmd-mysql': {
+      const { benchRuntime, openStore, submitOne } = await import('./asynccmd.js');
       const runtime = benchRuntime(await openStore(system, clients), { concurrency: clients });
       return {
         submit: (payload) => submitOne(runtime, payload),

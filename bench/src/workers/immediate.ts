@@ -1,6 +1,6 @@
 import type { BenchPayload, SubmitterSpec } from '../protocol.js';
-import { preciseNow } from '../protocol.js';
-import { BENCH_TYPE, benchRuntime, openStore } from '../systems/asynccmd.js';
+import { BENCH_TYPE, preciseNow } from '../protocol.js';
+import { benchRuntime, openStore } from '../systems/asynccmd.js';
 import { onceMessage, paced, readSpec, runChild, send } from './child.js';
 
 /**
