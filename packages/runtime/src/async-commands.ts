@@ -85,8 +85,8 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       backoff: options.backoff ?? exponentialBackoff(),
       pools: Object.keys(pools),
     });
-    this.pools = new PoolSet(options.sharedPool ?? DEFAULT_SHARED_POOL, pools, () =>
-      this.scheduler.capacityFreed(),
+    this.pools = new PoolSet(options.sharedPool ?? DEFAULT_SHARED_POOL, pools, (pool) =>
+      this.scheduler.capacityFreed(pool),
     );
     const shortestLease = Math.min(
       options.leaseMs ?? DEFAULT_LEASE_MS,

@@ -11,12 +11,15 @@ const MAX_COMPLETE_BATCH = 500;
 /**
  * Records outcomes. A write that meets a lost connection is retried with backoff until it lands —
  * the caller keeps the lease alive meanwhile — so a database blip never re-runs a finished command.
- * Completions that arrive while a write is in flight go out together in one `complete` call.
+ * Completions are coalesced: those that arrive in the same event-loop turn (a claimed batch that
+ * finishes together) and those that arrive while a write is in flight go out in one `complete`
+ * call, so a drain costs one complete statement per batch rather than per command.
  */
 export class OutcomeWriter {
   readonly #giveUp = new AbortController();
   #pending: { ref: ClaimRef; resolve: (r: WriteResult) => void }[] = [];
   #flushing = false;
+  #scheduled = false;
 
   constructor(
     private readonly store: CommandStore,
@@ -27,7 +30,13 @@ export class OutcomeWriter {
   complete(ref: ClaimRef): Promise<WriteResult> {
     return new Promise((resolve) => {
       this.#pending.push({ ref, resolve });
-      if (!this.#flushing) void this.#flush();
+      if (this.#flushing || this.#scheduled) return;
+      // After the I/O and microtasks of this turn: the rest of a batch finishing together joins.
+      this.#scheduled = true;
+      setImmediate(() => {
+        this.#scheduled = false;
+        void this.#flush();
+      });
     });
   }
 

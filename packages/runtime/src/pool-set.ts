@@ -6,7 +6,11 @@ import { WorkPool, type PoolOptions, type PoolState } from './work-pool.js';
 export class PoolSet {
   readonly #pools = new Map<string, WorkPool>();
 
-  constructor(shared: PoolOptions, isolated: Readonly<Record<string, PoolOptions>>, onSlotFree: () => void) {
+  constructor(
+    shared: PoolOptions,
+    isolated: Readonly<Record<string, PoolOptions>>,
+    onSlotFree: (pool: WorkPool) => void,
+  ) {
     this.#pools.set(SHARED_POOL, new WorkPool(SHARED_POOL, shared, onSlotFree));
     for (const [name, options] of Object.entries(isolated)) {
       if (name === SHARED_POOL) {

@@ -1,22 +1,20 @@
-import type { Clock, CommandStore, ReclaimedCommand, TokenSource } from '@asynccmd/core';
+import type { Clock, CommandStore, TokenSource } from '@asynccmd/core';
 import type { CommandEvents } from './command-events.js';
 import type { CommandRunner } from './command-runner.js';
 import type { Dispatcher, RunHere } from './dispatcher.js';
 import type { ExecutorRegistry } from './executor-registry.js';
+import { HungReclaimer } from './hung-reclaimer.js';
 import type { PoolSet } from './pool-set.js';
-import type { PoolState } from './work-pool.js';
+import type { PoolState, WorkPool } from './work-pool.js';
 import type { StoreOutage } from './store-outage.js';
-import { outageDelayMs, WakeSignal } from './wake-signal.js';
+import { outageDelayMs, WakeSignal, type WakeReason } from './wake-signal.js';
 
 export interface SchedulerOptions {
   readonly pollIntervalMs: number;
   /** SCHEDULED commands claimed per round; they run one after another in the loop. */
   readonly scheduledBatchSize: number;
   readonly reclaimBatchSize: number;
-  /**
-   * Least time between two reclaims. Rounds that follow a full round or a freed pool slot come
-   * quickly under load; they need not each look for hung commands too.
-   */
+  /** Period of the look for hung commands, on its own timer (never inside a claim round). */
   readonly reclaimIntervalMs: number;
   readonly maxRescues: number;
 }
@@ -34,11 +32,12 @@ export interface SchedulerDeps {
 }
 
 export interface RoundResult {
+  /** Hung commands the reclaimer took back since the previous round. */
   readonly reclaimed: number;
   readonly claimed: number;
   /** Some claim returned as many rows as asked: there is probably more, poll again at once. */
   readonly full: boolean;
-  /** Some pool had no free capacity: wait for a slot rather than the poll interval. */
+  /** Some pool with work waiting had too little room: the next round comes when it frees enough. */
   readonly starved: boolean;
 }
 
@@ -56,44 +55,69 @@ export interface SchedulerState {
 
 /** Types claimed together: same runner (a pool or inline) and same lease. */
 interface ClaimGroup {
-  readonly pool: string | null;
+  readonly pool: WorkPool | null;
   readonly leaseMs: number;
   readonly types: string[];
+  /**
+   * Work is probably waiting: the last claim came back full, or there was no room to look. A
+   * refill round claims only for hungry groups.
+   */
+  hungry: boolean;
 }
 
 /**
- * The poll loop. Each round: reclaim hung commands (database clock; at most once per
- * `reclaimIntervalMs`) → claim due commands up to the
- * free capacity of the pools that will run them → dispatch by mode. Polls again at once after a
- * full round, else sleeps `pollIntervalMs` unless woken by a local submit, a store wake-up or a
- * freed pool slot. Store failures are reported once, backed off and survived.
+ * The poll loop. Each round claims due commands up to the free room of the pools that will run
+ * them and dispatches them by mode. Polls again at once after a full round; else sleeps
+ * `pollIntervalMs` unless woken by a local submit, a store wake-up, or a busy pool freeing
+ * `refillAt` places — so under load claims come in batches, not one statement per freed slot.
+ * Hung commands are reclaimed by a HungReclaimer on its own timer, outside the rounds. Store
+ * failures are reported once, backed off and survived.
  */
 export class Scheduler {
   #wake = new WakeSignal();
   readonly #groups: readonly ClaimGroup[];
+  readonly #reclaimer: HungReclaimer;
   #loop: Promise<void> | null = null;
   #stopping = false;
-  #starved = false;
   #rounds = 0;
   #lastRoundAt: Date | null = null;
   #failures = 0;
-  #lastReclaim = Number.NEGATIVE_INFINITY;
+  #reclaimed = 0;
   #unsubscribe: (() => Promise<void>) | null = null;
 
   constructor(
     private readonly deps: SchedulerDeps,
     readonly options: SchedulerOptions,
   ) {
-    this.#groups = claimGroups(deps.registry);
+    this.#groups = claimGroups(deps.registry, deps.pools);
+    this.#reclaimer = new HungReclaimer(
+      deps.store,
+      deps.events,
+      deps.outage,
+      {
+        intervalMs: options.reclaimIntervalMs,
+        batchSize: options.reclaimBatchSize,
+        maxRescues: options.maxRescues,
+      },
+      (reclaimed, due) => {
+        this.#reclaimed += reclaimed;
+        if (due > 0) this.wake();
+      },
+    );
   }
 
-  async runRound(): Promise<RoundResult> {
-    const { store, clock, tokens, runner, dispatcher, pools, events } = this.deps;
+  /**
+   * One round. `poll` and `work` claim for every group whatever room there is; `refill` only for
+   * hungry groups whose pool has at least `refillAt` free places.
+   */
+  async runRound(reason: WakeReason = 'poll'): Promise<RoundResult> {
+    const { store, clock, tokens, runner, dispatcher, events } = this.deps;
     const began = performance.now();
-    const reclaimed =
-      began - this.#lastReclaim >= this.options.reclaimIntervalMs ? await this.#reclaim() : [];
-    const now = clock.now();
-    const budget = new Map<string | null, number>();
+    const reclaimed = this.#reclaimed;
+    this.#reclaimed = 0;
+    const refill = reason === 'refill';
+    let now: Date | null = null;
+    const budget = new Map<WorkPool | null, number>();
     const here: RunHere[] = [];
     let claimed = 0;
     let full = false;
@@ -102,18 +126,22 @@ export class Scheduler {
     try {
       for (const group of this.#groups) {
         if (this.#stopping) break;
-        const limit =
-          budget.get(group.pool) ??
-          (group.pool === null ? this.options.scheduledBatchSize : pools.get(group.pool).free);
-        if (limit <= 0) {
-          starved ||= group.pool !== null;
+        if (refill && !group.hungry) continue;
+        const { pool, types, leaseMs } = group;
+        const limit = budget.get(pool) ?? (pool === null ? this.options.scheduledBatchSize : pool.free);
+        if (limit <= 0 || (refill && pool !== null && limit < pool.refillAt)) {
+          // No (useful) room: claiming now would leave rows sitting in memory, or cost a statement
+          // for a slot or two. The pool wakes the loop once it has freed enough.
+          group.hungry = true;
+          starved ||= pool !== null;
           continue;
         }
-        const { types, leaseMs } = group;
+        now ??= clock.now();
         const rows = await store.claimDue({ types, limit, now, token: tokens.next(), leaseMs });
-        budget.set(group.pool, limit - rows.length);
+        budget.set(pool, limit - rows.length);
         claimed += rows.length;
-        full ||= rows.length === limit;
+        group.hungry = rows.length === limit;
+        full ||= group.hungry;
         for (const row of rows) {
           const run = dispatcher.dispatch(runner.track(row, 'poll'));
           if (run) here.push(run);
@@ -128,20 +156,8 @@ export class Scheduler {
     this.#rounds++;
     this.#lastRoundAt = new Date();
     const durationMs = performance.now() - began;
-    events.emit({ kind: 'round', claimed, reclaimed: reclaimed.length, durationMs });
-    return { reclaimed: reclaimed.length, claimed, full, starved };
-  }
-
-  async #reclaim(): Promise<ReclaimedCommand[]> {
-    const reclaimed = await this.deps.store.reclaimHung({
-      limit: this.options.reclaimBatchSize,
-      maxRescues: this.options.maxRescues,
-    });
-    this.#lastReclaim = performance.now();
-    for (const r of reclaimed) {
-      this.deps.events.emit({ kind: 'reclaimed', id: r.id, type: r.type, dead: r.status === 'DEAD' });
-    }
-    return reclaimed;
+    events.emit({ kind: 'round', claimed, reclaimed, durationMs });
+    return { reclaimed, claimed, full, starved };
   }
 
   /** Starts the loop. Applications call AsyncCommands.start(), which also starts the heartbeats. */
@@ -149,6 +165,7 @@ export class Scheduler {
     if (this.#loop) return;
     this.#stopping = false;
     this.#wake = new WakeSignal(); // wake-ups from before the start: the first round runs at once anyway
+    for (const group of this.#groups) group.hungry = true;
     const wakeups = this.deps.store.wakeups;
     if (wakeups) {
       wakeups
@@ -162,13 +179,14 @@ export class Scheduler {
         );
     }
     this.#loop = this.#run();
+    this.#reclaimer.start();
   }
 
   /** Stops claiming; resolves once the current round (including its inline work) is over. */
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#wake.wake();
-    await this.#loop;
+    await Promise.all([this.#loop, this.#reclaimer.stop()]);
     this.#loop = null;
     const unsubscribe = this.#unsubscribe;
     this.#unsubscribe = null;
@@ -180,11 +198,20 @@ export class Scheduler {
     this.#wake.wake();
   }
 
-  /** A pool slot came free: worth a round only if the last one was short of capacity. */
-  capacityFreed(): void {
-    if (!this.#starved) return;
-    this.#starved = false;
-    this.#wake.wake();
+  /**
+   * A slot of `pool` came free: worth a round once a group with work waiting for it has
+   * `refillAt` free places. Arriving during a round, the wake-up makes the next wait return at once.
+   */
+  capacityFreed(pool: WorkPool): void {
+    if (pool.free < pool.refillAt) return;
+    for (const group of this.#groups) {
+      if (group.pool === pool && group.hungry) return this.#wake.wake('refill');
+    }
+  }
+
+  /** Some group with work waiting has room for a refill now (else its pool wakes the loop later). */
+  #canRefill(): boolean {
+    return this.#groups.some((g) => g.hungry && (g.pool === null || g.pool.free >= g.pool.refillAt));
   }
 
   state(): SchedulerState {
@@ -201,33 +228,39 @@ export class Scheduler {
   }
 
   async #run(): Promise<void> {
+    let reason: WakeReason = 'work';
     while (!this.#stopping) {
-      let again = false;
+      let full: boolean;
       try {
-        const round = await this.runRound();
+        full = (await this.runRound(reason)).full;
         this.deps.outage.succeeded('poll');
         this.#failures = 0;
-        this.#starved = round.starved;
-        again = round.full;
       } catch (error) {
         this.#failures = this.deps.outage.failed('poll', error);
         await this.#wake.wait(outageDelayMs(this.#failures, Math.max(this.options.pollIntervalMs, 5_000)));
+        reason = 'work';
         continue;
       }
-      // Even a backlog drained at full speed must let timers and I/O (heartbeats) run between rounds.
-      if (again) await new Promise<void>((resolve) => setImmediate(resolve));
-      else await this.#wake.wait(this.options.pollIntervalMs);
+      if (full && this.#canRefill()) {
+        // Even a backlog drained at full speed must let timers and I/O (heartbeats) run between
+        // rounds. A wake-up that came meanwhile widens the next round to every group.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        reason = this.#wake.take() === 'work' ? 'work' : 'refill';
+      } else reason = await this.#wake.wait(this.options.pollIntervalMs);
     }
   }
 }
 
-function claimGroups(registry: ExecutorRegistry): ClaimGroup[] {
+function claimGroups(registry: ExecutorRegistry, pools: PoolSet): ClaimGroup[] {
   const groups = new Map<string, ClaimGroup>();
   for (const entry of registry.entries()) {
     const key = `${entry.pool ?? ''}\u0000${entry.leaseMs}`;
     const group = groups.get(key);
     if (group) group.types.push(entry.type);
-    else groups.set(key, { pool: entry.pool, leaseMs: entry.leaseMs, types: [entry.type] });
+    else {
+      const pool = entry.pool === null ? null : pools.get(entry.pool);
+      groups.set(key, { pool, leaseMs: entry.leaseMs, types: [entry.type], hungry: true });
+    }
   }
   return [...groups.values()];
 }

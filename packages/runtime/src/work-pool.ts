@@ -8,6 +8,13 @@ export interface PoolOptions {
    * now, so no claimed row sits in memory; raise it to smooth bursts of short commands.
    */
   readonly queueSize?: number;
+  /**
+   * Free places (idle slots plus queue room) that make a claim round worth it while the pool is
+   * still busy with a backlog. Default: half of `concurrency + queueSize`, rounded up — claims then
+   * come in useful batches instead of one round per freed slot. A local submit, a store wake-up and
+   * the poll interval still claim whatever is free, so latency does not wait for the threshold.
+   */
+  readonly refillAt?: number;
 }
 
 /** A unit of pool work; it must not reject (the command runner catches everything). */
@@ -19,6 +26,7 @@ export interface PoolState {
   readonly name: string;
   readonly concurrency: number;
   readonly queueSize: number;
+  readonly refillAt: number;
   readonly active: number;
   readonly queued: number;
   readonly free: number;
@@ -28,6 +36,7 @@ export interface PoolState {
 export class WorkPool {
   readonly concurrency: number;
   readonly queueSize: number;
+  readonly refillAt: number;
   #active = 0;
   readonly #queue: PoolJob[] = [];
   #idle: (() => void)[] = [];
@@ -35,7 +44,7 @@ export class WorkPool {
   constructor(
     readonly name: string,
     options: PoolOptions,
-    private readonly onSlotFree: () => void = () => undefined,
+    private readonly onSlotFree: (pool: WorkPool) => void = () => undefined,
   ) {
     const { concurrency, queueSize = 0 } = options;
     if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
@@ -44,8 +53,15 @@ export class WorkPool {
     if (!(Number.isInteger(queueSize) && queueSize >= 0)) {
       throw new InvalidArgumentError(`pool "${name}": queueSize must be an integer ≥ 0`);
     }
+    const refillAt = options.refillAt ?? Math.ceil((concurrency + queueSize) / 2);
+    if (!(Number.isInteger(refillAt) && refillAt >= 1 && refillAt <= concurrency + queueSize)) {
+      throw new InvalidArgumentError(
+        `pool "${name}": refillAt must be an integer from 1 to concurrency + queueSize`,
+      );
+    }
     this.concurrency = concurrency;
     this.queueSize = queueSize;
+    this.refillAt = refillAt;
   }
 
   /** Slots that can take work now, counting queue room. */
@@ -94,6 +110,7 @@ export class WorkPool {
       name: this.name,
       concurrency: this.concurrency,
       queueSize: this.queueSize,
+      refillAt: this.refillAt,
       active: this.#active,
       queued: this.#queue.length,
       free: this.free,
@@ -103,19 +120,17 @@ export class WorkPool {
   #start(job: PoolJob): void {
     this.#active++;
     // A job must not reject; if one does anyway, the pool must still free its slot.
-    void job
-      .run()
-      .catch(() => undefined)
-      .then(() => {
-        this.#active--;
-        const next = this.#queue.shift();
-        if (next) this.#start(next);
-        else if (this.#active === 0) {
-          const idle = this.#idle;
-          this.#idle = [];
-          for (const resolve of idle) resolve();
-        }
-        this.onSlotFree();
-      });
+    const done = (): void => {
+      this.#active--;
+      const next = this.#queue.shift();
+      if (next) this.#start(next);
+      else if (this.#active === 0 && this.#idle.length > 0) {
+        const idle = this.#idle;
+        this.#idle = [];
+        for (const resolve of idle) resolve();
+      }
+      this.onSlotFree(this);
+    };
+    void job.run().then(done, done);
   }
 }

@@ -6,7 +6,7 @@ import { StoreOutage } from '../src/store-outage.js';
 import { ref, stubStore } from './stub-store.js';
 
 describe('OutcomeWriter', () => {
-  it('batches completions that arrive while a write is in flight, and reports fenced ones', async () => {
+  it('coalesces completions of one turn into one statement, batches those arriving mid-write, reports fenced ones', async () => {
     const calls: ClaimRef[][] = [];
     const store = stubStore({
       complete: async (refs) => {
@@ -16,9 +16,17 @@ describe('OutcomeWriter', () => {
       },
     });
     const writer = new OutcomeWriter(store, new StoreOutage(new CommandEvents(silentLogger), silentLogger));
-    const results = await Promise.all(['1', '2', '3', '4'].map((id) => writer.complete(ref(id))));
-    expect(results).toEqual([true, true, false, true]);
-    expect(calls.map((c) => c.map((r) => r.id))).toEqual([['1'], ['2', '3', '4']]);
+    const first = Promise.all(['1', '2', '3', '4'].map((id) => writer.complete(ref(id))));
+    // Later turns, while the first write is in flight: they go out together in the next one.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    const second = Promise.all(['5', '6'].map((id) => writer.complete(ref(id))));
+    expect(await first).toEqual([true, true, false, true]);
+    expect(await second).toEqual([true, true]);
+    expect(calls.map((c) => c.map((r) => r.id))).toEqual([
+      ['1', '2', '3', '4'],
+      ['5', '6'],
+    ]);
   });
 
   it('retries a completion through a lost connection instead of abandoning it', async () => {

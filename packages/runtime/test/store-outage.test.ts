@@ -14,11 +14,11 @@ describe('surviving a lost database connection', () => {
   it('the poll loop logs once, backs off, and resumes on its own', async () => {
     let failures = 3;
     const store = stubStore({
-      reclaimHung: async () => {
+      reclaimHung: async () => [],
+      claimDue: async () => {
         if (failures-- > 0) throw lost();
         return [];
       },
-      claimDue: async () => [],
       close: async () => undefined,
     });
     const warnings: string[] = [];
@@ -33,6 +33,35 @@ describe('surviving a lost database connection', () => {
     expect(warnings).toHaveLength(1);
     expect(runtime.state().scheduler.consecutiveFailures).toBe(0);
     expect(runtime.state().failingStoreOperations).toEqual([]);
+    await runtime.stop({ timeoutMs: 1000 });
+  });
+
+  it('the hung reclaimer runs on its own timer: its outage never stops claiming, and it resumes', async () => {
+    let failures = 3;
+    let reclaims = 0;
+    let claimed = false;
+    const store = stubStore({
+      reclaimHung: async () => {
+        reclaims++;
+        if (failures-- > 0) throw lost();
+        return [];
+      },
+      claimDue: async () => (claimed ? [] : ((claimed = true), [claimedRow('1', 't.work')])),
+      complete: async (refs) => refs.map((r) => r.id),
+      close: async () => undefined,
+    });
+    const work = defineExecutor<'t.work', { n: number }>({ type: 't.work', execute: () => undefined });
+    const runtime = createAsyncCommands({ store, executors: [work], pollIntervalMs: 10 });
+    const events: CommandEvent[] = [];
+    runtime.on((e) => events.push(e));
+    runtime.start();
+    // Claiming and running go on while every reclaim fails.
+    await until(() => events.some((e) => e.kind === 'succeeded'));
+    await until(() => reclaims > 3 && runtime.state().failingStoreOperations.length === 0);
+    const errors = events.filter((e) => e.kind === 'store-error');
+    expect(errors).toHaveLength(3);
+    expect(errors.every((e) => e.kind === 'store-error' && e.operation === 'reclaim')).toBe(true);
+    expect(runtime.state().scheduler.consecutiveFailures).toBe(0);
     await runtime.stop({ timeoutMs: 1000 });
   });
 

@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import type { ClaimRef, CommandEvent } from '@asynccmd/core';
+import { createAsyncCommands, defineExecutor } from '../src/index.js';
+import { WakeSignal } from '../src/wake-signal.js';
+import { claimedRow, stubStore } from './stub-store.js';
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(condition()).toBe(true);
+}
+
+/** Lets every pending microtask, I/O callback and immediate run (a missed wake-up would show here). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 2));
+}
+
+/**
+ * A runtime over a stub store with an endless backlog of `t.pooled` commands: every claim returns
+ * as many rows as asked. Each command runs until its gate is opened.
+ */
+function backlogRuntime(pool: { concurrency: number; queueSize?: number; refillAt?: number }) {
+  const limits: number[] = [];
+  const completes: string[][] = [];
+  const gates = new Map<string, () => void>();
+  let next = 0;
+  const store = stubStore({
+    reclaimHung: async () => [],
+    claimDue: async ({ limit }) => {
+      limits.push(limit);
+      return Array.from({ length: limit }, () => claimedRow(String(++next), 't.pooled'));
+    },
+    heartbeat: async (refs) => [...refs],
+    complete: async (refs: readonly ClaimRef[]) => {
+      completes.push(refs.map((r) => r.id));
+      return refs.map((r) => r.id);
+    },
+    release: async (refs) => refs.map((r) => r.id),
+    close: async () => undefined,
+  });
+  const pooled = defineExecutor<'t.pooled', Record<string, never>>({
+    type: 't.pooled',
+    mode: 'ASYNC_POOL',
+    execute: (_p, ctx) => new Promise<void>((resolve) => gates.set(ctx.id, resolve)),
+  });
+  // A poll interval far longer than the test: every round here is a start, a refill or a wake-up.
+  const runtime = createAsyncCommands({
+    store,
+    executors: [pooled],
+    sharedPool: pool,
+    pollIntervalMs: 600_000,
+  });
+  const events: CommandEvent[] = [];
+  runtime.on((e) => events.push(e));
+  const open = (...ids: string[]): void => {
+    for (const id of ids) {
+      const resolve = gates.get(id);
+      expect(resolve, `command ${id} is running`).toBeDefined();
+      gates.delete(id);
+      resolve?.();
+    }
+  };
+  const succeeded = () => events.filter((e) => e.kind === 'succeeded').length;
+  return { runtime, limits, completes, gates, open, succeeded };
+}
+
+describe('Scheduler refills', () => {
+  it('claims for a busy pool only once refillAt places are free, and a wake-up claims whatever is free', async () => {
+    const t = backlogRuntime({ concurrency: 4 }); // refillAt defaults to 2
+    expect(t.runtime.pools.get('shared').refillAt).toBe(2);
+    t.runtime.start();
+    await until(() => t.gates.size === 4);
+    expect(t.limits).toEqual([4]); // a full round, but no room left: no further claim
+
+    t.open('1');
+    await until(() => t.succeeded() === 1);
+    await settle();
+    expect(t.limits).toEqual([4]); // one free slot: not worth a statement while the pool is busy
+
+    t.open('2');
+    await until(() => t.gates.size === 4);
+    expect(t.limits).toEqual([4, 2]);
+
+    t.open('3');
+    await until(() => t.succeeded() === 3);
+    await settle();
+    expect(t.limits).toEqual([4, 2]);
+    t.runtime.scheduler.wake(); // a local submit or a store wake-up: latency first
+    await until(() => t.gates.size === 4);
+    expect(t.limits).toEqual([4, 2, 1]);
+    await t.runtime.stop({ timeoutMs: 100 });
+  });
+
+  it('completes a batch that finishes together in one statement, then claims a whole batch again', async () => {
+    const t = backlogRuntime({ concurrency: 3, refillAt: 3 });
+    t.runtime.start();
+    await until(() => t.gates.size === 3);
+    t.open('1', '2', '3');
+    await until(() => t.gates.size === 3 && t.succeeded() === 3);
+    expect(t.completes).toEqual([['1', '2', '3']]);
+    expect(t.limits).toEqual([3, 3]);
+    await t.runtime.stop({ timeoutMs: 100 });
+  });
+
+  it('never claims past concurrency plus queue, and counts queue room towards refillAt', async () => {
+    const t = backlogRuntime({ concurrency: 2, queueSize: 2 }); // refillAt 2
+    t.runtime.start();
+    await until(() => t.gates.size === 2);
+    expect(t.limits).toEqual([4]);
+    expect(t.runtime.pools.get('shared').state()).toMatchObject({ active: 2, queued: 2, free: 0 });
+    t.open('1');
+    await until(() => t.gates.size === 2 && t.succeeded() === 1); // a queued one took the slot
+    await settle();
+    expect(t.limits).toEqual([4]); // one place free
+    t.open('2');
+    await until(() => t.limits.length === 2);
+    expect(t.limits).toEqual([4, 2]);
+    expect(t.runtime.pools.get('shared').state()).toMatchObject({ active: 2, queued: 2, free: 0 });
+    await t.runtime.stop({ timeoutMs: 100 });
+  });
+
+  it('refuses a refillAt outside 1..concurrency + queueSize', () => {
+    const store = stubStore({});
+    const options = (refillAt: number) => ({
+      store,
+      executors: [],
+      sharedPool: { concurrency: 2, queueSize: 1, refillAt },
+    });
+    expect(() => createAsyncCommands(options(0))).toThrow(/refillAt/);
+    expect(() => createAsyncCommands(options(4))).toThrow(/refillAt/);
+    expect(() => createAsyncCommands(options(3))).not.toThrow();
+  });
+});
+
+describe('WakeSignal', () => {
+  it('keeps a wake-up that arrives while nobody waits, and a work wake-up outranks a refill', async () => {
+    const signal = new WakeSignal();
+    signal.wake('refill');
+    signal.wake('work');
+    signal.wake('refill');
+    expect(await signal.wait(600_000)).toBe('work');
+    const waiting = signal.wait(600_000);
+    signal.wake('refill');
+    expect(await waiting).toBe('refill');
+    expect(await signal.wait(1)).toBe('poll');
+    expect(signal.take()).toBeNull();
+  });
+});
