@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { mysqlPool, mysqlVersion } from './mysql.js';
 import { pgPool, pgVersion } from './pg.js';
 import { renderReport, writeJson, type MachineInfo } from './report.js';
+import { lockMysql, lockPostgres, type RunLock } from './run-lock.js';
 import { mysqlSuite } from './scenarios/mysql.js';
 import { postgresSuite } from './scenarios/pg.js';
 import { Recorder, type Suite } from './scenarios/recorder.js';
@@ -67,6 +68,9 @@ async function main(): Promise<void> {
   log(
     `asynccmd bench: ${values.quick ? 'quick' : 'full'} run, ${repeats} repeat(s), load ${info.loadAverage[0]?.toFixed(2)}`,
   );
+  const locks: RunLock[] = [];
+  if (runPg) locks.push(await lockPostgres(log));
+  if (runMysql) locks.push(await lockMysql(log));
   const rec = new Recorder(log);
   const began = performance.now();
   const suites: Suite[] = [];
@@ -91,6 +95,7 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const suite of suites) await suite.finish();
+    for (const lock of locks) await lock.release();
   }
   const finished: MachineInfo = {
     ...info,
