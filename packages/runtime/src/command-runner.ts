@@ -1,6 +1,7 @@
 import {
   decideFailure,
   type ClaimedCommand,
+  type CommandId,
   type Clock,
   type CommandStore,
   type ExecutionInterceptor,
@@ -13,6 +14,7 @@ import { Execution, namedError } from './execution.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import { ABANDONED, type OutcomeWriter, type WriteResult } from './outcome-writer.js';
 import type { StoreOutage } from './store-outage.js';
+import type { PoolJobTail } from './work-pool.js';
 
 export interface CommandRunnerDeps {
   readonly store: CommandStore;
@@ -34,13 +36,17 @@ export interface CommandRunnerDeps {
 export class CommandRunner {
   readonly #inflight = new Set<Execution>();
   #idle: (() => void)[] = [];
+  /** Innermost first, so wrapping in this order leaves the first interceptor outermost. */
+  readonly #interceptors: readonly ExecutionInterceptor[];
 
-  constructor(private readonly deps: CommandRunnerDeps) {}
+  constructor(private readonly deps: CommandRunnerDeps) {
+    this.#interceptors = [...deps.interceptors].reverse();
+  }
 
   /** Takes charge of a freshly claimed command: from now on its lease is kept alive. */
   track(command: ClaimedCommand, via: 'poll' | 'immediate'): Execution {
     const entry = this.deps.registry.require(command.type);
-    const execution = new Execution(command, entry, via, (e, runner) => this.execute(e, runner));
+    const execution = new Execution(command, entry, via, (e, runner) => this.run(e, runner));
     execution.releaseLease = this.deps.leases.hold(execution);
     execution.drop = () => this.#forget(execution);
     this.#inflight.add(execution);
@@ -55,11 +61,19 @@ export class CommandRunner {
 
   /** Runs one claimed command to a recorded outcome. Never rejects. */
   async execute(execution: Execution, runner: string): Promise<void> {
+    const tail = await this.run(execution, runner);
+    if (tail) await tail.recorded;
+  }
+
+  /**
+   * Runs one claimed command's executor. Resolves once it has run, with the write of its outcome
+   * still under way in `recorded` (a pool frees the slot meanwhile). Never rejects.
+   */
+  async run(execution: Execution, runner: string): Promise<void | PoolJobTail> {
     if (execution.state !== 'claimed') return this.#forget(execution);
     const { command, entry } = execution;
-    const { events, logger } = this.deps;
     execution.state = 'running';
-    events.emit({ kind: 'started', command, mode: entry.mode, runner });
+    this.deps.events.emit({ kind: 'started', command, mode: entry.mode, runner });
     const started = performance.now();
     const timer =
       entry.timeoutMs === undefined
@@ -79,9 +93,16 @@ export class CommandRunner {
       failure = { error };
     } finally {
       if (timer) clearTimeout(timer);
+      execution.onAbort = null;
     }
     execution.state = 'finishing';
-    const durationMs = performance.now() - started;
+    return { recorded: this.#record(execution, failure, performance.now() - started) };
+  }
+
+  /** Writes the outcome (fenced by the claim token), reports it, and lets the claim go. Never rejects. */
+  async #record(execution: Execution, failure: { error: unknown } | null, durationMs: number): Promise<void> {
+    const { command, entry } = execution;
+    const { events, logger } = this.deps;
     try {
       if (failure === null) {
         const done = await this.deps.outcomes.complete(execution.ref);
@@ -142,25 +163,19 @@ export class CommandRunner {
 
   #invoke(execution: Execution): Promise<void> {
     const { command, entry } = execution;
-    const signal = execution.controller.signal;
-    const context: ExecutionContext = {
-      id: command.id,
-      command,
-      attempt: command.retryCount + 1,
-      signal,
-      logger: this.deps.logger,
-    };
+    const context: ExecutionContext = new Context(execution, this.deps.logger);
     let next = async (): Promise<void> => {
       await entry.executor.execute(command.payload as never, context as ExecutionContext<never>);
     };
-    for (const interceptor of [...this.deps.interceptors].reverse()) {
+    for (const interceptor of this.#interceptors) {
       const inner = next;
       next = () => interceptor(command, inner);
     }
     // An executor that ignores its signal must not hold the slot forever: stop waiting on abort.
+    // (A callback on the execution rather than a listener on the signal: no signal unless used.)
     const aborted = new Promise<never>((_, reject) => {
-      if (signal.aborted) reject(signal.reason);
-      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      if (execution.abortCause !== null) reject(execution.signal.reason);
+      else execution.onAbort = reject;
     });
     aborted.catch(() => undefined);
     return Promise.race([next(), aborted]);
@@ -205,5 +220,25 @@ export class CommandRunner {
       if (e.state === 'running')
         e.abort('shutdown', namedError('ShutdownError', 'the instance is shutting down'));
     }
+  }
+}
+
+/** The ExecutionContext of one attempt; its signal is made only if the executor asks for it. */
+class Context implements ExecutionContext {
+  readonly id: CommandId;
+  readonly command: ClaimedCommand;
+  readonly attempt: number;
+
+  constructor(
+    private readonly execution: Execution,
+    readonly logger: Logger,
+  ) {
+    this.command = execution.command;
+    this.id = this.command.id;
+    this.attempt = this.command.retryCount + 1;
+  }
+
+  get signal(): AbortSignal {
+    return this.execution.signal;
   }
 }

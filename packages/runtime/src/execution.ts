@@ -1,7 +1,7 @@
 import type { ClaimedCommand, ClaimRef } from '@asynccmd/core';
 import type { RegisteredExecutor } from './executor-registry.js';
 import type { HeldLease } from './lease-keeper.js';
-import type { PoolJob } from './work-pool.js';
+import type { PoolJob, PoolJobTail } from './work-pool.js';
 
 export type ExecutionState = 'claimed' | 'running' | 'finishing' | 'done';
 
@@ -11,37 +11,46 @@ export type AbortCause = 'timeout' | 'lease-lost' | 'shutdown';
 /** One claim of one command, from claim to recorded outcome. */
 export class Execution implements PoolJob, HeldLease {
   state: ExecutionState = 'claimed';
-  readonly controller = new AbortController();
   abortCause: AbortCause | null = null;
   /** Set once a pool accepted it: how `run` reports where it ran. */
   poolName: string | null = null;
   releaseLease: () => void = () => undefined;
   /** Set by the runner: forgets a claim that will never run (taken away before it started). */
   drop: () => void = () => undefined;
+  /** Set by the runner while the executor runs: stops waiting for it once aborted. */
+  onAbort: ((reason: unknown) => void) | null = null;
+  readonly ref: ClaimRef;
+  #controller: AbortController | null = null;
 
   constructor(
     readonly command: ClaimedCommand,
     readonly entry: RegisteredExecutor,
     readonly via: 'poll' | 'immediate',
-    private readonly runIn: (execution: Execution, runner: string) => Promise<void>,
-  ) {}
+    private readonly runIn: (execution: Execution, runner: string) => Promise<void | PoolJobTail>,
+  ) {
+    this.ref = { id: command.id, token: command.claimToken };
+  }
 
-  get ref(): ClaimRef {
-    return { id: this.command.id, token: this.command.claimToken };
+  /** The executor's signal, made on first use: most commands never look at it. */
+  get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
+    return this.#controller.signal;
   }
 
   get leaseMs(): number {
     return this.entry.leaseMs;
   }
 
-  run(): Promise<void> {
+  run(): Promise<void | PoolJobTail> {
     return this.runIn(this, `pool:${this.poolName ?? '?'}`);
   }
 
   abort(cause: AbortCause, reason: Error): void {
-    if (this.controller.signal.aborted) return;
+    if (this.abortCause !== null) return;
     this.abortCause = cause;
-    this.controller.abort(reason);
+    this.#controller ??= new AbortController();
+    this.#controller.abort(reason);
+    this.onAbort?.(reason);
   }
 
   lost(): void {

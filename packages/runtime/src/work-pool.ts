@@ -17,9 +17,18 @@ export interface PoolOptions {
   readonly refillAt?: number;
 }
 
+/**
+ * What a job's run leaves behind once its slot is free: the write of its outcome, which needs a
+ * database round trip but no slot. The pool counts it until it settles (see `free`).
+ */
+export interface PoolJobTail {
+  readonly recorded: Promise<void>;
+}
+
 /** A unit of pool work; it must not reject (the command runner catches everything). */
 export interface PoolJob {
-  run(): Promise<void>;
+  /** Resolves when the slot can take other work, with the job's tail if it has one. */
+  run(): Promise<void | PoolJobTail>;
 }
 
 export interface PoolState {
@@ -29,6 +38,8 @@ export interface PoolState {
   readonly refillAt: number;
   readonly active: number;
   readonly queued: number;
+  /** Jobs done with their slot whose outcome is still being written. */
+  readonly recording: number;
   readonly free: number;
 }
 
@@ -38,6 +49,7 @@ export class WorkPool {
   readonly queueSize: number;
   readonly refillAt: number;
   #active = 0;
+  #recording = 0;
   readonly #queue: PoolJob[] = [];
   #idle: (() => void)[] = [];
 
@@ -64,9 +76,15 @@ export class WorkPool {
     this.refillAt = refillAt;
   }
 
-  /** Slots that can take work now, counting queue room. */
+  /**
+   * Places for claimed work now: idle slots plus queue room. A slot frees when its command has
+   * run, so the next claim overlaps the write of the last outcomes; but once more outcomes are
+   * being written than the pool runs at once (a slow or failing store), the excess holds slots, so
+   * unrecorded commands stay bounded (at most `concurrency` beyond the running ones).
+   */
   get free(): number {
-    return Math.max(0, this.concurrency - this.#active) + Math.max(0, this.queueSize - this.#queue.length);
+    const held = this.#active + Math.max(0, this.#recording - this.concurrency);
+    return Math.max(0, this.concurrency - held) + Math.max(0, this.queueSize - this.#queue.length);
   }
 
   capacity(): PoolCapacity {
@@ -99,9 +117,9 @@ export class WorkPool {
     return this.#queue.splice(0);
   }
 
-  /** Resolves once nothing runs and nothing waits. */
+  /** Resolves once nothing runs, nothing waits and every outcome is written. */
   whenIdle(): Promise<void> {
-    if (this.#active === 0 && this.#queue.length === 0) return Promise.resolve();
+    if (this.#idleNow()) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
@@ -113,24 +131,42 @@ export class WorkPool {
       refillAt: this.refillAt,
       active: this.#active,
       queued: this.#queue.length,
+      recording: this.#recording,
       free: this.free,
     };
   }
 
+  #idleNow(): boolean {
+    return this.#active === 0 && this.#recording === 0 && this.#queue.length === 0;
+  }
+
   #start(job: PoolJob): void {
     this.#active++;
-    // A job must not reject; if one does anyway, the pool must still free its slot.
-    const done = (): void => {
+    const done = (tail: void | PoolJobTail): void => {
       this.#active--;
+      if (tail) {
+        this.#recording++;
+        const recorded = (): void => {
+          this.#recording--;
+          this.#settled();
+        };
+        tail.recorded.then(recorded, recorded);
+      }
       const next = this.#queue.shift();
       if (next) this.#start(next);
-      else if (this.#active === 0 && this.#idle.length > 0) {
-        const idle = this.#idle;
-        this.#idle = [];
-        for (const resolve of idle) resolve();
-      }
-      this.onSlotFree(this);
+      this.#settled();
     };
-    void job.run().then(done, done);
+    // A job must not reject; if one does anyway, the pool must still free its slot.
+    job.run().then(done, () => done());
+  }
+
+  /** A slot or an outcome write came free. */
+  #settled(): void {
+    if (this.#idle.length > 0 && this.#idleNow()) {
+      const idle = this.#idle;
+      this.#idle = [];
+      for (const resolve of idle) resolve();
+    }
+    this.onSlotFree(this);
   }
 }
