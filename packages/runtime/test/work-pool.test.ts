@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WorkPool, type PoolJob } from '../src/work-pool.js';
+import { WorkPool, type PoolJob, type PoolJobTail } from '../src/work-pool.js';
 
 function gate(): { job: PoolJob; open: () => void; started: () => boolean } {
   let open = (): void => undefined;
@@ -43,6 +43,40 @@ describe('WorkPool', () => {
     a.open();
     await pool.whenIdle();
     expect(b.started()).toBe(false);
+  });
+
+  it('frees a slot once its job has run, but holds slots while more outcomes are unwritten than it runs at once', async () => {
+    let freed = 0;
+    const pool = new WorkPool('p', { concurrency: 2 }, () => freed++);
+    const writes: (() => void)[] = [];
+    const ranWithTail: PoolJob = {
+      run: async (): Promise<PoolJobTail> => ({
+        recorded: new Promise<void>((resolve) => writes.push(resolve)),
+      }),
+    };
+    const turn = () => new Promise((r) => setTimeout(r, 0));
+    pool.offer(ranWithTail);
+    pool.offer(ranWithTail);
+    await turn();
+    // Both ran; their outcomes are being written: the slots can take the next claim meanwhile.
+    expect(pool.state()).toMatchObject({ active: 0, recording: 2, free: 2 });
+    pool.offer(ranWithTail);
+    await turn();
+    // Three unwritten outcomes for a pool of two: the one beyond holds a slot.
+    expect(pool.state()).toMatchObject({ active: 0, recording: 3, free: 1 });
+    pool.offer(ranWithTail);
+    await turn();
+    expect(pool.state()).toMatchObject({ recording: 4, free: 0 });
+    let idle = false;
+    void pool.whenIdle().then(() => (idle = true));
+    writes.splice(0, 3).forEach((w) => w());
+    await turn();
+    expect(pool.state()).toMatchObject({ recording: 1, free: 2 });
+    expect(idle).toBe(false); // an outcome is still being written
+    writes.splice(0).forEach((w) => w());
+    await turn();
+    expect(idle).toBe(true);
+    expect(freed).toBe(8); // every slot and every write that came free was reported
   });
 
   it('refuses nonsense sizes with a typed error', () => {
