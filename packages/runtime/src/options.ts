@@ -12,7 +12,8 @@ import type { PoolOptions } from './work-pool.js';
 
 /**
  * Defaults: a dead instance's command is running again within about 9 s — its lease (8 s) runs out
- * at most 8 s after its last heartbeat, and the next poll round (≤ 1 s) reclaims and claims it.
+ * at most 8 s after its last heartbeat, the next look for hung commands (≤ 1 s) reclaims it and
+ * wakes the poll loop to claim it.
  * Heartbeats every 2 s leave a live command three missed beats of slack before it could be taken.
  */
 export const DEFAULT_LEASE_MS = 8_000;
@@ -59,9 +60,9 @@ export interface AsyncCommandsOptions<Tx = unknown> {
   readonly pools?: Readonly<Record<string, PoolOptions>>;
   /** SCHEDULED commands claimed per round (run one after another in the loop). Default 10. */
   readonly scheduledBatchSize?: number;
-  /** Hung commands reclaimed per round. Default 100. */
+  /** Hung commands reclaimed per look (a full look looks again at once). Default 100. */
   readonly reclaimBatchSize?: number;
-  /** Least time between two looks for hung commands. Default: `pollIntervalMs`. */
+  /** Period of the look for hung commands, on its own timer. Default: `pollIntervalMs`. */
   readonly reclaimIntervalMs?: number;
   /** Lease expiries a command survives before it is declared DEAD. Default: core DEFAULT_MAX_RESCUES. */
   readonly maxRescues?: number;

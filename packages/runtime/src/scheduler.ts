@@ -65,6 +65,8 @@ interface ClaimGroup {
   hungry: boolean;
 }
 
+const NO_POOLS: ReadonlySet<WorkPool> = new Set();
+
 /**
  * The poll loop. Each round claims due commands up to the free room of the pools that will run
  * them and dispatches them by mode. Polls again at once after a full round; else sleeps
@@ -83,6 +85,9 @@ export class Scheduler {
   #lastRoundAt: Date | null = null;
   #failures = 0;
   #reclaimed = 0;
+  /** Pools whose free places have waited `refillWaitMs`: the next refill takes what is free. */
+  readonly #topUp = new Set<WorkPool>();
+  readonly #topUpTimers = new Map<WorkPool, NodeJS.Timeout>();
   #unsubscribe: (() => Promise<void>) | null = null;
 
   constructor(
@@ -108,7 +113,8 @@ export class Scheduler {
 
   /**
    * One round. `poll` and `work` claim for every group whatever room there is; `refill` only for
-   * hungry groups whose pool has at least `refillAt` free places.
+   * hungry groups whose pool has at least `refillAt` free places, or whose free places have waited
+   * the pool's `refillWaitMs`.
    */
   async runRound(reason: WakeReason = 'poll'): Promise<RoundResult> {
     const { store, clock, tokens, runner, dispatcher, events } = this.deps;
@@ -116,6 +122,9 @@ export class Scheduler {
     const reclaimed = this.#reclaimed;
     this.#reclaimed = 0;
     const refill = reason === 'refill';
+    // Pools whose freed places waited long enough for company: this refill takes whatever is free.
+    const topUp = this.#topUp.size === 0 ? NO_POOLS : new Set(this.#topUp);
+    this.#topUp.clear();
     let now: Date | null = null;
     const budget = new Map<WorkPool | null, number>();
     const here: RunHere[] = [];
@@ -129,7 +138,7 @@ export class Scheduler {
         if (refill && !group.hungry) continue;
         const { pool, types, leaseMs } = group;
         const limit = budget.get(pool) ?? (pool === null ? this.options.scheduledBatchSize : pool.free);
-        if (limit <= 0 || (refill && pool !== null && limit < pool.refillAt)) {
+        if (limit <= 0 || (refill && pool !== null && limit < pool.refillAt && !topUp.has(pool))) {
           // No (useful) room: claiming now would leave rows sitting in memory, or cost a statement
           // for a slot or two. The pool wakes the loop once it has freed enough.
           group.hungry = true;
@@ -137,6 +146,7 @@ export class Scheduler {
           continue;
         }
         now ??= clock.now();
+        if (pool) this.#disarmTopUp(pool); // claiming for it now; if still short, re-armed below
         const rows = await store.claimDue({ types, limit, now, token: tokens.next(), leaseMs });
         budget.set(pool, limit - rows.length);
         claimed += rows.length;
@@ -153,6 +163,9 @@ export class Scheduler {
     // SCHEDULED (and caller-runs) work runs here, serially; on stop the rest is released unstarted.
     for (const run of here) if (!this.#stopping) await run();
     if (failed) throw failed.error;
+    for (const group of this.#groups) {
+      if (group.pool && group.hungry && group.pool.free > 0) this.#armTopUp(group.pool);
+    }
     this.#rounds++;
     this.#lastRoundAt = new Date();
     const durationMs = performance.now() - began;
@@ -186,6 +199,7 @@ export class Scheduler {
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#wake.wake();
+    this.#disarmTopUps();
     await Promise.all([this.#loop, this.#reclaimer.stop()]);
     this.#loop = null;
     const unsubscribe = this.#unsubscribe;
@@ -200,13 +214,37 @@ export class Scheduler {
 
   /**
    * A slot of `pool` came free: worth a round once a group with work waiting for it has
-   * `refillAt` free places. Arriving during a round, the wake-up makes the next wait return at once.
+   * `refillAt` free places — or, when fewer come free (the other slots hold long-running
+   * commands), once the first of them has waited the pool's `refillWaitMs`. Arriving during a round, the
+   * wake-up makes the next wait return at once.
    */
   capacityFreed(pool: WorkPool): void {
-    if (pool.free < pool.refillAt) return;
-    for (const group of this.#groups) {
-      if (group.pool === pool && group.hungry) return this.#wake.wake('refill');
-    }
+    const free = pool.free;
+    if (this.#stopping || free === 0 || !this.#groups.some((g) => g.pool === pool && g.hungry)) return;
+    if (free >= pool.refillAt) this.#wake.wake('refill');
+    else this.#armTopUp(pool);
+  }
+
+  #armTopUp(pool: WorkPool): void {
+    if (this.#stopping || this.#topUpTimers.has(pool)) return;
+    const timer = setTimeout(() => {
+      this.#topUpTimers.delete(pool);
+      this.#topUp.add(pool);
+      this.#wake.wake('refill');
+    }, pool.refillWaitMs);
+    this.#topUpTimers.set(pool, timer);
+  }
+
+  #disarmTopUp(pool: WorkPool): void {
+    const timer = this.#topUpTimers.get(pool);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.#topUpTimers.delete(pool);
+  }
+
+  #disarmTopUps(): void {
+    for (const timer of this.#topUpTimers.values()) clearTimeout(timer);
+    this.#topUpTimers.clear();
   }
 
   /** Some group with work waiting has room for a refill now (else its pool wakes the loop later). */

@@ -15,7 +15,14 @@ export interface PoolOptions {
    * the poll interval still claim whatever is free, so latency does not wait for the threshold.
    */
   readonly refillAt?: number;
+  /**
+   * Longest a free place waits for `refillAt` places to gather before the scheduler refills what
+   * is free anyway (the other slots may hold long-running commands). Default 20 ms.
+   */
+  readonly refillWaitMs?: number;
 }
+
+export const DEFAULT_REFILL_WAIT_MS = 20;
 
 /**
  * What a job's run leaves behind once its slot is free: the write of its outcome, which needs a
@@ -48,6 +55,7 @@ export class WorkPool {
   readonly concurrency: number;
   readonly queueSize: number;
   readonly refillAt: number;
+  readonly refillWaitMs: number;
   #active = 0;
   #recording = 0;
   readonly #queue: PoolJob[] = [];
@@ -71,9 +79,14 @@ export class WorkPool {
         `pool "${name}": refillAt must be an integer from 1 to concurrency + queueSize`,
       );
     }
+    const refillWaitMs = options.refillWaitMs ?? DEFAULT_REFILL_WAIT_MS;
+    if (!(Number.isFinite(refillWaitMs) && refillWaitMs >= 0)) {
+      throw new InvalidArgumentError(`pool "${name}": refillWaitMs must be a number ≥ 0`);
+    }
     this.concurrency = concurrency;
     this.queueSize = queueSize;
     this.refillAt = refillAt;
+    this.refillWaitMs = refillWaitMs;
   }
 
   /**

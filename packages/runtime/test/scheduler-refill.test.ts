@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ClaimRef, CommandEvent } from '@asynccmd/core';
-import { createAsyncCommands, defineExecutor } from '../src/index.js';
+import { createAsyncCommands, defineExecutor, type PoolOptions } from '../src/index.js';
 import { WakeSignal } from '../src/wake-signal.js';
 import { claimedRow, stubStore } from './stub-store.js';
 
@@ -18,7 +18,7 @@ async function settle(): Promise<void> {
  * A runtime over a stub store with an endless backlog of `t.pooled` commands: every claim returns
  * as many rows as asked. Each command runs until its gate is opened.
  */
-function backlogRuntime(pool: { concurrency: number; queueSize?: number; refillAt?: number }) {
+function backlogRuntime(pool: PoolOptions) {
   const limits: number[] = [];
   const completes: string[][] = [];
   const gates = new Map<string, () => void>();
@@ -65,7 +65,8 @@ function backlogRuntime(pool: { concurrency: number; queueSize?: number; refillA
 
 describe('Scheduler refills', () => {
   it('claims for a busy pool only once refillAt places are free, and a wake-up claims whatever is free', async () => {
-    const t = backlogRuntime({ concurrency: 4 }); // refillAt defaults to 2
+    // refillAt defaults to 2; no top-up within the test, so only the threshold can explain a claim.
+    const t = backlogRuntime({ concurrency: 4, refillWaitMs: 600_000 });
     expect(t.runtime.pools.get('shared').refillAt).toBe(2);
     t.runtime.start();
     await until(() => t.gates.size === 4);
@@ -91,7 +92,7 @@ describe('Scheduler refills', () => {
   });
 
   it('completes a batch that finishes together in one statement, then claims a whole batch again', async () => {
-    const t = backlogRuntime({ concurrency: 3, refillAt: 3 });
+    const t = backlogRuntime({ concurrency: 3, refillAt: 3, refillWaitMs: 600_000 });
     t.runtime.start();
     await until(() => t.gates.size === 3);
     t.open('1', '2', '3');
@@ -102,7 +103,7 @@ describe('Scheduler refills', () => {
   });
 
   it('never claims past concurrency plus queue, and counts queue room towards refillAt', async () => {
-    const t = backlogRuntime({ concurrency: 2, queueSize: 2 }); // refillAt 2
+    const t = backlogRuntime({ concurrency: 2, queueSize: 2, refillWaitMs: 600_000 }); // refillAt 2
     t.runtime.start();
     await until(() => t.gates.size === 2);
     expect(t.limits).toEqual([4]);
@@ -118,7 +119,20 @@ describe('Scheduler refills', () => {
     await t.runtime.stop({ timeoutMs: 100 });
   });
 
-  it('refuses a refillAt outside 1..concurrency + queueSize', () => {
+  it('refills fewer than refillAt places once they have waited refillWaitMs (the rest run long)', async () => {
+    const t = backlogRuntime({ concurrency: 4, refillAt: 4, refillWaitMs: 1 });
+    t.runtime.start();
+    await until(() => t.gates.size === 4);
+    t.open('1');
+    await until(() => t.limits.length === 2 && t.gates.size === 4);
+    expect(t.limits).toEqual([4, 1]); // commands 2–4 still run: their slots never joined
+    t.open('2', '5');
+    await until(() => t.limits.length === 3 && t.gates.size === 4);
+    expect(t.limits).toEqual([4, 1, 2]);
+    await t.runtime.stop({ timeoutMs: 100 });
+  });
+
+  it('refuses a refillAt outside 1..concurrency + queueSize and a negative refillWaitMs', () => {
     const store = stubStore({});
     const options = (refillAt: number) => ({
       store,
@@ -128,6 +142,9 @@ describe('Scheduler refills', () => {
     expect(() => createAsyncCommands(options(0))).toThrow(/refillAt/);
     expect(() => createAsyncCommands(options(4))).toThrow(/refillAt/);
     expect(() => createAsyncCommands(options(3))).not.toThrow();
+    expect(() =>
+      createAsyncCommands({ store, executors: [], sharedPool: { concurrency: 1, refillWaitMs: -1 } }),
+    ).toThrow(/refillWaitMs/);
   });
 });
 
