@@ -243,6 +243,47 @@ export function describeRuntimeE2E<Tx>(
       expect(slowRunning).toBe(3);
     });
 
+    it('a backlog drains in refill batches that never exceed the pool: every command runs once and ends SUCCESS', async () => {
+      const runs = new Map<number, number>();
+      let running = 0;
+      let most = 0;
+      const work = defineExecutor<'e2e.backlog', { n: number }>({
+        type: 'e2e.backlog',
+        mode: 'ASYNC_POOL',
+        async execute({ n }) {
+          most = Math.max(most, ++running);
+          runs.set(n, (runs.get(n) ?? 0) + 1);
+          await new Promise((r) => setTimeout(r, n % 3)); // finishing staggered, some together
+          running--;
+        },
+      });
+      // A poll interval longer than the test: only full rounds and pool refills drain the backlog.
+      const { runtime, client, events, store } = await instance(
+        [work],
+        { pollIntervalMs: 600_000, sharedPool: { concurrency: 4 } },
+        { start: false },
+      );
+      const total = 40;
+      await client.transaction(async (tx) => {
+        await client.submitMany(
+          tx,
+          Array.from({ length: total }, (_, i) => ({ type: 'e2e.backlog' as const, payload: { n: i } })),
+        );
+      });
+      runtime.start();
+      await waitFor('the backlog', () => kinds(events, 'succeeded').length === total);
+      expect([...runs.values()].every((count) => count === 1)).toBe(true);
+      expect(runs.size).toBe(total);
+      expect(most).toBeLessThanOrEqual(4);
+      const claims = kinds(events, 'round').map((e) => (e.kind === 'round' ? e.claimed : 0));
+      expect(claims.every((c) => c <= 4)).toBe(true); // never more than the pool can start
+      expect(claims.reduce((a, b) => a + b, 0)).toBe(total);
+      const rows = (await store.list({ type: 'e2e.backlog', limit: total })).items;
+      expect(rows).toHaveLength(total);
+      expect(rows.every((c) => c.status === 'SUCCESS')).toBe(true);
+      expect(kinds(events, 'fenced')).toEqual([]);
+    });
+
     it('caller-runs back-pressure: a full pool makes the submitter run the work, and nothing is lost', async () => {
       const callerStarted = gate();
       const runs = new Map<number, number>();
