@@ -5,17 +5,11 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { DrainTarget } from '../drain.js';
 import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from '../mysql.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
+import { migrateWith } from './migrate.js';
 import { countMysqlExecutions } from './mysql-verify.js';
 
-/** asynccmd's own migration, so the baseline works on the very same table and indexes. */
-async function createMysqlTable(database: string): Promise<void> {
-  const store = await createMysqlStore({ connection: { ...MYSQL_CONFIG, database }, connectionLimit: 1 });
-  try {
-    await store.migrate();
-  } finally {
-    await store.close();
-  }
-}
+const createMysqlTable = (database: string): Promise<void> =>
+  migrateWith(() => createMysqlStore({ connection: { ...MYSQL_CONFIG, database }, connectionLimit: 1 }));
 
 /** Databases the MySQL scenarios own; each is dropped and recreated per run. */
 export const MYSQL_DATABASES = {

@@ -8,20 +8,11 @@ import type { LatencyTarget } from '../latency.js';
 import { PG_URL, recreateSchema } from '../pg.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import type { SubmitTarget } from '../submits.js';
+import { migrateWith } from './migrate.js';
 import { countCommandTable, countGraphileJobs, loadExecutions } from './pg-verify.js';
 
-/**
- * The table comes from asynccmd's own migration, so the baseline writes and claims the very same
- * table, columns and indexes; only the code around the SQL differs.
- */
-async function createRawTable(schema: string): Promise<void> {
-  const store = createPostgresStore({ connectionString: PG_URL, schema, poolConfig: { max: 1 } });
-  try {
-    await store.migrate();
-  } finally {
-    await store.close();
-  }
-}
+const createRawTable = (schema: string): Promise<void> =>
+  migrateWith(() => createPostgresStore({ connectionString: PG_URL, schema, poolConfig: { max: 1 } }));
 
 /** Schemas the PostgreSQL scenarios own; each is dropped and recreated per run. */
 export const PG_SCHEMAS = {
@@ -87,8 +78,7 @@ export function graphileTarget(pool: pg.Pool): DrainTarget {
   return {
     system: 'graphile-worker',
     prepare: async (total) => {
-      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await migrateGraphile(schema);
+      await freshGraphile(pool);
       await seedGraphile(pool, schema, total);
       await pool.query(`VACUUM ANALYZE ${schema}._private_jobs`);
     },
@@ -107,25 +97,28 @@ export async function freshCommandTable(pool: pg.Pool, schema: string): Promise<
   await createRawTable(schema);
 }
 
-export function rawPgSubmitTarget(pool: pg.Pool): SubmitTarget {
-  const schema = PG_SCHEMAS.raw;
+/** Submits into a fresh asynccmd table, by asynccmd's client or by a plain INSERT of the same row. */
+function commandTableSubmitTarget(
+  pool: pg.Pool,
+  system: string,
+  submitter: SystemSpec & { schema: string },
+): SubmitTarget {
   return {
-    system: 'raw INSERT',
-    prepare: () => freshCommandTable(pool, schema),
-    submitter: { kind: 'raw-pg', schema, batch: 1 },
-    count: () => countRows(pool, rawTable(schema)),
+    system,
+    prepare: () => freshCommandTable(pool, submitter.schema),
+    submitter,
+    count: () => countRows(pool, rawTable(submitter.schema)),
   };
 }
 
-export function asynccmdPgSubmitTarget(pool: pg.Pool): SubmitTarget {
-  const schema = PG_SCHEMAS.asynccmd;
-  return {
-    system: 'asynccmd client.submit',
-    prepare: () => freshCommandTable(pool, schema),
-    submitter: { kind: 'asynccmd-pg', schema },
-    count: () => countRows(pool, rawTable(schema)),
-  };
-}
+export const rawPgSubmitTarget = (pool: pg.Pool): SubmitTarget =>
+  commandTableSubmitTarget(pool, 'raw INSERT', { kind: 'raw-pg', schema: PG_SCHEMAS.raw, batch: 1 });
+
+export const asynccmdPgSubmitTarget = (pool: pg.Pool): SubmitTarget =>
+  commandTableSubmitTarget(pool, 'asynccmd client.submit', {
+    kind: 'asynccmd-pg',
+    schema: PG_SCHEMAS.asynccmd,
+  });
 
 export function asynccmdPgLatencyTarget(pool: pg.Pool): LatencyTarget {
   const schema = PG_SCHEMAS.asynccmd;
@@ -141,10 +134,7 @@ export function graphileSubmitTarget(pool: pg.Pool): SubmitTarget {
   const schema = PG_SCHEMAS.graphile;
   return {
     system: 'graphile-worker add_job',
-    prepare: async () => {
-      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await migrateGraphile(schema);
-    },
+    prepare: () => freshGraphile(pool),
     submitter: { kind: 'graphile', schema },
     count: () => graphileJobsLeft(pool, schema),
   };
@@ -154,13 +144,16 @@ export function graphileLatencyTarget(pool: pg.Pool): LatencyTarget {
   const schema = PG_SCHEMAS.graphile;
   return {
     system: 'graphile-worker (LISTEN/NOTIFY)',
-    prepare: async () => {
-      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await migrateGraphile(schema);
-    },
+    prepare: () => freshGraphile(pool),
     consumer: { system: { kind: 'graphile', schema }, concurrency: 10, recordStarts: true },
     submitter: { kind: 'graphile', schema },
   };
+}
+
+/** graphile-worker's schema dropped and installed afresh, empty. */
+async function freshGraphile(pool: pg.Pool): Promise<void> {
+  await pool.query(`DROP SCHEMA IF EXISTS ${PG_SCHEMAS.graphile} CASCADE`);
+  await migrateGraphile(PG_SCHEMAS.graphile);
 }
 
 export async function countRows(pool: pg.Pool, table: string): Promise<number> {
