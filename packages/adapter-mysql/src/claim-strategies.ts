@@ -1,5 +1,14 @@
 import type { Pool } from 'mysql2/promise';
-import { inTransaction, select, write } from './connection.js';
+import {
+  inTransaction,
+  retryConnectionLoss,
+  rollbackQuietly,
+  select,
+  selectEach,
+  withConnection,
+  write,
+} from './connection.js';
+import type { CommandRow } from './rows.js';
 import type { MysqlSql } from './sql.js';
 
 /**
@@ -9,13 +18,24 @@ import type { MysqlSql } from './sql.js';
 export interface ClaimStrategy {
   readonly name: ClaimStrategyName;
   readonly skipLocked: boolean;
-  /** Marks up to `limit` due rows RUNNING with `token`; returns how many it marked. */
-  markDue(pool: Pool, sql: MysqlSql, round: ClaimRound): Promise<number>;
+  /** Marks up to `limit` due rows RUNNING with `token` and reads them back by it. */
+  claim(pools: ClaimPools, sql: MysqlSql, round: ClaimRound): Promise<CommandRow[]>;
   /** The locking clause that picks hung rows without two reclaimers fighting over them. */
   readonly hungLock: string;
 }
 
 export type ClaimStrategyName = 'skip-locked' | 'legacy';
+
+export interface ClaimPools {
+  /** The store's pool: sessions at the server's default isolation, one statement per query. */
+  readonly pool: Pool;
+  /**
+   * A pool of the store's own whose sessions are READ COMMITTED and take several statements per
+   * query (see connection.ts `claimPoolOptions`); null on a caller's pool, which the store does not
+   * reconfigure.
+   */
+  readonly claimPool: Pool | null;
+}
 
 export interface ClaimRound {
   readonly token: string;
@@ -36,17 +56,56 @@ export const skipLockedStrategy: ClaimStrategy = {
   name: 'skip-locked',
   skipLocked: true,
   hungLock: 'FOR UPDATE SKIP LOCKED',
-  async markDue(pool, sql, r) {
-    return inTransaction(pool, true, async (conn) => {
+  async claim({ pool, claimPool }, sql, r) {
+    if (claimPool !== null) return claimInTwoTrips(claimPool, sql, r);
+    const marked = await inTransaction(pool, true, async (conn) => {
       const ids = (await select<{ id: string }>(conn, sql.lockDue, [r.now, r.types, r.limit])).map(
         (c) => c.id,
       );
       if (ids.length === 0) return 0;
-      const marked = await write(conn, sql.markClaimed, [r.token, r.leaseMicros, ids]);
-      return marked.affectedRows;
+      return (await write(conn, sql.markClaimed, [r.token, r.leaseMicros, ids])).affectedRows;
     });
+    return marked === 0 ? [] : readBack(pool, sql, r.token);
   },
 };
+
+/**
+ * The same transaction on a claim connection (already READ COMMITTED), in two round trips: begin
+ * and lock the candidates; then mark them, read them back by token inside the transaction (it sees
+ * its own writes) and commit. A statement that fails stops the rest of its trip, so a failed mark
+ * never commits; a connection lost on the way is settled by the caller's read-back by token.
+ */
+async function claimInTwoTrips(claimPool: Pool, sql: MysqlSql, r: ClaimRound): Promise<CommandRow[]> {
+  return withConnection(claimPool, async (conn) => {
+    try {
+      const [, locked] = await selectEach(conn, `START TRANSACTION; ${sql.lockDue}`, [
+        r.now,
+        r.types,
+        r.limit,
+      ]);
+      const ids = (locked as { id: string }[]).map((c) => c.id);
+      if (ids.length === 0) {
+        await conn.query('COMMIT');
+        return [];
+      }
+      const [, claimed] = await selectEach(conn, `${sql.markClaimed}; ${sql.claimedBy}; COMMIT`, [
+        r.token,
+        r.leaseMicros,
+        ids,
+        r.token,
+      ]);
+      return claimed as CommandRow[];
+    } catch (e) {
+      await rollbackQuietly(conn);
+      throw e;
+    }
+  });
+}
+
+/** Step 2 on its own: this round's rows by their fresh token; a read is safe to try twice. */
+function readBack(pool: Pool, sql: MysqlSql, token: string): Promise<CommandRow[]> {
+  return retryConnectionLoss(() => select<CommandRow>(pool, sql.claimedBy, [token]));
+}
 
 /** Empty legacy rounds re-checked before giving up (see below). */
 const LEGACY_EMPTY_ROUND_RETRIES = 3;
@@ -61,23 +120,27 @@ export const legacyStrategy: ClaimStrategy = {
   name: 'legacy',
   skipLocked: false,
   hungLock: 'FOR UPDATE',
-  async markDue(pool, sql, r) {
-    for (let attempt = 0; ; attempt++) {
-      const marked = await write(pool, sql.markDueLegacy, [
-        r.now,
-        r.types,
-        r.limit,
-        r.token,
-        r.leaseMicros,
-        r.now,
-        r.types,
-      ]);
-      if (marked.affectedRows > 0 || attempt >= LEGACY_EMPTY_ROUND_RETRIES) return marked.affectedRows;
-      const due = await select(pool, sql.anyDue, [r.now, r.types]);
-      if (due.length === 0) return 0;
-    }
+  async claim({ pool }, sql, r) {
+    return (await markDueLegacy(pool, sql, r)) === 0 ? [] : readBack(pool, sql, r.token);
   },
 };
+
+async function markDueLegacy(pool: Pool, sql: MysqlSql, r: ClaimRound): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const marked = await write(pool, sql.markDueLegacy, [
+      r.now,
+      r.types,
+      r.limit,
+      r.token,
+      r.leaseMicros,
+      r.now,
+      r.types,
+    ]);
+    if (marked.affectedRows > 0 || attempt >= LEGACY_EMPTY_ROUND_RETRIES) return marked.affectedRows;
+    const due = await select(pool, sql.anyDue, [r.now, r.types]);
+    if (due.length === 0) return 0;
+  }
+}
 
 export const CLAIM_STRATEGIES: { readonly [N in ClaimStrategyName]: ClaimStrategy } = {
   'skip-locked': skipLockedStrategy,

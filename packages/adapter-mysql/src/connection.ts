@@ -68,17 +68,65 @@ export function ownPoolOptions(connection: string | PoolOptions, connectionLimit
 /**
  * A pool built by the store. A connection that the server kills (or the network drops) while idle
  * emits 'error' after mysql2 already removed it from the pool; without a listener that second
- * event would be an uncaught exception that ends the process.
+ * event would be an uncaught exception that ends the process. `sessionSetup`, if given, runs on
+ * each new connection ahead of anything the pool hands it out for; a connection it fails on is
+ * destroyed, so none is used half set up.
  */
-export function openPool(options: PoolOptions, onConnectionError: (e: Error) => void): Pool {
+export function openPool(
+  options: PoolOptions,
+  onConnectionError: (e: Error) => void,
+  sessionSetup?: string,
+): Pool {
   const pool = createPool(options);
   pool.on('connection', (conn) => {
-    (conn as unknown as { on(event: 'error', listener: (e: Error) => void): void }).on(
-      'error',
-      onConnectionError,
-    );
+    const core = conn as unknown as CoreConnection;
+    core.on('error', onConnectionError);
+    if (sessionSetup === undefined) return;
+    core.query(sessionSetup, (e) => {
+      if (e === null) return;
+      onConnectionError(e);
+      core.destroy();
+    });
   });
   return pool;
+}
+
+/** The callback-style connection mysql2 hands to a pool's 'connection' listeners. */
+interface CoreConnection {
+  on(event: 'error', listener: (e: Error) => void): void;
+  query(sql: string, callback: (e: Error | null) => void): void;
+  destroy(): void;
+}
+
+/** Connections of the store's claim pool: claims run one round at a time per scheduler. */
+const CLAIM_CONNECTIONS = 2;
+
+/** Every transaction of a claim connection is READ COMMITTED, set once when it connects. */
+export const READ_COMMITTED_SESSION = 'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED';
+
+/**
+ * The claim pool's options: the store's own, fewer connections, and several statements per round
+ * trip (values are still escaped by mysql2, and migrate() refuses NO_BACKSLASH_ESCAPES).
+ */
+export function claimPoolOptions(own: PoolOptions): PoolOptions {
+  return {
+    ...own,
+    connectionLimit: Math.min(own.connectionLimit ?? CLAIM_CONNECTIONS, CLAIM_CONNECTIONS),
+    multipleStatements: true,
+  };
+}
+
+/** The results of a multi-statement query, one per statement. */
+export async function selectEach(
+  db: Queryable,
+  sql: string,
+  values: readonly unknown[] = [],
+): Promise<unknown[]> {
+  const [results] = (await db.query({ sql, values: [...values], ...READ_OPTIONS })) as [
+    unknown[],
+    FieldPacket[],
+  ];
+  return results;
 }
 
 /** Runs `fn` on one pooled connection; a connection that broke is destroyed, never reused. */

@@ -9,7 +9,7 @@ import * as E from 'fp-ts/lib/Either.js';
 import type { Pool, PoolOptions } from 'mysql2/promise';
 import type { ClaimStrategyName } from './claim-strategies.js';
 import { CLAIM_STRATEGIES } from './claim-strategies.js';
-import { openPool, ownPoolOptions } from './connection.js';
+import { claimPoolOptions, openPool, ownPoolOptions, READ_COMMITTED_SESSION } from './connection.js';
 import { MysqlCommandStore } from './store.js';
 
 export { MysqlCommandStore } from './store.js';
@@ -64,14 +64,21 @@ export function createMysqlStore(options: MysqlStoreOptions): MysqlCommandStore 
     throw new InvalidArgumentError('give the MySQL store exactly one of `pool` or `connection`');
   }
   const logger = options.logger ?? silentLogger;
-  const pool =
-    options.pool ??
-    openPool(ownPoolOptions(options.connection as string | PoolOptions, options.connectionLimit ?? 10), (e) =>
-      logger.warn({ err: e, table: table.right }, 'asynccmd: a MySQL connection of the store was lost'),
-    );
+  const onConnectionError = (e: Error): void =>
+    logger.warn({ err: e, table: table.right }, 'asynccmd: a MySQL connection of the store was lost');
+  let pool = options.pool;
+  let claimPool: Pool | null = null;
+  if (pool === undefined) {
+    const own = ownPoolOptions(options.connection as string | PoolOptions, options.connectionLimit ?? 10);
+    pool = openPool(own, onConnectionError);
+    // Claims get connections of their own, READ COMMITTED once per session rather than per claim;
+    // the store's other transactions (the caller's included) keep the server's default isolation.
+    claimPool = openPool(claimPoolOptions(own), onConnectionError, READ_COMMITTED_SESSION);
+  }
   return new MysqlCommandStore({
     pool,
     ownsPool: options.pool === undefined,
+    claimPool,
     table: table.right,
     strategy: choice === 'auto' ? 'auto' : CLAIM_STRATEGIES[choice],
     maxPayloadBytes,

@@ -41,7 +41,7 @@ import {
 import * as E from 'fp-ts/lib/Either.js';
 import { randomUUID } from 'node:crypto';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
-import type { ClaimStrategy } from './claim-strategies.js';
+import type { ClaimPools, ClaimStrategy } from './claim-strategies.js';
 import { CLAIM_STRATEGIES, strategyForServer } from './claim-strategies.js';
 import type { Queryable } from './connection.js';
 import {
@@ -64,6 +64,8 @@ export interface MysqlStoreParts {
   readonly pool: Pool;
   /** Whether close() ends the pool (false for a pool the caller handed in). */
   readonly ownsPool: boolean;
+  /** The store's READ COMMITTED claim pool (see claim-strategies `ClaimPools`), ended by close(); null on a caller's pool. */
+  readonly claimPool: Pool | null;
   readonly table: string;
   /** A fixed strategy, or 'auto': chosen from the server version on first need (migrate or claim). */
   readonly strategy: ClaimStrategy | 'auto';
@@ -90,6 +92,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   private detecting: Promise<ClaimStrategy> | null = null;
   private readonly pool: Pool;
   private readonly ownsPool: boolean;
+  private readonly claimPools: ClaimPools;
   private readonly sql: MysqlSql;
   private readonly maxPayloadBytes: number;
   private closed = false;
@@ -97,6 +100,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   constructor(parts: MysqlStoreParts) {
     this.pool = parts.pool;
     this.ownsPool = parts.ownsPool;
+    this.claimPools = { pool: parts.pool, claimPool: parts.claimPool };
     this.table = parts.table;
     this.resolved = parts.strategy === 'auto' ? null : parts.strategy;
     this.sql = mysqlSql(parts.table);
@@ -201,17 +205,17 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     if (limit === 0 || types.length === 0) return [];
     try {
       const strategy = await this.claimStrategy();
-      const marked = await retryLockConflicts(() => strategy.markDue(this.pool, this.sql, round));
-      if (marked === 0) return [];
+      const rows = await retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, round));
+      return rows.map(toRecord) as ClaimedCommand[];
     } catch (e) {
-      // The connection died under step 1: it may have committed before it did. The token is fresh
-      // and ours alone, so step 2 tells; rows it finds are claimed and must not wait for a reclaim.
+      // The connection died during the claim: it may have committed before it did. The token is
+      // fresh and ours alone, so a read by it tells; rows it finds are claimed and must not wait for
+      // a reclaim.
       if (!isConnectionLost(e)) throw e;
       const claimed = await this.claimedBy(round.token).catch(() => []);
       if (claimed.length === 0) throw e;
       return claimed;
     }
-    return retryConnectionLoss(() => this.claimedBy(round.token));
   }
 
   async claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null> {
@@ -440,7 +444,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.ownsPool) await this.pool.end();
+    await Promise.all([this.ownsPool ? this.pool.end() : undefined, this.claimPools.claimPool?.end()]);
   }
 
   // ── internals ──────────────────────────────────────────────────────────────────────────────────

@@ -49,11 +49,18 @@ describe('connection loss', () => {
 
   it('idle connections killed under the pool: the next operations recover, nothing crashes', async () => {
     const store = stores[0] as MysqlCommandStore;
-    await Promise.all([store.ping(), store.ping(), store.ping()]);
-    expect(await killStoreConnections()).toBeGreaterThan(0);
+    const claimIdle = (token: string) =>
+      store.claimDue({ types: ['idle'], limit: 5, now: new Date(Date.now() + 1000), token, leaseMs: 60_000 });
+    // The claim connections too: they are a pool of their own.
+    await Promise.all([store.ping(), store.ping(), store.ping(), claimIdle('idle-0'), claimIdle('idle-1')]);
+    expect(await killStoreConnections()).toBeGreaterThan(3);
     await new Promise((r) => setTimeout(r, 50));
     await store.ping();
     expect((await store.now()).getTime()).toBeGreaterThan(0);
+    const [id] = await store.transaction((tx) =>
+      store.insert(tx, [{ type: 'idle', payloadJson: '{}', maxRetry: 1 }]),
+    );
+    expect((await claimIdle('idle-2')).map((c) => c.id)).toEqual([id]);
     expect(uncaught).toEqual([]);
   });
 
