@@ -71,7 +71,8 @@ const NO_POOLS: ReadonlySet<WorkPool> = new Set();
  * The poll loop. Each round claims due commands up to the free room of the pools that will run
  * them and dispatches them by mode. Polls again at once after a full round; else sleeps
  * `pollIntervalMs` unless woken by a local submit, a store wake-up, or a busy pool freeing
- * `refillAt` places — so under load claims come in batches, not one statement per freed slot.
+ * `refillAt` places (or fewer that waited `refillWaitMs`) — so under load claims come in batches,
+ * not one statement per freed slot.
  * Hung commands are reclaimed by a HungReclaimer on its own timer, outside the rounds. Store
  * failures are reported once, backed off and survived.
  */
@@ -215,8 +216,8 @@ export class Scheduler {
   /**
    * A slot of `pool` came free: worth a round once a group with work waiting for it has
    * `refillAt` free places — or, when fewer come free (the other slots hold long-running
-   * commands), once the first of them has waited the pool's `refillWaitMs`. Arriving during a round, the
-   * wake-up makes the next wait return at once.
+   * commands), once the first of them has waited the pool's `refillWaitMs`. Arriving during a
+   * round, the wake-up makes the next wait return at once.
    */
   capacityFreed(pool: WorkPool): void {
     const free = pool.free;
