@@ -111,7 +111,8 @@ export const READ_COMMITTED_SESSION = 'SET SESSION TRANSACTION ISOLATION LEVEL R
 export function claimPoolOptions(own: PoolOptions): PoolOptions {
   return {
     ...own,
-    connectionLimit: Math.min(own.connectionLimit ?? CLAIM_CONNECTIONS, CLAIM_CONNECTIONS),
+    // mysql2 reads 0 as "no limit".
+    connectionLimit: Math.min(own.connectionLimit || CLAIM_CONNECTIONS, CLAIM_CONNECTIONS),
     multipleStatements: true,
   };
 }
