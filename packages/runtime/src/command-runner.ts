@@ -1,7 +1,6 @@
 import {
   decideFailure,
   type ClaimedCommand,
-  type CommandId,
   type Clock,
   type CommandStore,
   type ExecutionInterceptor,
@@ -163,7 +162,7 @@ export class CommandRunner {
 
   #invoke(execution: Execution): Promise<void> {
     const { command, entry } = execution;
-    const context: ExecutionContext = new Context(execution, this.deps.logger);
+    const context = contextOf(execution, this.deps.logger);
     let next = async (): Promise<void> => {
       await entry.executor.execute(command.payload as never, context as ExecutionContext<never>);
     };
@@ -223,22 +222,19 @@ export class CommandRunner {
   }
 }
 
-/** The ExecutionContext of one attempt; its signal is made only if the executor asks for it. */
-class Context implements ExecutionContext {
-  readonly id: CommandId;
-  readonly command: ClaimedCommand;
-  readonly attempt: number;
-
-  constructor(
-    private readonly execution: Execution,
-    readonly logger: Logger,
-  ) {
-    this.command = execution.command;
-    this.id = this.command.id;
-    this.attempt = this.command.retryCount + 1;
-  }
-
-  get signal(): AbortSignal {
-    return this.execution.signal;
-  }
+/**
+ * The ExecutionContext of one attempt. Its signal is made only if the executor asks for it; an own
+ * getter, so a spread copy (`{ ...ctx }`) still carries it.
+ */
+function contextOf(execution: Execution, logger: Logger): ExecutionContext {
+  const { command } = execution;
+  return {
+    id: command.id,
+    command,
+    attempt: command.retryCount + 1,
+    logger,
+    get signal() {
+      return execution.signal;
+    },
+  };
 }
