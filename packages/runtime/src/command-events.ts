@@ -21,6 +21,11 @@ export class CommandEvents {
     });
   }
 
+  /** Whether anyone listens: hot paths skip building events nobody would see. */
+  get listening(): boolean {
+    return this.#listeners.size > 0;
+  }
+
   emit(event: CommandEvent): void {
     for (const listener of this.#listeners) {
       try {

@@ -49,7 +49,7 @@ export class CommandRunner {
     execution.releaseLease = this.deps.leases.hold(execution);
     execution.drop = () => this.#forget(execution);
     this.#inflight.add(execution);
-    this.deps.events.emit({ kind: 'claimed', command, via });
+    if (this.deps.events.listening) this.deps.events.emit({ kind: 'claimed', command, via });
     return execution;
   }
 
@@ -72,7 +72,8 @@ export class CommandRunner {
     if (execution.state !== 'claimed') return this.#forget(execution);
     const { command, entry } = execution;
     execution.state = 'running';
-    this.deps.events.emit({ kind: 'started', command, mode: entry.mode, runner });
+    const { events } = this.deps;
+    if (events.listening) events.emit({ kind: 'started', command, mode: entry.mode, runner });
     const started = performance.now();
     const timer =
       entry.timeoutMs === undefined
@@ -105,8 +106,9 @@ export class CommandRunner {
     try {
       if (failure === null) {
         const done = await this.deps.outcomes.complete(execution.ref);
-        if (done === true) events.emit({ kind: 'succeeded', command, durationMs });
-        else this.#notRecorded(execution, done, 'succeeded');
+        if (done === true) {
+          if (events.listening) events.emit({ kind: 'succeeded', command, durationMs });
+        } else this.#notRecorded(execution, done, 'succeeded');
       } else if (execution.abortCause === 'shutdown') {
         // Stopped by shutdown, not by its own fault: back to PENDING with nothing counted against it.
         await this.release([execution]);

@@ -170,7 +170,7 @@ export class Scheduler {
     this.#rounds++;
     this.#lastRoundAt = new Date();
     const durationMs = performance.now() - began;
-    events.emit({ kind: 'round', claimed, reclaimed, durationMs });
+    if (events.listening) events.emit({ kind: 'round', claimed, reclaimed, durationMs });
     return { reclaimed, claimed, full, starved };
   }
 

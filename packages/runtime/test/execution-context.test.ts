@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { CommandEvent } from '@asynccmd/core';
+import { silentLogger, type CommandEvent } from '@asynccmd/core';
+import { CommandEvents } from '../src/command-events.js';
 import { createAsyncCommands, defineExecutor } from '../src/index.js';
 import { claimedRow, stubStore } from './stub-store.js';
 
@@ -43,5 +44,20 @@ describe('ExecutionContext', () => {
     expect(reason).toMatchObject({ name: 'TimeoutError' });
     expect(failed).toEqual([expect.stringMatching(/^1:.*timed out after 20 ms/)]);
     await runtime.stop({ timeoutMs: 100 });
+  });
+});
+
+describe('CommandEvents', () => {
+  it('says whether anyone listens, so hot paths can skip building events', () => {
+    const events = new CommandEvents(silentLogger);
+    expect(events.listening).toBe(false);
+    const seen: string[] = [];
+    const off = events.on((e) => seen.push(e.kind));
+    expect(events.listening).toBe(true);
+    events.emit({ kind: 'released', id: '1', type: 't' });
+    off();
+    expect(events.listening).toBe(false);
+    events.emit({ kind: 'released', id: '2', type: 't' });
+    expect(seen).toEqual(['released']);
   });
 });
