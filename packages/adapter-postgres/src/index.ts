@@ -14,6 +14,8 @@ export type { TableNames } from './names.js';
 
 /** Session settings of the store's own pool: the claim's isolation, and the time format rows.ts reads. */
 const SESSION_OPTIONS = '-c default_transaction_isolation=read\\ committed -c DateStyle=ISO';
+/** Added for the hot-path pool: its commits return before their WAL record reaches the disk. */
+const FAST_COMMIT_OPTIONS = '-c synchronous_commit=off';
 
 export interface PostgresStoreOptions {
   /**
@@ -35,6 +37,16 @@ export interface PostgresStoreOptions {
   /** Reconnect backoff of the LISTEN connection, in ms. Default 100 doubling to 5000. */
   readonly listenReconnectMinMs?: number;
   readonly listenReconnectMaxMs?: number;
+  /**
+   * Default false: the store's own hot-path writes (claimDue, claimById, heartbeat, complete,
+   * release, fail) run on a second pool of its own with `synchronous_commit = off`, so they do not
+   * wait for the WAL flush. If the database server crashes, the last few hundred ms of those writes
+   * may be undone: a claim or outcome is lost and the command runs again (at-least-once; executors
+   * are idempotent). Submits (in your transaction), `transaction()`, admin transitions, reclaim,
+   * purge and migrations stay durable. True runs everything on one pool, durably. A `pool` you pass
+   * in is always used as it is (durable unless you configured it otherwise).
+   */
+  readonly durableClaims?: boolean;
   readonly logger?: Logger;
 }
 
@@ -62,15 +74,16 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
   );
   const logger = options.logger ?? silentLogger;
   const ownsPool = options.pool === undefined;
-  const pool =
-    options.pool ??
+  const ownPool = (extraOptions: string): Pool =>
     new pg.Pool({
       ...options.poolConfig,
       ...(options.connectionString === undefined ? {} : { connectionString: options.connectionString }),
       // Whatever the server's defaults: READ COMMITTED, as the claim statements need, and ISO dates.
       // Set at connection start-up, so it costs no round trip.
-      options: [options.poolConfig?.options, SESSION_OPTIONS].filter(Boolean).join(' '),
+      options: [options.poolConfig?.options, SESSION_OPTIONS, extraOptions].filter(Boolean).join(' '),
     });
+  const pool = options.pool ?? ownPool('');
+  const hotPool = ownsPool && options.durableClaims !== true ? ownPool(FAST_COMMIT_OPTIONS) : pool;
   const wakeups = new PostgresWakeups({
     pool,
     clientConfig: listenConfig(pool),
@@ -82,6 +95,7 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
   });
   return new PostgresCommandStore({
     pool,
+    hotPool,
     ownsPool,
     names,
     wakeups,

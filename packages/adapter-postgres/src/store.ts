@@ -51,6 +51,11 @@ import type { PostgresWakeups } from './wakeups.js';
 
 export interface PostgresCommandStoreParts {
   readonly pool: Pool;
+  /**
+   * Where the store's own hot-path writes run (claims, heartbeats, outcomes); default `pool`.
+   * createPostgresStore gives it `synchronous_commit = off` unless `durableClaims` is set.
+   */
+  readonly hotPool?: Pool;
   /** Whether close() ends the pool (false for a pool the application passed in). */
   readonly ownsPool: boolean;
   readonly names: TableNames;
@@ -70,14 +75,16 @@ const UNIQUE_VIOLATION = '23505';
 
 /**
  * The store port on PostgreSQL (see core `CommandStore` for each operation's contract). Submits run
- * on the caller's client inside the caller's transaction; everything else is one statement on the
- * store's pool, in autocommit.
+ * on the caller's client inside the caller's transaction; everything else is one statement in
+ * autocommit: claims, heartbeats and outcomes on `hotPool`, the rest on `pool`.
  */
 export class PostgresCommandStore implements CommandStore<PoolClient> {
   readonly dialect = 'postgres';
   readonly capabilities: StoreCapabilities = { skipLocked: true, wakeups: true };
   readonly wakeups: PostgresWakeups;
   readonly pool: Pool;
+  /** The pool of claims, heartbeats and outcomes: losing one of those only runs a command again. */
+  readonly hotPool: Pool;
   private readonly sql: Sql;
   private readonly names: TableNames;
   private readonly ownsPool: boolean;
@@ -87,6 +94,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
+    this.hotPool = parts.hotPool ?? parts.pool;
     this.ownsPool = parts.ownsPool;
     this.names = parts.names;
     this.wakeups = parts.wakeups;
@@ -100,7 +108,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     // pg_terminate_backend, network); unheard, it would crash the process. The pool has already
     // dropped that client, and the next query opens a fresh one.
     this.onIdleError = (err) => parts.logger.warn({ err }, 'asynccmd: idle PostgreSQL connection lost');
-    this.pool.on('error', this.onIdleError);
+    for (const pool of this.pools()) pool.on('error', this.onIdleError);
   }
 
   /** The schema-qualified, quoted table name, e.g. `"public"."async_command"`. */
@@ -163,7 +171,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const types = requireTypes(p.types);
     const values = [requireTime('now', p.now), types, limit, requireToken(p.token), requireLease(p.leaseMs)];
     if (limit === 0 || types.length === 0) return [];
-    const rows = await this.query<CommandRow>(this.pool, this.sql.claimDue, values);
+    const rows = await this.query<CommandRow>(this.hotPool, this.sql.claimDue, values);
     // RETURNING has no order; the port promises claim order.
     return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
   }
@@ -178,7 +186,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       types,
     ];
     if (types !== null && types.length === 0) return null;
-    const [row] = await this.query<CommandRow>(this.pool, this.sql.claimById, values);
+    const [row] = await this.query<CommandRow>(this.hotPool, this.sql.claimById, values);
     return row ? (toRecord(row) as ClaimedCommand) : null;
   }
 
@@ -186,7 +194,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const lease = requireLease(leaseMs);
     const [ids, tokens] = refArrays(refs);
     if (ids.length === 0) return [];
-    const rows = await this.query<{ id: string; claim_token: string }>(this.pool, this.sql.heartbeat, [
+    const rows = await this.query<{ id: string; claim_token: string }>(this.hotPool, this.sql.heartbeat, [
       ids,
       tokens,
       lease,
@@ -209,7 +217,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       throw new InvalidArgumentError(`a failed attempt ends PENDING or DEAD, not ${String(outcome?.status)}`);
     }
     if (typeof outcome.lastError !== 'string') throw new InvalidArgumentError('lastError must be a string');
-    const result = await this.pool.query({
+    const result = await this.hotPool.query({
       text: this.sql.fail,
       values: [
         id,
@@ -327,16 +335,23 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.wakeups.close();
-      if (this.ownsPool) await this.pool.end();
-      else this.pool.removeListener('error', this.onIdleError);
+      for (const pool of this.pools()) {
+        if (this.ownsPool) await pool.end();
+        else pool.removeListener('error', this.onIdleError);
+      }
     })();
     return this.closing;
+  }
+
+  /** The store's pools, each once. */
+  private pools(): Pool[] {
+    return this.hotPool === this.pool ? [this.pool] : [this.pool, this.hotPool];
   }
 
   private async fencedBatch(text: string, refs: readonly ClaimRef[]): Promise<CommandId[]> {
     const [ids, tokens] = refArrays(refs);
     if (ids.length === 0) return [];
-    const rows = await this.query<{ id: string }>(this.pool, text, [ids, tokens]);
+    const rows = await this.query<{ id: string }>(this.hotPool, text, [ids, tokens]);
     const done = new Set(rows.map((r) => r.id));
     // In the callers' order, each id once.
     return [...new Set(ids)].filter((id) => done.has(id));

@@ -126,12 +126,19 @@ describe('PostgreSQL connection loss', () => {
   it('recovers after every connection of the store was killed while idle', async () => {
     let wakes = 0;
     const stop = await store.wakeups.subscribe(() => (wakes += 1));
+    const claimNothing = () =>
+      store.claimDue({ types: ['none'], limit: 1, now: new Date(), token: randomUUID(), leaseMs: 300 });
+    // An idle connection in each of the store's pools: the durable one and the hot-path one.
     await store.ping();
-    expect(await terminateStoreBackends()).toBeGreaterThan(0);
+    await claimNothing();
+    expect(await terminateStoreBackends()).toBeGreaterThanOrEqual(3);
     await sleep(50);
     const failures = { count: 0 };
     await persist(() => store.ping(), failures);
     expect(failures.count).toBeLessThanOrEqual(1);
+    const hotFailures = { count: 0 };
+    expect(await persist(claimNothing, hotFailures)).toEqual([]);
+    expect(hotFailures.count).toBeLessThanOrEqual(1);
     expect(await store.now()).toBeInstanceOf(Date);
     // Back on LISTEN: the subscriber was woken once for what it may have missed, and hears new notifies.
     for (let i = 0; i < 500 && !store.wakeups.listening; i++) await sleep(10);
