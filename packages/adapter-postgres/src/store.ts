@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import {
   checkTransition,
@@ -171,7 +172,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const types = requireTypes(p.types);
     const values = [requireTime('now', p.now), types, limit, requireToken(p.token), requireLease(p.leaseMs)];
     if (limit === 0 || types.length === 0) return [];
-    const rows = await this.query<CommandRow>(this.hotPool, this.sql.claimDue, values);
+    const rows = await this.hot<CommandRow>(this.sql.claimDue, values);
     // RETURNING has no order; the port promises claim order.
     return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
   }
@@ -186,7 +187,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       types,
     ];
     if (types !== null && types.length === 0) return null;
-    const [row] = await this.query<CommandRow>(this.hotPool, this.sql.claimById, values);
+    const [row] = await this.hot<CommandRow>(this.sql.claimById, values);
     return row ? (toRecord(row) as ClaimedCommand) : null;
   }
 
@@ -194,7 +195,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const lease = requireLease(leaseMs);
     const [ids, tokens] = refArrays(refs);
     if (ids.length === 0) return [];
-    const rows = await this.query<{ id: string; claim_token: string }>(this.hotPool, this.sql.heartbeat, [
+    const rows = await this.hot<{ id: string; claim_token: string }>(this.sql.heartbeat, [
       ids,
       tokens,
       lease,
@@ -218,6 +219,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     }
     if (typeof outcome.lastError !== 'string') throw new InvalidArgumentError('lastError must be a string');
     const result = await this.hotPool.query({
+      name: preparedName(this.sql.fail),
       text: this.sql.fail,
       values: [
         id,
@@ -351,7 +353,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   private async fencedBatch(text: string, refs: readonly ClaimRef[]): Promise<CommandId[]> {
     const [ids, tokens] = refArrays(refs);
     if (ids.length === 0) return [];
-    const rows = await this.query<{ id: string }>(this.hotPool, text, [ids, tokens]);
+    const rows = await this.hot<{ id: string }>(text, [ids, tokens]);
     const done = new Set(rows.map((r) => r.id));
     // In the callers' order, each id once.
     return [...new Set(ids)].filter((id) => done.has(id));
@@ -394,6 +396,20 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return e?.code === UNIQUE_VIOLATION && e.constraint === this.sql.activeKeyIndex;
   }
 
+  /**
+   * A hot-path statement on `hotPool`, as a named prepared statement: each connection parses and
+   * plans it once instead of on every claim and outcome.
+   */
+  private async hot<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<R[]> {
+    const result = await this.hotPool.query<R>({
+      name: preparedName(text),
+      text,
+      values: [...values],
+      types: RAW_TYPES,
+    });
+    return result.rows;
+  }
+
   private async query<R extends QueryResultRow>(
     on: Queryable,
     text: string,
@@ -402,6 +418,21 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const result = await on.query<R>({ text, values: [...values], types: RAW_TYPES });
     return result.rows;
   }
+}
+
+const preparedNames = new Map<string, string>();
+
+/**
+ * A statement's prepared name, from a hash of its text: two stores on one pool (other schema or
+ * table) never give one name to two different statements.
+ */
+function preparedName(text: string): string {
+  let name = preparedNames.get(text);
+  if (name === undefined) {
+    name = `asynccmd_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    preparedNames.set(text, name);
+  }
+  return name;
 }
 
 /** One command's values in the order of the single-row insert statements' parameters. */

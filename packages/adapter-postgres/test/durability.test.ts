@@ -120,6 +120,27 @@ describe('PostgreSQL durability of the store own writes', () => {
     await pool.end();
   });
 
+  it('prepares hot-path statements once per connection, under names two stores on one pool never share', async () => {
+    const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+    const a = createPostgresStore({ pool, schema });
+    const b = createPostgresStore({ pool, schema, table: 'other_command' });
+    try {
+      await b.migrate();
+      for (const s of [a, b, a, b]) {
+        await s.transaction((tx) => s.insert(tx, [command('prepared')]));
+        expect(await claimOne(s, 'prepared')).toHaveLength(1);
+      }
+      const { rows } = await pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM pg_prepared_statements WHERE name LIKE 'asynccmd\\_%'`,
+      );
+      expect(rows[0]!.n).toBe('2');
+    } finally {
+      await a.close();
+      await b.close();
+      await pool.end();
+    }
+  });
+
   it('ends both of its own pools on close()', async () => {
     const own = createPostgresStore({ connectionString: DATABASE_URL, poolConfig: { max: 1 }, schema });
     expect(await claimOne(own, 'nothing-here')).toEqual([]);
