@@ -92,6 +92,8 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   private readonly maxPayloadBytes: number;
   private closing: Promise<void> | null = null;
   private readonly onIdleError: (err: Error) => void;
+  /** Hot-path statement text → its prepared name, hashed once per statement. */
+  private readonly preparedNames = new Map<string, string>();
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
@@ -219,7 +221,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     }
     if (typeof outcome.lastError !== 'string') throw new InvalidArgumentError('lastError must be a string');
     const result = await this.hotPool.query({
-      name: preparedName(this.sql.fail),
+      name: this.preparedName(this.sql.fail),
       text: this.sql.fail,
       values: [
         id,
@@ -402,12 +404,21 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
    */
   private async hot<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<R[]> {
     const result = await this.hotPool.query<R>({
-      name: preparedName(text),
+      name: this.preparedName(text),
       text,
       values: [...values],
       types: RAW_TYPES,
     });
     return result.rows;
+  }
+
+  private preparedName(text: string): string {
+    let name = this.preparedNames.get(text);
+    if (name === undefined) {
+      name = preparedName(text);
+      this.preparedNames.set(text, name);
+    }
+    return name;
   }
 
   private async query<R extends QueryResultRow>(
@@ -420,19 +431,12 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 }
 
-const preparedNames = new Map<string, string>();
-
 /**
  * A statement's prepared name, from a hash of its text: two stores on one pool (other schema or
  * table) never give one name to two different statements.
  */
 function preparedName(text: string): string {
-  let name = preparedNames.get(text);
-  if (name === undefined) {
-    name = `asynccmd_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
-    preparedNames.set(text, name);
-  }
-  return name;
+  return `asynccmd_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 }
 
 /** One command's values in the order of the single-row insert statements' parameters. */
