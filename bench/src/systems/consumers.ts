@@ -20,7 +20,7 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
   const system = spec.system;
   switch (system.kind) {
     case 'raw-pg': {
-      const pool = pgPool(2);
+      const pool = pgPool(2, true);
       await pool.query('SELECT 1');
       return loopConsumer(
         (stopped) => claimLoop(() => claimPgBatch(pool, system.schema, system.batch), onExecute, stopped),
