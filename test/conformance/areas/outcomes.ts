@@ -151,6 +151,20 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       expect((await store.get(claimed[2]!.id))!.lastError).toHaveLength(LAST_ERROR_MAX_CHARS);
     });
 
+    it('a failure whose message holds NUL characters is still recorded (what it said never blocks it)', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      await submitOne(store, newCommand(type, { maxRetry: 5 }));
+      const c = await claimOne(store, type);
+      const outcome = decideFailure(c, new Error('driver said \u0000 in the middle'), new Date(), backoff);
+      expect(await store.fail({ id: c.id, token: c.claimToken }, outcome)).toBe(true);
+      const stored = (await store.get(c.id))!;
+      expect(stored.status).toBe('PENDING');
+      expect(stored.retryCount).toBe(1);
+      // An adapter may keep the NUL or replace it (PostgreSQL text cannot hold one), nothing else.
+      expect(stored.lastError!.replace('\uFFFD', '\u0000')).toBe(outcome.lastError);
+    });
+
     it('heartbeat extends the lease on the database clock and reports the claims that still hold', async () => {
       const store = ctx.store();
       const type = uniqueType();
