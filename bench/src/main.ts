@@ -8,10 +8,12 @@ import { lockMysql, lockPostgres, type RunLock } from './run-lock.js';
 import { mysqlSuite } from './scenarios/mysql.js';
 import { postgresSuite } from './scenarios/pg.js';
 import { Recorder, type Suite } from './scenarios/recorder.js';
-import { FULL, QUICK, type Sizes } from './scenarios/sizes.js';
+import { FULL, QUICK, SCENARIOS, type Scenario, type Sizes } from './scenarios/sizes.js';
 
 const USAGE = `npm run bench [-- options]
   --only pg|mysql   run one database's scenarios
+  --scenarios LIST  comma-separated subset of drain,latency,submits (default all; MySQL/MariaDB
+                    runs only when drain is in it)
   --quick           small sizes, one repeat (for development)
   --repeats N       repeat every scenario N times (default 2)
   --budget MIN      skip further repeats of a database once they would end past MIN minutes
@@ -26,6 +28,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       only: { type: 'string' },
+      scenarios: { type: 'string', default: SCENARIOS.join(',') },
       quick: { type: 'boolean', default: false },
       repeats: { type: 'string' },
       out: { type: 'string' },
@@ -36,6 +39,12 @@ async function main(): Promise<void> {
   if (values.help) return console.log(USAGE);
   if (values.only !== undefined && values.only !== 'pg' && values.only !== 'mysql') {
     throw new Error(`--only takes pg or mysql\n${USAGE}`);
+  }
+  const scenarios = new Set<Scenario>();
+  for (const name of values.scenarios.split(',')) {
+    const scenario = SCENARIOS.find((s) => s === name.trim());
+    if (scenario === undefined) throw new Error(`--scenarios takes ${SCENARIOS.join(',')}\n${USAGE}`);
+    scenarios.add(scenario);
   }
   const base = values.quick ? QUICK : FULL;
   const repeats = values.repeats === undefined ? base.repeats : Number(values.repeats);
@@ -50,7 +59,7 @@ async function main(): Promise<void> {
   const log = (line: string): void => console.error(line);
 
   const runPg = values.only !== 'mysql';
-  const runMysql = values.only !== 'pg';
+  const runMysql = values.only !== 'pg' && scenarios.has('drain');
   const info: MachineInfo = {
     startedAt: startedAt.toISOString(),
     nproc: availableParallelism(),
@@ -61,6 +70,7 @@ async function main(): Promise<void> {
     options: {
       ...sizes,
       only: values.only ?? 'all',
+      scenarios: [...scenarios],
       quick: values.quick,
       budgetMinutes: Number(values.budget),
     },
@@ -74,7 +84,7 @@ async function main(): Promise<void> {
   const rec = new Recorder(log);
   const began = performance.now();
   const suites: Suite[] = [];
-  if (runPg) suites.push(postgresSuite(sizes, rec));
+  if (runPg) suites.push(postgresSuite(sizes, rec, scenarios));
   if (runMysql) suites.push(mysqlSuite(sizes, rec));
   const repeatsRun: Record<string, number> = {};
   const lastTook = new Map<Suite, number>();

@@ -1,7 +1,8 @@
 import { runImmediateLatency, runLatency } from '../latency.js';
 import { dropSchema, pgPool } from '../pg.js';
 import { runSubmits } from '../submits.js';
-import { drainRows, processesLabel, rowOf, runDrainRows } from './drain-rows.js';
+import type { Pool } from 'pg';
+import { drainRows, processesLabel, rowOf, runDrainRows, type DrainRow } from './drain-rows.js';
 import {
   asynccmdPgLatencyTarget,
   asynccmdPgSubmitTarget,
@@ -15,7 +16,7 @@ import {
   rawPgTarget,
 } from './pg-targets.js';
 import type { Recorder, Suite } from './recorder.js';
-import type { Sizes } from './sizes.js';
+import type { Scenario, Sizes } from './sizes.js';
 
 const DRAIN = 'PostgreSQL: drain';
 const LATENCY = 'PostgreSQL: commit → start latency';
@@ -25,28 +26,25 @@ const SUBMIT = 'PostgreSQL: single submits';
  * The PostgreSQL scenarios. Within a repeat the systems run back to back (asynccmd, then its
  * baselines), so that ratios pair runs made under the same machine load.
  */
-export function postgresSuite(sizes: Sizes, rec: Recorder): Suite {
+export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<Scenario>): Suite {
   const pool = pgPool(4);
-  const drains = drainRows(rec, DRAIN, sizes, () => [
-    ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, 0), false],
-    ['graphile', 'graphile-worker', graphileTarget(pool), false],
-    ['raw', 'raw SQL loop', rawPgTarget(pool, 0, sizes.concurrency), false],
-    // Not a default: shows how much of the gap to the raw loop is the claim size (see README).
-    ['queued', 'asynccmd, pool queueSize 10', asynccmdPgTarget(pool, 0, sizes.concurrency), false],
-    ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, sizes.finishedRows), true],
-  ]);
+  const drains = scenarios.has('drain') ? pgDrainRows(sizes, rec, pool) : [];
   const paced = `1 submit / ${sizes.latencyIntervalMs} ms`;
-  const lat = {
-    asynccmd: rec.row(LATENCY, `${paced} from another process`, 'asynccmd', 'ms'),
-    graphile: rec.row(LATENCY, `${paced} from another process`, 'graphile-worker', 'ms'),
-    immediate: rec.row(LATENCY, `${paced}, same process`, 'asynccmd IMMEDIATE', 'ms'),
-  };
+  const lat = scenarios.has('latency')
+    ? {
+        asynccmd: rec.row(LATENCY, `${paced} from another process`, 'asynccmd', 'ms'),
+        graphile: rec.row(LATENCY, `${paced} from another process`, 'graphile-worker', 'ms'),
+        immediate: rec.row(LATENCY, `${paced}, same process`, 'asynccmd IMMEDIATE', 'ms'),
+      }
+    : null;
   const burst = `${sizes.submits} × (BEGIN; insert; COMMIT), ${sizes.submitClients} clients`;
-  const sub = {
-    asynccmd: rec.row(SUBMIT, burst, 'asynccmd client.submit', 'submits/s'),
-    graphile: rec.row(SUBMIT, burst, 'graphile-worker add_job', 'submits/s'),
-    raw: rec.row(SUBMIT, burst, 'raw INSERT', 'submits/s'),
-  };
+  const sub = scenarios.has('submits')
+    ? {
+        asynccmd: rec.row(SUBMIT, burst, 'asynccmd client.submit', 'submits/s'),
+        graphile: rec.row(SUBMIT, burst, 'graphile-worker add_job', 'submits/s'),
+        raw: rec.row(SUBMIT, burst, 'raw INSERT', 'submits/s'),
+      }
+    : null;
   const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
   const { submits, submitClients: clients } = sizes;
 
@@ -54,61 +52,94 @@ export function postgresSuite(sizes: Sizes, rec: Recorder): Suite {
     name: 'PostgreSQL',
     repeat: async () => {
       await runDrainRows(rec, sizes, drains);
-      await rec.latency(lat.asynccmd, () => runLatency(asynccmdPgLatencyTarget(pool), n, every, warm, limit));
-      await rec.latency(lat.graphile, () => runLatency(graphileLatencyTarget(pool), n, every, warm, limit));
-      await rec.latency(lat.immediate, () =>
-        runImmediateLatency(
-          () => freshCommandTable(pool, PG_SCHEMAS.asynccmd),
-          { kind: 'asynccmd-pg', schema: PG_SCHEMAS.asynccmd },
-          n,
-          every,
-          warm,
-          limit,
-        ),
-      );
-      await rec.throughput(sub.asynccmd, () =>
-        runSubmits(asynccmdPgSubmitTarget(pool), submits, clients, limit),
-      );
-      await rec.throughput(sub.graphile, () =>
-        runSubmits(graphileSubmitTarget(pool), submits, clients, limit),
-      );
-      await rec.throughput(sub.raw, () => runSubmits(rawPgSubmitTarget(pool), submits, clients, limit));
-    },
-    finish: async () => {
-      for (const p of [1, sizes.processes]) {
-        const ours = rowOf(drains, 'asynccmd', p);
-        const procs = processesLabel(p);
-        rec.ratio(DRAIN, `asynccmd / graphile-worker, ${procs}`, ours, rowOf(drains, 'graphile', p), {
-          atLeast: 1.25,
-        });
-        rec.ratio(DRAIN, `asynccmd / raw SQL loop, ${procs}`, ours, rowOf(drains, 'raw', p), {
-          atLeast: 0.8,
-        });
-        rec.ratio(
-          DRAIN,
-          `asynccmd with history / empty table, ${procs}`,
-          rowOf(drains, 'asynccmd', p, true),
-          ours,
-          {
-            atLeast: 0.8,
-          },
+      if (lat) {
+        await rec.latency(lat.asynccmd, () =>
+          runLatency(asynccmdPgLatencyTarget(pool), n, every, warm, limit),
         );
-        rec.ratio(
-          DRAIN,
-          `asynccmd queueSize 10 / raw SQL loop, ${procs}`,
-          rowOf(drains, 'queued', p),
-          rowOf(drains, 'raw', p),
-          {},
+        await rec.latency(lat.graphile, () => runLatency(graphileLatencyTarget(pool), n, every, warm, limit));
+        await rec.latency(lat.immediate, () =>
+          runImmediateLatency(
+            () => freshCommandTable(pool, PG_SCHEMAS.asynccmd),
+            { kind: 'asynccmd-pg', schema: PG_SCHEMAS.asynccmd },
+            n,
+            every,
+            warm,
+            limit,
+          ),
         );
       }
-      rec.ratio(LATENCY, 'asynccmd p99 / graphile-worker p99 (lower is better)', lat.asynccmd, lat.graphile, {
-        atMost: 1,
-      });
-      rec.bound(LATENCY, 'asynccmd IMMEDIATE p99', lat.immediate, { atMost: 2 });
-      rec.ratio(SUBMIT, 'asynccmd / graphile-worker add_job', sub.asynccmd, sub.graphile, { atLeast: 5 });
-      rec.ratio(SUBMIT, 'asynccmd / raw INSERT', sub.asynccmd, sub.raw, { atLeast: 0.8 });
+      if (sub) {
+        await rec.throughput(sub.asynccmd, () =>
+          runSubmits(asynccmdPgSubmitTarget(pool), submits, clients, limit),
+        );
+        await rec.throughput(sub.graphile, () =>
+          runSubmits(graphileSubmitTarget(pool), submits, clients, limit),
+        );
+        await rec.throughput(sub.raw, () => runSubmits(rawPgSubmitTarget(pool), submits, clients, limit));
+      }
+    },
+    finish: async () => {
+      if (drains.length > 0) drainRatios(sizes, rec, drains);
+      if (lat) {
+        rec.ratio(
+          LATENCY,
+          'asynccmd p99 / graphile-worker p99 (lower is better)',
+          lat.asynccmd,
+          lat.graphile,
+          {
+            atMost: 1,
+          },
+        );
+        rec.bound(LATENCY, 'asynccmd IMMEDIATE p99', lat.immediate, { atMost: 2 });
+      }
+      if (sub) {
+        rec.ratio(SUBMIT, 'asynccmd / graphile-worker add_job', sub.asynccmd, sub.graphile, { atLeast: 5 });
+        rec.ratio(SUBMIT, 'asynccmd / raw INSERT', sub.asynccmd, sub.raw, { atLeast: 0.8 });
+      }
       for (const schema of Object.values(PG_SCHEMAS)) await dropSchema(pool, schema).catch(() => undefined);
       await pool.end();
     },
   };
+}
+
+type PgDrainSystem = 'asynccmd' | 'graphile' | 'raw' | 'queued';
+
+function pgDrainRows(sizes: Sizes, rec: Recorder, pool: Pool): DrainRow<PgDrainSystem>[] {
+  return drainRows<PgDrainSystem>(rec, DRAIN, sizes, () => [
+    ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, 0), false],
+    ['graphile', 'graphile-worker', graphileTarget(pool), false],
+    ['raw', 'raw SQL loop', rawPgTarget(pool, 0, sizes.concurrency), false],
+    // Not a default: shows how much of the gap to the raw loop is the claim size (see README).
+    ['queued', 'asynccmd, pool queueSize 10', asynccmdPgTarget(pool, 0, sizes.concurrency), false],
+    ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, sizes.finishedRows), true],
+  ]);
+}
+
+function drainRatios(sizes: Sizes, rec: Recorder, drains: readonly DrainRow<PgDrainSystem>[]): void {
+  for (const p of [1, sizes.processes]) {
+    const ours = rowOf(drains, 'asynccmd', p);
+    const procs = processesLabel(p);
+    rec.ratio(DRAIN, `asynccmd / graphile-worker, ${procs}`, ours, rowOf(drains, 'graphile', p), {
+      atLeast: 1.25,
+    });
+    rec.ratio(DRAIN, `asynccmd / raw SQL loop, ${procs}`, ours, rowOf(drains, 'raw', p), {
+      atLeast: 0.8,
+    });
+    rec.ratio(
+      DRAIN,
+      `asynccmd with history / empty table, ${procs}`,
+      rowOf(drains, 'asynccmd', p, true),
+      ours,
+      {
+        atLeast: 0.8,
+      },
+    );
+    rec.ratio(
+      DRAIN,
+      `asynccmd queueSize 10 / raw SQL loop, ${procs}`,
+      rowOf(drains, 'queued', p),
+      rowOf(drains, 'raw', p),
+      {},
+    );
+  }
 }

@@ -1,3 +1,7 @@
+/** The PostgreSQL scenario groups (`--scenarios`); MySQL/MariaDB has drains only. */
+export const SCENARIOS = ['drain', 'latency', 'submits'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
 /** How big each scenario is: the full run (`npm run bench`) and a quick one for development. */
 export interface Sizes {
   /** Commands per drain run. */
@@ -29,8 +33,8 @@ export const FULL: Sizes = {
   finishedRows: 200_000,
   concurrency: 10,
   processes: 4,
-  latencySamples: 500,
-  latencyWarmup: 20,
+  latencySamples: 1_000,
+  latencyWarmup: 1_000,
   latencyIntervalMs: 10,
   submits: 4_000,
   submitClients: 8,
@@ -44,6 +48,7 @@ export const QUICK: Sizes = {
   drainTotal: 2_000,
   finishedRows: 20_000,
   latencySamples: 100,
+  latencyWarmup: 100,
   submits: 800,
   repeats: 1,
   drainCapMs: 15_000,
