@@ -124,7 +124,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   transaction<T>(fn: (tx: PoolClient) => Promise<T>): Promise<T> {
-    return runInTransaction(this.pool, fn);
+    return runInTransaction(this.pool, fn, this.wakeups);
   }
 
   async insert(tx: ClientBase, commands: readonly NewCommand[]): Promise<CommandId[]> {

@@ -1,4 +1,14 @@
-import type { Pool, PoolClient } from 'pg';
+import type { ClientBase, Pool, PoolClient } from 'pg';
+import { commit } from './commit.js';
+
+/** Takes part in the store's own transactions: may add a statement sent with their COMMIT. */
+export interface CommitCompanion {
+  opened(client: ClientBase): void;
+  /** A statement to run right after COMMIT in the same round trip (no values), or undefined. */
+  statementAfterCommit(client: ClientBase): string | undefined;
+  /** The transaction is over; `afterError` is the failure of that statement after a good commit. */
+  ended(client: ClientBase, afterError: Error | null): void;
+}
 
 /**
  * Runs `fn` in a READ COMMITTED transaction on a client of `pool`: commits, or rolls back and
@@ -6,15 +16,21 @@ import type { Pool, PoolClient } from 'pg';
  * 'error' on a client whose server connection dies, and an unheard 'error' would crash the process.
  * A client that failed is destroyed rather than returned to the pool.
  */
-export async function runInTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function runInTransaction<T>(
+  pool: Pool,
+  fn: (client: PoolClient) => Promise<T>,
+  companion?: CommitCompanion,
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  let afterError: Error | null = null;
   const onError = (err: Error): void => {
     broken = err;
   };
   client.on('error', onError);
   try {
     await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+    companion?.opened(client);
     let result: T;
     try {
       result = await fn(client);
@@ -24,13 +40,14 @@ export async function runInTransaction<T>(pool: Pool, fn: (client: PoolClient) =
       });
       throw err;
     }
-    await client.query('COMMIT');
+    ({ afterError } = await commit(client, companion?.statementAfterCommit(client)));
     return result;
   } catch (err) {
     // A failure of BEGIN or COMMIT leaves the session in an unknown state: do not reuse it.
     if (client.getTransactionStatus() !== 'I') broken ??= asError(err);
     throw err;
   } finally {
+    companion?.ended(client, afterError);
     client.removeListener('error', onError);
     client.release(broken);
   }

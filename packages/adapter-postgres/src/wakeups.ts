@@ -1,6 +1,7 @@
 import type { Logger, WakeupChannel } from '@asynccmd/core';
 import pg from 'pg';
-import type { ClientConfig, Notification, Pool } from 'pg';
+import type { ClientBase, ClientConfig, Notification, Pool } from 'pg';
+import type { CommitCompanion } from './transaction.js';
 
 export interface PostgresWakeupsOptions {
   /** Sends the NOTIFYs (outside any caller transaction). */
@@ -23,14 +24,20 @@ export interface PostgresWakeupsOptions {
  * millisecond latency), calls within the next window are folded into one NOTIFY at its end (high
  * rates cost one NOTIFY per window, not one per submit). It is never sent inside a submit
  * transaction: a NOTIFY takes a global lock at commit and would serialise concurrent commits.
+ * For the store's own transactions, notifyOnCommit(tx) sends it right after their COMMIT in the
+ * same message (`COMMIT; NOTIFY`, see commit.ts): listeners hear of the work as the commit
+ * returns, a round trip earlier than a NOTIFY sent once COMMIT has come back.
  *
  * subscribe() holds one dedicated LISTEN connection. When it dies (server restart,
  * pg_terminate_backend, network) it reconnects on its own with backoff and then wakes the
  * subscribers once, since notifications sent meanwhile were lost; until then the poll loop is the
  * fallback.
  */
-export class PostgresWakeups implements WakeupChannel {
+export class PostgresWakeups implements WakeupChannel<ClientBase>, CommitCompanion {
   private readonly subscribers = new Set<() => void>();
+  /** The store's transactions still open, and those of them to announce at commit. */
+  private readonly open = new WeakSet<ClientBase>();
+  private readonly announce = new WeakSet<ClientBase>();
   private client: pg.Client | null = null;
   private connecting: Promise<void> | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
@@ -60,12 +67,41 @@ export class PostgresWakeups implements WakeupChannel {
   }
 
   notify(): void {
-    if (this.closed) return;
+    if (this.takeWindow()) this.send();
+  }
+
+  notifyOnCommit(tx: ClientBase): boolean {
+    if (this.closed || !this.open.has(tx)) return false;
+    this.announce.add(tx);
+    return true;
+  }
+
+  opened(client: ClientBase): void {
+    this.open.add(client);
+  }
+
+  statementAfterCommit(client: ClientBase): string | undefined {
+    if (!this.announce.has(client) || !this.takeWindow()) return undefined;
+    return `NOTIFY "${this.options.channel}"`;
+  }
+
+  ended(client: ClientBase, afterError: Error | null): void {
+    this.open.delete(client);
+    this.announce.delete(client);
+    // Harmless, as for send(): listeners fall back to polling.
+    if (afterError) this.options.logger.warn({ err: afterError }, 'asynccmd: PostgreSQL NOTIFY failed');
+  }
+
+  /**
+   * True when a NOTIFY is to be sent now: no window is open, so this one opens it. Otherwise the
+   * announcement is folded into the one sent when the open window ends.
+   */
+  private takeWindow(): boolean {
+    if (this.closed) return false;
     if (this.windowTimer !== null) {
       this.notifyPending = true;
-      return;
+      return false;
     }
-    this.send();
     this.windowTimer = setTimeout(() => {
       this.windowTimer = null;
       if (this.notifyPending) {
@@ -74,6 +110,7 @@ export class PostgresWakeups implements WakeupChannel {
       }
     }, this.options.windowMs);
     this.windowTimer.unref();
+    return true;
   }
 
   async close(): Promise<void> {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import { decideFailure, exponentialBackoff, isAsyncCommandError, rescueLimitMessage } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commit } from '../src/commit.js';
 import { createPostgresStore } from '../src/index.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import pg from 'pg';
@@ -90,6 +91,46 @@ describe('PostgresCommandStore', () => {
     expect(rows[2]?.headers).toEqual({ traceparent: '00-abc-def-01' });
     expect(rows[2]?.owner).toBe('orders');
     expect(rows[0]).toMatchObject({ status: 'PENDING', retryCount: 0, rescueCount: 0, idempotent: false });
+  });
+
+  it('reports a transaction whose COMMIT rolled back (a failed statement was caught) as an error', async () => {
+    const attempt = store.transaction(async (tx) => {
+      await store.insert(tx, [command('swallowed.failure')]);
+      // The application catches a failed statement and carries on: PostgreSQL has aborted the
+      // transaction, and its COMMIT answers ROLLBACK.
+      await tx.query('SELECT 1/0').catch(() => undefined);
+      return 'looked fine';
+    });
+    await expect(attempt).rejects.toMatchObject({ code: 'TRANSACTION_ROLLED_BACK' });
+    expect((await store.list({ type: 'swallowed.failure' })).items).toHaveLength(0);
+    // The connection went back to the pool in a usable state.
+    await expect(
+      store.transaction((tx) => store.insert(tx, [command('after.rollback')])),
+    ).resolves.toHaveLength(1);
+  });
+
+  it('commits even when the statement sent with COMMIT fails, and says so', async () => {
+    const client = await store.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await store.insert(client, [command('commit.then.fail')]);
+      const outcome = await commit(client, 'SELECT 1/0');
+      expect(outcome.afterError?.message).toMatch(/division by zero/);
+      expect(client.getTransactionStatus()).toBe('I');
+      // A failed COMMIT (deferred check) rejects; nothing after it ran.
+      await client.query('BEGIN');
+      await client.query('SET CONSTRAINTS ALL DEFERRED');
+      await client.query(
+        'CREATE TEMP TABLE deferred_fk (id int PRIMARY KEY, parent int REFERENCES deferred_fk DEFERRABLE)',
+      );
+      await client.query('INSERT INTO deferred_fk VALUES (1, 2)');
+      await expect(commit(client, "SELECT pg_notify('never', '')")).rejects.toMatchObject({ code: '23503' });
+      await client.query('SELECT 1');
+      expect(client.getTransactionStatus()).toBe('I');
+    } finally {
+      client.release();
+    }
+    expect((await store.list({ type: 'commit.then.fail' })).items).toHaveLength(1);
   });
 
   it('keeps times exact to the millisecond', async () => {

@@ -80,6 +80,77 @@ describe('PostgreSQL wake-ups', () => {
     }
   });
 
+  it('sends the wake-up of a store transaction with its COMMIT, in the same round trip', async () => {
+    let wakes = 0;
+    const stop = await receiver.wakeups.subscribe(() => (wakes += 1));
+    try {
+      await sleep(150); // let earlier windows close
+      let ids: string[] = [];
+      await sender.transaction(async (tx) => {
+        ids = await sender.insert(tx, [command('announced')]);
+        expect(sender.wakeups.notifyOnCommit(tx)).toBe(true);
+        await sleep(50);
+        expect(wakes).toBe(0); // not before the commit
+      });
+      for (let i = 0; i < 200 && wakes === 0; i++) await sleep(5);
+      expect(wakes).toBe(1);
+      // The row was committed before the NOTIFY went out: a woken claimer finds it.
+      expect((await receiver.get(ids[0]!))?.status).toBe('PENDING');
+      await sleep(100);
+      expect(wakes).toBe(1); // and only one NOTIFY went out
+    } finally {
+      await stop();
+    }
+  });
+
+  it('sends nothing for a transaction that rolls back, and refuses clients it did not open', async () => {
+    let wakes = 0;
+    const stop = await receiver.wakeups.subscribe(() => (wakes += 1));
+    try {
+      await sleep(150);
+      await expect(
+        sender.transaction(async (tx) => {
+          await sender.insert(tx, [command('rolled-back')]);
+          sender.wakeups.notifyOnCommit(tx);
+          throw new Error('business failure');
+        }),
+      ).rejects.toThrow('business failure');
+      // A client of the application's own (not a store transaction): the caller must notify().
+      const own = await sender.pool.connect();
+      try {
+        expect(sender.wakeups.notifyOnCommit(own)).toBe(false);
+      } finally {
+        own.release();
+      }
+      await sleep(150);
+      expect(wakes).toBe(0);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('folds the commit announcements of a burst of transactions into the window', async () => {
+    let wakes = 0;
+    const stop = await receiver.wakeups.subscribe(() => (wakes += 1));
+    try {
+      await sleep(150);
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          sender.transaction(async (tx) => {
+            await sender.insert(tx, [command(`burst-${i}`)]);
+            sender.wakeups.notifyOnCommit(tx);
+          }),
+        ),
+      );
+      await sleep(150);
+      // One with the first commit, then at most one per 5 ms window while the burst lasted.
+      expect(wakes).toBeGreaterThanOrEqual(1);
+      expect(wakes).toBeLessThan(20);
+    } finally {
+      await stop();
+    }
+  });
+
   it('keeps tables apart: another table has another channel', async () => {
     const other = await openStore(schema, { table: 'other_command' });
     let wakes = 0;

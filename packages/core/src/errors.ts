@@ -14,7 +14,8 @@ export type AsyncCommandErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'INVALID_IDENTIFIER'
   | 'INVALID_ARGUMENT'
-  | 'IDEMPOTENCY_CONFLICT';
+  | 'IDEMPOTENCY_CONFLICT'
+  | 'TRANSACTION_ROLLED_BACK';
 
 export class AsyncCommandError extends Error {
   readonly code: AsyncCommandErrorCode;
@@ -135,6 +136,17 @@ export class IdempotencyConflictError extends AsyncCommandError {
   }
 }
 
+/**
+ * COMMIT ended in a rollback: a statement in the transaction had failed (and its error was caught),
+ * so nothing in it was written — neither the business rows nor the commands submitted in it.
+ */
+export class TransactionRolledBackError extends AsyncCommandError {
+  constructor(message = 'the transaction was rolled back at COMMIT: a statement in it had failed') {
+    super('TRANSACTION_ROLLED_BACK', message);
+    this.name = 'TransactionRolledBackError';
+  }
+}
+
 const CODES: ReadonlySet<string> = new Set<AsyncCommandErrorCode>([
   'ILLEGAL_TRANSITION',
   'STALE_CLAIM',
@@ -146,6 +158,7 @@ const CODES: ReadonlySet<string> = new Set<AsyncCommandErrorCode>([
   'INVALID_IDENTIFIER',
   'INVALID_ARGUMENT',
   'IDEMPOTENCY_CONFLICT',
+  'TRANSACTION_ROLLED_BACK',
 ]);
 
 /** True for any asynccmd error, even one thrown by another copy of this package. */

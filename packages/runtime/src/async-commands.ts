@@ -151,14 +151,14 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
         headers: headersProvider ? () => headersProvider() : () => ({}),
         clock: this.clock,
       },
-      afterCommit: async (immediateIds, others) => {
-        const wake = (): void => {
-          store.wakeups?.notify();
+      afterCommit: async (immediateIds, others, announced) => {
+        const wake = (elsewhere: boolean): void => {
+          if (elsewhere) store.wakeups?.notify();
           this.scheduler.wake();
         };
-        if (others > 0) wake();
+        if (others > 0) wake(!announced);
         const missed = await immediate.dispatch(immediateIds);
-        if (missed > 0 && others === 0) wake();
+        if (missed > 0 && others === 0) wake(true);
       },
     });
   }

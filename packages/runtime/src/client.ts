@@ -27,14 +27,21 @@ export interface ClientDeps<Tx> {
   /**
    * After-commit work: dispatch IMMEDIATE commands by id; wake the schedulers (here and, through
    * the store, elsewhere) when other commands were submitted or an IMMEDIATE one was not claimed.
+   * `announced`: the store already sent the cross-process wake-up with the commit.
    */
-  readonly afterCommit: (immediateIds: readonly CommandId[], others: number) => Promise<void>;
+  readonly afterCommit: (
+    immediateIds: readonly CommandId[],
+    others: number,
+    announced: boolean,
+  ) => Promise<void>;
 }
 
 /** What the client learned inside one open `client.transaction`, acted on after commit. */
 interface OpenTransaction {
   readonly ids: CommandId[];
   readonly events: CommandEvent[];
+  /** The store sends the wake-up for its non-IMMEDIATE commands with the commit. */
+  announced: boolean;
 }
 
 const REMEMBERED_TYPES = 10_000;
@@ -104,10 +111,16 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
       const outer = this.#open.get(tx);
       // Nested in another client.transaction on the same handle: its commit does the after-commit work.
       nested = outer !== undefined;
-      open = outer ?? { ids: [], events: [] };
-      if (!nested) this.#open.set(tx, open);
+      const current: OpenTransaction = outer ?? { ids: [], events: [], announced: false };
+      open = current;
+      if (!nested) this.#open.set(tx, current);
       try {
-        return await fn(tx, (type, payload, options) => this.submit(tx, type, payload, options));
+        const value = await fn(tx, (type, payload, options) => this.submit(tx, type, payload, options));
+        // Work for the poll loops: announced with the commit itself where the store can.
+        if (!nested && current.ids.some((id) => !this.#isImmediate(id))) {
+          current.announced = this.deps.store.wakeups?.notifyOnCommit?.(tx) ?? false;
+        }
+        return value;
       } finally {
         if (!nested) this.#open.delete(tx);
       }
@@ -115,7 +128,7 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
     const committed = open as OpenTransaction | null;
     if (nested || committed === null) return result;
     for (const event of committed.events) this.deps.events.emit(event);
-    await this.afterCommit(committed.ids);
+    await this.#afterCommit(committed.ids, committed.announced);
     return result;
   }
 
@@ -124,14 +137,21 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
    * Wakes the schedulers and dispatches the IMMEDIATE ones. Never rejects on store trouble (the
    * poll loop picks up whatever was not dispatched).
    */
-  async afterCommit(ids: readonly CommandId[]): Promise<void> {
+  afterCommit(ids: readonly CommandId[]): Promise<void> {
+    return this.#afterCommit(ids, false);
+  }
+
+  async #afterCommit(ids: readonly CommandId[], announced: boolean): Promise<void> {
     if (ids.length === 0) return;
-    const immediate = ids.filter((id) => {
-      const type = this.#typeOf.get(id);
-      this.#typeOf.delete(id);
-      return type === undefined || this.deps.registry.get(type)?.mode === 'IMMEDIATE';
-    });
-    await this.deps.afterCommit(immediate, ids.length - immediate.length);
+    const immediate = ids.filter((id) => this.#isImmediate(id));
+    for (const id of ids) this.#typeOf.delete(id);
+    await this.deps.afterCommit(immediate, ids.length - immediate.length, announced);
+  }
+
+  /** An id of an IMMEDIATE type, or of a type no longer remembered (a claim by id settles it). */
+  #isImmediate(id: CommandId): boolean {
+    const type = this.#typeOf.get(id);
+    return type === undefined || this.deps.registry.get(type)?.mode === 'IMMEDIATE';
   }
 
   /** Alias of afterCommit, by what it does. */

@@ -119,7 +119,7 @@ export interface CommandStore<Tx = unknown> {
   ping(): Promise<void>;
 
   /** Cross-process wake-ups, where the database has them (Postgres LISTEN/NOTIFY). */
-  readonly wakeups?: WakeupChannel;
+  readonly wakeups?: WakeupChannel<Tx>;
 
   /** Closes the store's own connections (never the caller's). */
   close(): Promise<void>;
@@ -202,9 +202,16 @@ export interface PurgeParams {
 }
 
 /** Coalesced cross-process "there is new work" signals. */
-export interface WakeupChannel {
+export interface WakeupChannel<Tx = unknown> {
   /** Delivers a call for each wake-up received; returns a function that stops listening. */
   subscribe(onWake: () => void): Promise<() => Promise<void>>;
   /** Announces new work. Called after commit; implementations coalesce bursts. */
   notify(): void;
+  /**
+   * Optional: asks for the announcement of work submitted in `tx` to go out with its commit, in
+   * the same round trip and still after COMMIT (coalesced like notify; nothing is sent if the
+   * commit fails). Only for a transaction the store's own `transaction()` opened and has not yet
+   * committed; returns false otherwise, and then the caller calls notify() after commit.
+   */
+  notifyOnCommit?(tx: Tx): boolean;
 }

@@ -33,6 +33,8 @@ const STATUS_BY_CODE: Readonly<Record<AsyncCommandErrorCode, number>> = {
   ILLEGAL_TRANSITION: 409,
   IDEMPOTENCY_CONFLICT: 409,
   STALE_CLAIM: 409,
+  // Not raised by the admin API; a transaction of the caller's that did not commit.
+  TRANSACTION_ROLLED_BACK: 409,
 };
 
 /** The answer for a thrown value; `internal` is true when it was not one of ours (log it). */

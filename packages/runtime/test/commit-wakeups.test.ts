@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import type { WakeupChannel } from '@asynccmd/core';
+import { createAsyncCommands, defineExecutor } from '../src/index.js';
+import { stubStore } from './stub-store.js';
+
+const pooled = defineExecutor<'mail.send', { to: string }>({
+  type: 'mail.send',
+  execute: () => undefined,
+});
+const immediate = defineExecutor<'stock.reserve', { sku: string }>({
+  type: 'stock.reserve',
+  mode: 'IMMEDIATE',
+  execute: () => undefined,
+});
+
+/** A runtime (not started) on a stub store whose wake-up channel records what it was asked. */
+function setup(withCommitHook: boolean) {
+  const calls: string[] = [];
+  const TX = { tx: 'store transaction' };
+  const wakeups: WakeupChannel = {
+    subscribe: () => Promise.resolve(() => Promise.resolve()),
+    notify: () => void calls.push('notify'),
+    ...(withCommitHook
+      ? {
+          notifyOnCommit: (tx: unknown) => {
+            calls.push(tx === TX ? 'notifyOnCommit(tx)' : 'notifyOnCommit(other)');
+            return true;
+          },
+        }
+      : {}),
+  };
+  let next = 0;
+  const store = stubStore({
+    wakeups,
+    insert: (_tx, commands) => Promise.resolve(commands.map(() => String(++next))),
+    transaction: async (fn) => {
+      const result = await fn(TX);
+      calls.push('COMMIT');
+      return result;
+    },
+  });
+  const runtime = createAsyncCommands({ store, executors: [pooled, immediate] });
+  return { client: runtime.client, calls };
+}
+
+describe('cross-process wake-ups of client.transaction', () => {
+  it('asks the store to announce with the COMMIT, and then sends no NOTIFY of its own', async () => {
+    const { client, calls } = setup(true);
+    await client.transaction(async (_tx, submit) => {
+      await submit('mail.send', { to: 'a@example.com' });
+      await submit('mail.send', { to: 'b@example.com' });
+    });
+    expect(calls).toEqual(['notifyOnCommit(tx)', 'COMMIT']);
+  });
+
+  it('notifies after commit when the store cannot announce with the COMMIT', async () => {
+    const { client, calls } = setup(false);
+    await client.transaction((_tx, submit) => submit('mail.send', { to: 'a@example.com' }));
+    expect(calls).toEqual(['COMMIT', 'notify']);
+  });
+
+  it('announces nothing for IMMEDIATE-only transactions (claimed by id; the runtime is not running here, so the poll loops are woken after commit instead)', async () => {
+    const { client, calls } = setup(true);
+    await client.transaction((_tx, submit) => submit('stock.reserve', { sku: 'x' }));
+    expect(calls).toEqual(['COMMIT', 'notify']);
+  });
+
+  it('announces once for a nested client.transaction, at the outer commit', async () => {
+    const { client, calls } = setup(true);
+    await client.transaction(async (_tx, submit) => {
+      await submit('mail.send', { to: 'a@example.com' });
+      await client.transaction((_inner, innerSubmit) => innerSubmit('mail.send', { to: 'b@example.com' }));
+    });
+    expect(calls.filter((c) => c.startsWith('notifyOnCommit'))).toEqual(['notifyOnCommit(tx)']);
+    expect(calls).not.toContain('notify');
+  });
+
+  it('leaves transactions the application manages itself to afterCommit, which notifies', async () => {
+    const { client, calls } = setup(true);
+    const id = await client.submit({ own: 'transaction' }, 'mail.send', { to: 'a@example.com' });
+    await client.afterCommit([id]);
+    expect(calls).toEqual(['notify']);
+  });
+});
