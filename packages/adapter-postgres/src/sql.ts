@@ -31,6 +31,12 @@ export function buildSql(n: TableNames) {
   const claimSet = (token: string, leaseMs: string): string =>
     `status = 'RUNNING', claim_token = ${token}, started_at = ${NOW}, lease_until = ${lease(leaseMs)}, updated_at = ${NOW}`;
   const returning = `RETURNING ${COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
+  /** $1 id, $2 now, $5 types (null: any): the row claimById may take, locked. */
+  const claimableById = `
+        SELECT id FROM ${t}
+        WHERE id = $1::bigint AND status = 'PENDING' AND next_run_at <= $2::timestamptz
+          AND ($5::text[] IS NULL OR type = ANY($5::text[]))
+        FOR UPDATE SKIP LOCKED`;
   return {
     /**
      * Batch submit, one statement: the rows arrive as parallel arrays; ids are drawn from the
@@ -96,14 +102,21 @@ export function buildSql(n: TableNames) {
 
     /** $1 id, $2 now, $3 token, $4 lease ms, $5 types (null: any). */
     claimById: `
-      WITH one AS (
-        SELECT id FROM ${t}
-        WHERE id = $1::bigint AND status = 'PENDING' AND next_run_at <= $2::timestamptz
-          AND ($5::text[] IS NULL OR type = ANY($5::text[]))
-        FOR UPDATE SKIP LOCKED
-      )
+      WITH one AS (${claimableById})
       UPDATE ${t} AS c SET ${claimSet('$3', '$4')}
       FROM one WHERE c.id = one.id
+      ${returning}`,
+
+    /**
+     * claimById as it runs right after a store transaction's COMMIT, on that transaction's durable
+     * connection (commit-riders.ts): the same claim, committed like the other hot-path writes,
+     * without waiting for the WAL flush (set_config(…, true) lasts for this statement's transaction).
+     */
+    claimByIdAfterCommit: `
+      WITH fast AS (SELECT set_config('synchronous_commit', 'off', true)),
+        one AS (${claimableById})
+      UPDATE ${t} AS c SET ${claimSet('$3', '$4')}
+      FROM one, fast WHERE c.id = one.id
       ${returning}`,
 
     /** Fenced batch writes: $1 ids, $2 tokens (parallel arrays). */

@@ -47,6 +47,7 @@ import { RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
+import { CommitRiders } from './commit-riders.js';
 import { runInTransaction } from './transaction.js';
 import type { PostgresWakeups } from './wakeups.js';
 
@@ -94,6 +95,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   private readonly onIdleError: (err: Error) => void;
   /** Hot-path statement text → its prepared name, hashed once per statement. */
   private readonly preparedNames = new Map<string, string>();
+  private readonly riders: CommitRiders;
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
@@ -107,6 +109,13 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       1,
     );
     this.sql = buildSql(parts.names);
+    // On a durable hot path the claim after COMMIT stays durable too.
+    const claimAfterCommit = this.hotPool === this.pool ? this.sql.claimById : this.sql.claimByIdAfterCommit;
+    this.riders = new CommitRiders(
+      this.wakeups,
+      { name: this.preparedName(claimAfterCommit), text: claimAfterCommit },
+      parts.logger,
+    );
     // pg emits 'error' on an idle pooled client whose server connection dies (restart,
     // pg_terminate_backend, network); unheard, it would crash the process. The pool has already
     // dropped that client, and the next query opens a fresh one.
@@ -124,7 +133,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   transaction<T>(fn: (tx: PoolClient) => Promise<T>): Promise<T> {
-    return runInTransaction(this.pool, fn, this.wakeups);
+    return runInTransaction(this.pool, fn, this.riders);
   }
 
   async insert(tx: ClientBase, commands: readonly NewCommand[]): Promise<CommandId[]> {
@@ -191,6 +200,24 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     if (types !== null && types.length === 0) return null;
     const [row] = await this.hot<CommandRow>(this.sql.claimById, values);
     return row ? (toRecord(row) as ClaimedCommand) : null;
+  }
+
+  /**
+   * claimById run right after `tx` commits, in the same round trip as its COMMIT (commit-riders.ts);
+   * null when `tx` is not an open transaction of this store's transaction() or already has one.
+   */
+  claimByIdOnCommit(tx: ClientBase, p: ClaimByIdParams): Promise<ClaimedCommand | null> | null {
+    const types = p.types === undefined ? null : requireTypes(p.types);
+    const values = [
+      requireId(p.id),
+      requireTime('now', p.now),
+      requireToken(p.token),
+      String(requireLease(p.leaseMs)),
+      types === null ? null : textArray(types),
+    ];
+    if (types !== null && types.length === 0) return null;
+    const claimed = this.riders.claimOnCommit(tx, values);
+    return claimed && claimed.then((row) => (row ? (toRecord(row) as ClaimedCommand) : null));
   }
 
   async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
@@ -437,6 +464,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
  */
 function preparedName(text: string): string {
   return `asynccmd_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+}
+
+/** A text[] literal of `items`, bound as one text value: every item quoted, `"` and `\` escaped. */
+function textArray(items: readonly string[]): string {
+  return `{${items.map((item) => `"${item.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 }
 
 /** One command's values in the order of the single-row insert statements' parameters. */

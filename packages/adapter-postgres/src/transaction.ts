@@ -1,13 +1,13 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
-import { commit } from './commit.js';
+import { commit, type AfterCommit, type CommitOutcome } from './commit.js';
 
-/** Takes part in the store's own transactions: may add a statement sent with their COMMIT. */
+/** Takes part in the store's own transactions: may add statements sent with their COMMIT. */
 export interface CommitCompanion {
   opened(client: ClientBase): void;
-  /** A statement to run right after COMMIT in the same round trip (no values), or undefined. */
-  statementAfterCommit(client: ClientBase): string | undefined;
-  /** The transaction is over; `afterError` is the failure of that statement after a good commit. */
-  ended(client: ClientBase, afterError: Error | null): void;
+  /** What to run right after COMMIT in the same round trip, if anything. */
+  withCommit(client: ClientBase): AfterCommit | undefined;
+  /** The transaction is over: committed (with what came after), or not (null). */
+  ended(client: ClientBase, outcome: CommitOutcome | null): void;
 }
 
 /**
@@ -23,7 +23,7 @@ export async function runInTransaction<T>(
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
-  let afterError: Error | null = null;
+  let outcome: CommitOutcome | null = null;
   const onError = (err: Error): void => {
     broken = err;
   };
@@ -40,14 +40,14 @@ export async function runInTransaction<T>(
       });
       throw err;
     }
-    ({ afterError } = await commit(client, companion?.statementAfterCommit(client)));
+    outcome = await commit(client, companion?.withCommit(client));
     return result;
   } catch (err) {
     // A failure of BEGIN or COMMIT leaves the session in an unknown state: do not reuse it.
     if (client.getTransactionStatus() !== 'I') broken ??= asError(err);
     throw err;
   } finally {
-    companion?.ended(client, afterError);
+    companion?.ended(client, outcome);
     client.removeListener('error', onError);
     client.release(broken);
   }

@@ -1,7 +1,6 @@
 import type { Logger, WakeupChannel } from '@asynccmd/core';
 import pg from 'pg';
 import type { ClientBase, ClientConfig, Notification, Pool } from 'pg';
-import type { CommitCompanion } from './transaction.js';
 
 export interface PostgresWakeupsOptions {
   /** Sends the NOTIFYs (outside any caller transaction). */
@@ -25,7 +24,7 @@ export interface PostgresWakeupsOptions {
  * rates cost one NOTIFY per window, not one per submit). It is never sent inside a submit
  * transaction: a NOTIFY takes a global lock at commit and would serialise concurrent commits.
  * For the store's own transactions, notifyOnCommit(tx) sends it right after their COMMIT in the
- * same message (`COMMIT; NOTIFY`, see commit.ts): listeners hear of the work as the commit
+ * same round trip (see commit.ts and commit-riders.ts): listeners hear of the work as the commit
  * returns, a round trip earlier than a NOTIFY sent once COMMIT has come back.
  *
  * subscribe() holds one dedicated LISTEN connection. When it dies (server restart,
@@ -33,7 +32,7 @@ export interface PostgresWakeupsOptions {
  * subscribers once, since notifications sent meanwhile were lost; until then the poll loop is the
  * fallback.
  */
-export class PostgresWakeups implements WakeupChannel<ClientBase>, CommitCompanion {
+export class PostgresWakeups implements WakeupChannel<ClientBase> {
   private readonly subscribers = new Set<() => void>();
   /** The store's transactions still open, and those of them to announce at commit. */
   private readonly open = new WeakSet<ClientBase>();
@@ -76,20 +75,20 @@ export class PostgresWakeups implements WakeupChannel<ClientBase>, CommitCompani
     return true;
   }
 
+  /** A store transaction began: notifyOnCommit may be asked for it until it ends. */
   opened(client: ClientBase): void {
     this.open.add(client);
   }
 
+  /** The NOTIFY to send with this transaction's COMMIT, if it asked for one and the window is free. */
   statementAfterCommit(client: ClientBase): string | undefined {
     if (!this.announce.has(client) || !this.takeWindow()) return undefined;
     return `NOTIFY "${this.options.channel}"`;
   }
 
-  ended(client: ClientBase, afterError: Error | null): void {
+  ended(client: ClientBase): void {
     this.open.delete(client);
     this.announce.delete(client);
-    // Harmless, as for send(): listeners fall back to polling.
-    if (afterError) this.options.logger.warn({ err: afterError }, 'asynccmd: PostgreSQL NOTIFY failed');
   }
 
   /**

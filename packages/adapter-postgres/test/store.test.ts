@@ -114,7 +114,7 @@ describe('PostgresCommandStore', () => {
     try {
       await client.query('BEGIN');
       await store.insert(client, [command('commit.then.fail')]);
-      const outcome = await commit(client, 'SELECT 1/0');
+      const outcome = await commit(client, { statement: 'SELECT 1/0' });
       expect(outcome.afterError?.message).toMatch(/division by zero/);
       expect(client.getTransactionStatus()).toBe('I');
       // A failed COMMIT (deferred check) rejects; nothing after it ran.
@@ -124,13 +124,127 @@ describe('PostgresCommandStore', () => {
         'CREATE TEMP TABLE deferred_fk (id int PRIMARY KEY, parent int REFERENCES deferred_fk DEFERRABLE)',
       );
       await client.query('INSERT INTO deferred_fk VALUES (1, 2)');
-      await expect(commit(client, "SELECT pg_notify('never', '')")).rejects.toMatchObject({ code: '23503' });
+      await expect(commit(client, { statement: "SELECT pg_notify('never', '')" })).rejects.toMatchObject({
+        code: '23503',
+      });
       await client.query('SELECT 1');
       expect(client.getTransactionStatus()).toBe('I');
     } finally {
       client.release();
     }
     expect((await store.list({ type: 'commit.then.fail' })).items).toHaveLength(1);
+  });
+
+  it('claims by id with the COMMIT of a store transaction, after it, in the same round trip', async () => {
+    const token = randomUUID();
+    let id = '';
+    let claimed: Promise<unknown> | null = null;
+    await store.transaction(async (tx) => {
+      [id] = (await store.insert(tx, [command('ride.along')])) as [string];
+      claimed = store.claimByIdOnCommit(tx, { id, now: new Date(Date.now() + 1000), token, leaseMs: 30_000 });
+      expect(claimed).not.toBeNull();
+      // A second one in the same transaction is left to claimById after commit.
+      expect(store.claimByIdOnCommit(tx, { id, now: new Date(), token, leaseMs: 30_000 })).toBeNull();
+    });
+    await expect(claimed).resolves.toMatchObject({ id, status: 'RUNNING', claimToken: token });
+    expect(await store.get(id)).toMatchObject({ status: 'RUNNING', claimToken: token });
+    await store.complete([{ id, token }]);
+
+    // Rolled back: nothing to claim, and the promise still settles.
+    let gone: Promise<unknown> | null = null;
+    await expect(
+      store.transaction(async (tx) => {
+        const [other] = await store.insert(tx, [command('ride.rolled.back')]);
+        gone = store.claimByIdOnCommit(tx, { id: other!, now: new Date(), token, leaseMs: 30_000 });
+        throw new Error('business failed');
+      }),
+    ).rejects.toThrow('business failed');
+    await expect(gone).resolves.toBeNull();
+
+    // Not due yet, or of another type: committed PENDING, not claimed.
+    const later = new Date(Date.now() + 60_000);
+    const notDue = await store.transaction(async (tx) => {
+      const [other] = await store.insert(tx, [command('ride.later', {}, { runAt: later })]);
+      return {
+        id: other!,
+        claimed: store.claimByIdOnCommit(tx, { id: other!, now: new Date(), token, leaseMs: 1000 }),
+      };
+    });
+    await expect(notDue.claimed).resolves.toBeNull();
+    expect((await store.get(notDue.id))?.status).toBe('PENDING');
+    const wrongType = await store.transaction(async (tx) => {
+      const [other] = await store.insert(tx, [command('ride.other')]);
+      // Wrapped: returning the promise itself would make the transaction wait for its own COMMIT.
+      return {
+        claimed: store.claimByIdOnCommit(tx, {
+          id: other!,
+          now: later,
+          token,
+          leaseMs: 1000,
+          types: ['ride "quoted" \\ type'],
+        }),
+      };
+    });
+    await expect(wrongType.claimed).resolves.toBeNull();
+  });
+
+  it('claims on commit only in its own open transactions, and prepares the claim once per connection', async () => {
+    const own = await store.pool.connect();
+    try {
+      expect(
+        store.claimByIdOnCommit(own, { id: '1', now: new Date(), token: randomUUID(), leaseMs: 1000 }),
+      ).toBeNull();
+    } finally {
+      own.release();
+    }
+    // Many in a row (the pool reuses its connections): each claimed, the statement parsed once each.
+    for (let i = 0; i < 12; i++) {
+      const token = randomUUID();
+      const claimed = await store.transaction(async (tx) => {
+        const [id] = await store.insert(tx, [command('ride.again')]);
+        return {
+          id: id!,
+          row: store.claimByIdOnCommit(tx, {
+            id: id!,
+            now: new Date(Date.now() + 1000),
+            token,
+            leaseMs: 30_000,
+          }),
+        };
+      });
+      await expect(claimed.row).resolves.toMatchObject({ id: claimed.id, claimToken: token });
+    }
+  });
+
+  it('prepares a named statement sent with COMMIT once per connection, and again after a failed batch', async () => {
+    const client = await store.pool.connect();
+    const ride = (divisor: string) => ({
+      name: 'acpg_test_ride',
+      text: 'SELECT 6 / $1::int AS q',
+      values: [divisor],
+    });
+    try {
+      for (const divisor of ['2', '3']) {
+        await client.query('BEGIN');
+        await expect(commit(client, { query: ride(divisor) })).resolves.toEqual({
+          afterError: null,
+          rows: [{ q: String(6 / Number(divisor)) }],
+        });
+      }
+      await client.query('BEGIN');
+      const failed = await commit(client, { query: ride('0') });
+      expect(failed.afterError?.message).toMatch(/division by zero/);
+      // pg's own named-query path agrees with what the batches prepared.
+      await expect(
+        client.query({ name: 'acpg_test_ride', text: 'SELECT 6 / $1::int AS q', values: ['6'] }),
+      ).resolves.toMatchObject({ rows: [{ q: 1 }] });
+      const prepared = await client.query(
+        `SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name = 'acpg_test_ride'`,
+      );
+      expect(prepared.rows[0]).toEqual({ n: 1 });
+    } finally {
+      client.release(true);
+    }
   });
 
   it('keeps times exact to the millisecond', async () => {

@@ -151,13 +151,14 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
         headers: headersProvider ? () => headersProvider() : () => ({}),
         clock: this.clock,
       },
-      afterCommit: async (immediateIds, others, announced) => {
+      claimOnCommit: (tx, immediateIds) => immediate.claimOnCommit(tx, immediateIds),
+      afterCommit: async ({ immediateIds, others, announced, claimedOnCommit }) => {
         const wake = (elsewhere: boolean): void => {
           if (elsewhere) store.wakeups?.notify();
           this.scheduler.wake();
         };
         if (others > 0) wake(!announced);
-        const missed = await immediate.dispatch(immediateIds);
+        const missed = await immediate.dispatch(immediateIds, claimedOnCommit);
         if (missed > 0 && others === 0) wake(true);
       },
     });

@@ -3,6 +3,7 @@ import { InvalidArgumentError } from '@asynccmd/core';
 import type { CommandEvents } from './command-events.js';
 import type { CommandTypeMap } from './executor.js';
 import type { ExecutorRegistry } from './executor-registry.js';
+import type { ClaimOnCommit } from './immediate-dispatch.js';
 import { toNewCommand, type SubmitOptions, type SubmitRules } from './submit-validation.js';
 
 type TypeOf<TM> = keyof TM & string;
@@ -25,15 +26,26 @@ export interface ClientDeps<Tx> {
   readonly events: CommandEvents;
   readonly rules: SubmitRules;
   /**
+   * Before COMMIT of a client.transaction: lets the store claim the first IMMEDIATE command with the
+   * commit itself (ImmediateDispatch.claimOnCommit); null when it cannot.
+   */
+  readonly claimOnCommit: (tx: Tx, immediateIds: readonly CommandId[]) => ClaimOnCommit | null;
+  /**
    * After-commit work: dispatch IMMEDIATE commands by id; wake the schedulers (here and, through
    * the store, elsewhere) when other commands were submitted or an IMMEDIATE one was not claimed.
-   * `announced`: the store already sent the cross-process wake-up with the commit.
    */
-  readonly afterCommit: (
-    immediateIds: readonly CommandId[],
-    others: number,
-    announced: boolean,
-  ) => Promise<void>;
+  readonly afterCommit: (work: CommittedWork) => Promise<void>;
+}
+
+/** What a commit leaves to do. */
+export interface CommittedWork {
+  readonly immediateIds: readonly CommandId[];
+  /** How many non-IMMEDIATE commands were submitted. */
+  readonly others: number;
+  /** The store already sent the cross-process wake-up with the commit. */
+  readonly announced: boolean;
+  /** The claim of one of `immediateIds` that ran with the commit, if any. */
+  readonly claimedOnCommit: ClaimOnCommit | null;
 }
 
 /** What the client learned inside one open `client.transaction`, acted on after commit. */
@@ -42,6 +54,7 @@ interface OpenTransaction {
   readonly events: CommandEvent[];
   /** The store sends the wake-up for its non-IMMEDIATE commands with the commit. */
   announced: boolean;
+  claimedOnCommit: ClaimOnCommit | null;
 }
 
 const REMEMBERED_TYPES = 10_000;
@@ -111,14 +124,24 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
       const outer = this.#open.get(tx);
       // Nested in another client.transaction on the same handle: its commit does the after-commit work.
       nested = outer !== undefined;
-      const current: OpenTransaction = outer ?? { ids: [], events: [], announced: false };
+      const current: OpenTransaction = outer ?? {
+        ids: [],
+        events: [],
+        announced: false,
+        claimedOnCommit: null,
+      };
       open = current;
       if (!nested) this.#open.set(tx, current);
       try {
         const value = await fn(tx, (type, payload, options) => this.submit(tx, type, payload, options));
-        // Work for the poll loops: announced with the commit itself where the store can.
-        if (!nested && current.ids.some((id) => !this.#isImmediate(id))) {
-          current.announced = this.deps.store.wakeups?.notifyOnCommit?.(tx) ?? false;
+        if (!nested) {
+          // Where the store can, the wake-up for the poll loops and the first IMMEDIATE claim
+          // go out with the COMMIT itself, a round trip sooner than after it.
+          const immediate = current.ids.filter((id) => this.#isImmediate(id));
+          if (immediate.length < current.ids.length) {
+            current.announced = this.deps.store.wakeups?.notifyOnCommit?.(tx) ?? false;
+          }
+          current.claimedOnCommit = this.deps.claimOnCommit(tx, immediate);
         }
         return value;
       } finally {
@@ -128,7 +151,7 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
     const committed = open as OpenTransaction | null;
     if (nested || committed === null) return result;
     for (const event of committed.events) this.deps.events.emit(event);
-    await this.#afterCommit(committed.ids, committed.announced);
+    await this.#afterCommit(committed.ids, committed.announced, committed.claimedOnCommit);
     return result;
   }
 
@@ -138,14 +161,23 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
    * poll loop picks up whatever was not dispatched).
    */
   afterCommit(ids: readonly CommandId[]): Promise<void> {
-    return this.#afterCommit(ids, false);
+    return this.#afterCommit(ids, false, null);
   }
 
-  async #afterCommit(ids: readonly CommandId[], announced: boolean): Promise<void> {
+  async #afterCommit(
+    ids: readonly CommandId[],
+    announced: boolean,
+    claimedOnCommit: ClaimOnCommit | null,
+  ): Promise<void> {
     if (ids.length === 0) return;
-    const immediate = ids.filter((id) => this.#isImmediate(id));
+    const immediateIds = ids.filter((id) => this.#isImmediate(id));
     for (const id of ids) this.#typeOf.delete(id);
-    await this.deps.afterCommit(immediate, ids.length - immediate.length, announced);
+    await this.deps.afterCommit({
+      immediateIds,
+      others: ids.length - immediateIds.length,
+      announced,
+      claimedOnCommit,
+    });
   }
 
   /** An id of an IMMEDIATE type, or of a type no longer remembered (a claim by id settles it). */

@@ -1,4 +1,11 @@
-import type { Clock, CommandId, CommandStore, TokenSource } from '@asynccmd/core';
+import type {
+  ClaimByIdParams,
+  ClaimedCommand,
+  Clock,
+  CommandId,
+  CommandStore,
+  TokenSource,
+} from '@asynccmd/core';
 import type { CommandRunner } from './command-runner.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { ExecutorRegistry } from './executor-registry.js';
@@ -16,10 +23,18 @@ export interface ImmediateDispatchDeps {
   readonly accepting: () => boolean;
 }
 
+/** A claim by id that the store runs with a transaction's COMMIT (store.claimByIdOnCommit). */
+export interface ClaimOnCommit {
+  readonly id: CommandId;
+  readonly claimed: Promise<ClaimedCommand | null>;
+}
+
 /**
  * IMMEDIATE mode after commit: claims each command by id (atomic; null means another instance or
  * the poll loop got it first) and hands it to its pool — or runs it here when the pool is full.
- * If this fails or the process dies first, the command is still PENDING and the poll loop claims it.
+ * Where the store can, the first one's claim rides on the COMMIT itself (claimOnCommit), a round
+ * trip sooner. If a claim fails or the process dies first, the command is still PENDING and the
+ * poll loop claims it.
  */
 export class ImmediateDispatch {
   readonly #types: string[];
@@ -34,35 +49,58 @@ export class ImmediateDispatch {
   }
 
   /**
+   * Asks the store to claim the first of `ids` right after `tx` commits, in the commit's round
+   * trip; null when the store cannot, or this runtime is not running. Call before COMMIT, then pass
+   * the result to dispatch().
+   */
+  claimOnCommit(tx: unknown, ids: readonly CommandId[]): ClaimOnCommit | null {
+    const [id] = ids;
+    const { store } = this.deps;
+    if (id === undefined || this.#types.length === 0 || !this.deps.accepting() || !store.claimByIdOnCommit) {
+      return null;
+    }
+    const claimed = store.claimByIdOnCommit(tx, this.#params(id));
+    if (!claimed) return null;
+    claimed.catch(() => undefined); // dispatch() reads the failure; never an unhandled rejection
+    return { id, claimed };
+  }
+
+  /**
    * Claims and dispatches each id in turn; caller-runs work runs here before the next id is claimed
    * (back-pressure on the submitter). Returns how many were not claimed here (not IMMEDIATE, taken
    * by someone else, or left to the poll loop). Never rejects: the transaction has committed.
    */
-  async dispatch(ids: readonly CommandId[]): Promise<number> {
-    const { store, runner, dispatcher, clock, tokens, outage } = this.deps;
+  async dispatch(ids: readonly CommandId[], onCommit: ClaimOnCommit | null = null): Promise<number> {
+    const { store, runner, dispatcher, outage } = this.deps;
     if (this.#types.length === 0) return ids.length;
     let claimed = 0;
     for (const id of ids) {
-      if (!this.deps.accepting()) break;
-      let row;
+      const rideOn = onCommit?.id === id;
+      if (!rideOn && !this.deps.accepting()) break;
+      let row: ClaimedCommand | null;
       try {
-        row = await store.claimById({
-          id,
-          now: clock.now(),
-          token: tokens.next(),
-          leaseMs: this.#leaseMs,
-          types: this.#types,
-        });
+        row = rideOn ? await onCommit.claimed : await store.claimById(this.#params(id));
         outage.succeeded('claimById');
       } catch (error) {
         outage.failed('claimById', error);
         break;
       }
       if (!row) continue;
+      const execution = runner.track(row, 'immediate');
+      if (!this.deps.accepting()) {
+        // Claimed with the commit while this runtime began to stop: back to PENDING, for a poll loop.
+        await runner.release([execution]);
+        continue;
+      }
       claimed++;
-      const runHere = dispatcher.dispatch(runner.track(row, 'immediate'));
+      const runHere = dispatcher.dispatch(execution);
       if (runHere) await runHere();
     }
     return ids.length - claimed;
+  }
+
+  #params(id: CommandId): ClaimByIdParams {
+    const { clock, tokens } = this.deps;
+    return { id, now: clock.now(), token: tokens.next(), leaseMs: this.#leaseMs, types: this.#types };
   }
 }

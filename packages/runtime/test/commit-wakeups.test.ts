@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { WakeupChannel } from '@asynccmd/core';
 import { createAsyncCommands, defineExecutor } from '../src/index.js';
-import { stubStore } from './stub-store.js';
+import { claimedRow, stubStore } from './stub-store.js';
 
 const pooled = defineExecutor<'mail.send', { to: string }>({
   type: 'mail.send',
@@ -80,5 +80,55 @@ describe('cross-process wake-ups of client.transaction', () => {
     const id = await client.submit({ own: 'transaction' }, 'mail.send', { to: 'a@example.com' });
     await client.afterCommit([id]);
     expect(calls).toEqual(['notify']);
+  });
+});
+
+describe('IMMEDIATE claims that ride on the commit', () => {
+  it('lets the store claim the first IMMEDIATE command with the COMMIT, and runs what it returns', async () => {
+    const calls: string[] = [];
+    const ran: string[] = [];
+    const TX = { tx: 'store transaction' };
+    let next = 0;
+    const store = stubStore({
+      insert: (_tx, commands) => Promise.resolve(commands.map(() => String(++next))),
+      transaction: async (fn) => {
+        const result = await fn(TX);
+        calls.push('COMMIT');
+        return result;
+      },
+      claimByIdOnCommit: (tx, p) => {
+        calls.push(`claimByIdOnCommit(${tx === TX ? 'tx' : 'other'}, ${p.id}, ${p.types?.join()})`);
+        return Promise.resolve(claimedRow(p.id, 'stock.reserve', { payload: { sku: 'x' } }));
+      },
+      claimById: (p) => {
+        calls.push(`claimById(${p.id})`);
+        return Promise.resolve(claimedRow(p.id, 'stock.reserve', { payload: { sku: 'y' } }));
+      },
+      claimDue: () => Promise.resolve([]),
+      reclaimHung: () => Promise.resolve([]),
+      heartbeat: (refs) => Promise.resolve([...refs]),
+      complete: (refs) => Promise.resolve(refs.map((r) => r.id)),
+      release: (refs) => Promise.resolve(refs.map((r) => r.id)),
+      close: () => Promise.resolve(),
+    });
+    const reserve = defineExecutor<'stock.reserve', { sku: string }>({
+      type: 'stock.reserve',
+      mode: 'IMMEDIATE',
+      execute: (p) => void ran.push(p.sku),
+    });
+    const runtime = createAsyncCommands({ store, executors: [reserve], pollIntervalMs: 600_000 });
+    runtime.start();
+    try {
+      await runtime.client.transaction(async (_tx, submit) => {
+        await submit('stock.reserve', { sku: 'x' });
+        await submit('stock.reserve', { sku: 'y' });
+      });
+      // The first rode on the commit; the second was claimed by id after it.
+      expect(calls).toEqual(['claimByIdOnCommit(tx, 1, stock.reserve)', 'COMMIT', 'claimById(2)']);
+      for (let i = 0; i < 100 && ran.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(ran).toEqual(['x', 'y']);
+    } finally {
+      await runtime.stop();
+    }
   });
 });

@@ -61,6 +61,17 @@ export interface CommandStore<Tx = unknown> {
   claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null>;
 
   /**
+   * Optional: the same claimById, run right after `tx` commits — still after COMMIT, in a
+   * transaction of its own, but in the commit's round trip. `tx` must be a transaction this store's
+   * `transaction()` opened and has not committed; returns null otherwise (or when `tx` already
+   * carries one), and then the caller uses claimById after commit. The promise settles once the
+   * transaction is over: the claimed command, or null (not claimable, or `tx` did not commit);
+   * it rejects when the claim itself failed (the command is still PENDING for the poll loop).
+   * Never await it (or return it) inside the transaction: it settles only after COMMIT.
+   */
+  claimByIdOnCommit?(tx: Tx, params: ClaimByIdParams): Promise<ClaimedCommand | null> | null;
+
+  /**
    * Extends the leases of the RUNNING commands held by these claims to database now + leaseMs,
    * in one statement. Returns the refs whose claim is still valid: a missing one was taken away.
    */
