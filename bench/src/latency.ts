@@ -22,7 +22,7 @@ export async function runLatency(
   intervalMs: number,
   warmup: number,
   timeoutMs: number,
-): Promise<LatencyResult> {
+): Promise<StartLatency> {
   await target.prepare();
   const total = warmup + count;
   const [consumer] = await startAll('consumer', [target.consumer]);
@@ -46,12 +46,21 @@ export async function runLatency(
       await sleep(10);
     }
     await stopAll([consumer!, submitter]);
-    const executions = await consumer!.waitFor('executions', 5_000);
-    return joinSamples(commits.seqs, commits.commits, executions.seqs, executions.starts, warmup);
+    const { seqs, starts } = await consumer!.waitFor('executions', 5_000);
+    return {
+      fromCommit: joinSamples(commits.seqs, commits.commits, seqs, starts, warmup),
+      fromBegin: joinSamples(commits.seqs, commits.begins ?? [], seqs, starts, warmup),
+    };
   } finally {
     consumer!.kill();
     submitter?.kill();
   }
+}
+
+/** Latencies to the start in the executor: from COMMIT returned, and from BEGIN (the transaction included). */
+export interface StartLatency {
+  readonly fromCommit: LatencyResult;
+  readonly fromBegin: LatencyResult;
 }
 
 /** IMMEDIATE mode: submitter and executor in one child process (workers/immediate.js). */
@@ -62,7 +71,7 @@ export async function runImmediateLatency(
   intervalMs: number,
   warmup: number,
   timeoutMs: number,
-): Promise<LatencyResult> {
+): Promise<StartLatency> {
   await prepare();
   const total = warmup + count;
   const child = Child.start('immediate', { mode: 'paced', system, count: total, intervalMs });
@@ -72,7 +81,11 @@ export async function runImmediateLatency(
     const executions = await child.waitFor('executions', timeoutMs);
     const commits = await child.waitFor('commits', 1_000);
     await child.stop();
-    return joinSamples(commits.seqs, commits.commits, executions.seqs, executions.starts, warmup);
+    const { seqs, starts } = executions;
+    return {
+      fromCommit: joinSamples(commits.seqs, commits.commits, seqs, starts, warmup),
+      fromBegin: joinSamples(commits.seqs, commits.begins ?? [], seqs, starts, warmup),
+    };
   } finally {
     child.kill();
   }

@@ -55,8 +55,16 @@ export type FromChild =
       readonly starts: number[];
       readonly diagnostics?: string;
     }
-  /** Commits made by a submitter: seqs[i] committed at commits[i] (epoch ms). */
-  | { readonly type: 'commits'; readonly seqs: number[]; readonly commits: number[] }
+  /**
+   * Commits made by a submitter: seqs[i] committed at commits[i] (epoch ms); where reported, its
+   * transaction began at begins[i].
+   */
+  | {
+      readonly type: 'commits';
+      readonly seqs: number[];
+      readonly commits: number[];
+      readonly begins?: number[];
+    }
   /** A burst of submits finished: `count` committed in `elapsedMs`. */
   | { readonly type: 'burst'; readonly count: number; readonly elapsedMs: number }
   | { readonly type: 'error'; readonly message: string };

@@ -5,7 +5,7 @@ import { onceMessage, paced, readSpec, runChild, send } from './child.js';
 
 /**
  * Child process: submits commands seq 1..count, each in its own transaction. Paced mode records
- * when each commit returned (for commit → start latency measured in another process); burst
+ * when each transaction began and when its commit returned (for commit → start latency measured in another process); burst
  * mode times `count` submits spread over concurrent clients (single-submit throughput).
  */
 runChild(async () => {
@@ -18,12 +18,15 @@ runChild(async () => {
     if (spec.mode === 'paced') {
       const seqs: number[] = [];
       const commits: number[] = [];
+      const begins: number[] = [];
       await paced(spec.count, spec.intervalMs, async (seq) => {
+        const began = preciseNow();
         await submitter.submit({ seq });
         commits.push(preciseNow());
+        begins.push(began);
         seqs.push(seq);
       });
-      await send({ type: 'commits', seqs, commits });
+      await send({ type: 'commits', seqs, commits, begins });
     } else {
       let next = 1;
       const t0 = performance.now();
