@@ -21,6 +21,7 @@ runChild(async () => {
   const consumer = await prepareConsumer(spec, onExecute);
   await send({ type: 'ready' });
   await go;
+  const cpuAtGo = process.cpuUsage();
   await consumer.go();
   let reported = -1;
   const progress = setInterval(() => {
@@ -32,5 +33,9 @@ runChild(async () => {
   await stop;
   clearInterval(progress);
   await consumer.stop();
-  await send({ type: 'executions', seqs, starts, diagnostics: consumer.diagnostics?.() });
+  // This process's CPU (user + system) per command run: what a consumer costs on a shared machine.
+  const cpu = process.cpuUsage(cpuAtGo);
+  const perCommand = `${Math.round((cpu.user + cpu.system) / Math.max(1, seqs.length))} µs CPU/command`;
+  const diagnostics = [consumer.diagnostics?.(), perCommand].filter(Boolean).join(', ');
+  await send({ type: 'executions', seqs, starts, diagnostics });
 });

@@ -120,7 +120,7 @@ describe('PostgreSQL durability of the store own writes', () => {
     await pool.end();
   });
 
-  it('prepares hot-path statements once per connection, under names two stores on one pool never share', async () => {
+  it('prepares submit and hot-path statements once per connection, under names two stores on one pool never share', async () => {
     const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
     const a = createPostgresStore({ pool, schema });
     const b = createPostgresStore({ pool, schema, table: 'other_command' });
@@ -133,7 +133,7 @@ describe('PostgreSQL durability of the store own writes', () => {
       const { rows } = await pool.query<{ n: string }>(
         `SELECT count(*) AS n FROM pg_prepared_statements WHERE name LIKE 'asynccmd\\_%'`,
       );
-      expect(rows[0]!.n).toBe('2');
+      expect(rows[0]!.n).toBe('4'); // per store: the single-row insert and the claim
     } finally {
       await a.close();
       await b.close();

@@ -116,6 +116,7 @@ describe('PostgresCommandStore', () => {
       await store.insert(client, [command('commit.then.fail')]);
       const outcome = await commit(client, { statement: 'SELECT 1/0' });
       expect(outcome.afterError?.message).toMatch(/division by zero/);
+      await client.query('SELECT 1'); // (the status is read off the server's next ReadyForQuery)
       expect(client.getTransactionStatus()).toBe('I');
       // A failed COMMIT (deferred check) rejects; nothing after it ran.
       await client.query('BEGIN');
