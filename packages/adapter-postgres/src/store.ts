@@ -109,8 +109,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       1,
     );
     this.sql = buildSql(parts.names);
-    // On a durable hot path the claim after COMMIT stays durable too.
-    const claimAfterCommit = this.hotPool === this.pool ? this.sql.claimById : this.sql.claimByIdAfterCommit;
+    // On a durable hot path the claim after COMMIT stays durable too. Its text (so its prepared
+    // name) differs from claimById's either way: commit.ts and pg's own queries never share a name.
+    const claimAfterCommit =
+      this.hotPool === this.pool ? `${this.sql.claimById}\n-- after COMMIT` : this.sql.claimByIdAfterCommit;
     this.riders = new CommitRiders(
       this.wakeups,
       { name: this.preparedName(claimAfterCommit), text: claimAfterCommit },

@@ -110,6 +110,28 @@ describe('PostgreSQL durability of the store own writes', () => {
         expect(await synchronousCommit(s.hotPool)).toBe('on');
         await s.transaction((tx) => s.insert(tx, [command('durable-claim')]));
         expect(await claimOne(s, 'durable-claim')).toHaveLength(1);
+        // The claim that rides on COMMIT shares this one connection with claimById (one pool of
+        // one): both keep working, each under its own prepared name.
+        for (let i = 0; i < 2; i++) {
+          const token = randomUUID();
+          const ride = await s.transaction(async (tx) => {
+            const [id] = await s.insert(tx, [command('durable-ride')]);
+            const claimed = s.claimByIdOnCommit(tx, {
+              id: id!,
+              now: new Date(Date.now() + 1000),
+              token,
+              leaseMs: 30_000,
+            });
+            return { claimed };
+          });
+          await expect(ride.claimed).resolves.toMatchObject({ status: 'RUNNING', claimToken: token });
+          await s.transaction((tx) => s.insert(tx, [command('durable-claim')]));
+          const [byId] = await s.transaction((tx) => s.insert(tx, [command('durable-by-id')]));
+          await expect(
+            s.claimById({ id: byId!, now: new Date(Date.now() + 1000), token, leaseMs: 30_000 }),
+          ).resolves.toMatchObject({ status: 'RUNNING' });
+          expect(await claimOne(s, 'durable-claim')).toHaveLength(1);
+        }
       }
     } finally {
       await durableStore.close();
