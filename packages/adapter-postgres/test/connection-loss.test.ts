@@ -149,4 +149,43 @@ describe('PostgreSQL connection loss', () => {
     expect(wakes).toBeGreaterThan(before);
     await stop();
   });
+
+  it('a transaction whose connection dies before its COMMIT (with a NOTIFY and a claim riding on it) rejects cleanly', async () => {
+    const token = randomUUID();
+    let claimed: Promise<unknown> | null = null;
+    let id: string | undefined;
+    const attempt = store.transaction(async (tx) => {
+      [id] = await store.insert(tx, [command('lost-at-commit')]);
+      store.wakeups.notifyOnCommit(tx);
+      claimed = store.claimByIdOnCommit(tx, {
+        id: id!,
+        now: new Date(Date.now() + 1000),
+        token,
+        leaseMs: 30_000,
+      });
+      const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await adminQuery('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      await sleep(50);
+    });
+    await expect(attempt).rejects.toThrow();
+    // Never committed: no row, nothing claimed, and the claim's promise settled (no unhandled rejection).
+    await expect(claimed).resolves.toBeNull();
+    expect(await store.get(id!)).toBeNull();
+    // The broken client was not returned to the pool: the next transactions (with their rides) work.
+    for (let i = 0; i < 5; i++) {
+      const ride = await store.transaction(async (tx) => {
+        const [next] = await store.insert(tx, [command('after-loss')]);
+        return {
+          id: next!,
+          claimed: store.claimByIdOnCommit(tx, {
+            id: next!,
+            now: new Date(Date.now() + 1000),
+            token,
+            leaseMs: 30_000,
+          }),
+        };
+      });
+      await expect(ride.claimed).resolves.toMatchObject({ id: ride.id, status: 'RUNNING' });
+    }
+  });
 });

@@ -9,6 +9,7 @@ import {
   IdempotencyConflictError,
   InvalidArgumentError,
   TRANSITION_SOURCES,
+  TransactionRolledBackError,
   checkTransition,
   decodeListCursor,
   encodeListCursor,
@@ -143,6 +144,11 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     const finish = await this.begin(marker);
     try {
       const result = await this.context.run(marker, () => fn(this.db));
+      // SQLite rolls a transaction back by itself on some failures (SQLITE_FULL, IOERR, …), or
+      // the callback ran ROLLBACK: what followed was written outside it. Say so, not "committed".
+      if (!this.db.inTransaction) {
+        throw new TransactionRolledBackError('the transaction was rolled back before COMMIT');
+      }
       this.prepare(this.db, 'commit', () => 'COMMIT').run();
       return result;
     } catch (e) {

@@ -67,6 +67,20 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     expect((await store.get(id!))?.status).toBe('SUCCESS');
   });
 
+  it('reports a transaction that was rolled back before its COMMIT as TransactionRolledBackError', async () => {
+    const store = createSqliteStore({ filename: ':memory:' });
+    open.push(store);
+    await store.migrate();
+    const attempt = store.transaction(async (tx) => {
+      await store.insert(tx, [cmd({ type: 'rolled.back' })]);
+      tx.exec('ROLLBACK'); // as SQLite does by itself on SQLITE_FULL or an I/O error
+      return 'looked fine';
+    });
+    await expect(attempt).rejects.toMatchObject({ code: 'TRANSACTION_ROLLED_BACK' });
+    expect((await store.list({ type: 'rolled.back' })).items).toEqual([]);
+    await expect(store.transaction((tx) => store.insert(tx, [cmd()]))).resolves.toHaveLength(1);
+  });
+
   it('refuses payloads that are too large or not JSON, and loses nothing else', async () => {
     const store = createSqliteStore({ filename: ':memory:', maxPayloadBytes: 16 });
     open.push(store);
