@@ -33,7 +33,14 @@ export type SubmitterSpec =
       readonly count: number;
       readonly intervalMs: number;
     }
-  | { readonly mode: 'burst'; readonly system: SystemSpec; readonly count: number; readonly clients: number };
+  | {
+      readonly mode: 'burst';
+      readonly system: SystemSpec;
+      readonly count: number;
+      readonly clients: number;
+      /** Submits made (and not timed) before reporting ready: JIT, plan caches, connections. */
+      readonly warmup: number;
+    };
 
 /** The command type every system runs in the bench (and its raw-SQL baselines write). */
 export const BENCH_TYPE = 'bench.noop';

@@ -108,6 +108,7 @@ function commandTableSubmitTarget(
     prepare: () => freshCommandTable(pool, submitter.schema),
     submitter,
     count: () => countRows(pool, rawTable(submitter.schema)),
+    checkpoint: () => checkpoint(pool),
   };
 }
 
@@ -137,7 +138,12 @@ export function graphileSubmitTarget(pool: pg.Pool): SubmitTarget {
     prepare: () => freshGraphile(pool),
     submitter: { kind: 'graphile', schema },
     count: () => graphileJobsLeft(pool, schema),
+    checkpoint: () => checkpoint(pool),
   };
+}
+
+async function checkpoint(pool: pg.Pool): Promise<void> {
+  await pool.query('CHECKPOINT');
 }
 
 export function graphileLatencyTarget(pool: pg.Pool): LatencyTarget {

@@ -1,7 +1,7 @@
 import { runImmediateLatency, runLatency, type StartLatency } from '../latency.js';
 import type { Measurement } from '../report.js';
 import { dropSchema, pgPool } from '../pg.js';
-import { runSubmits } from '../submits.js';
+import { runSubmits, type SubmitTarget } from '../submits.js';
 import type { Pool } from 'pg';
 import { drainRows, processesLabel, rowOf, runDrainRows, type DrainRow } from './drain-rows.js';
 import {
@@ -40,8 +40,9 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
       }
     : null;
   const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
-  const { submits, submitClients: clients } = sizes;
+  const { submits, submitClients: clients, submitWarmup: warmSubmits } = sizes;
 
+  let submitRepeat = 0;
   return {
     name: 'PostgreSQL',
     repeat: async () => {
@@ -71,13 +72,18 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
         );
       }
       if (sub) {
-        await rec.throughput(sub.asynccmd, () =>
-          runSubmits(asynccmdPgSubmitTarget(pool), submits, clients, limit),
-        );
-        await rec.throughput(sub.graphile, () =>
-          runSubmits(graphileSubmitTarget(pool), submits, clients, limit),
-        );
-        await rec.throughput(sub.raw, () => runSubmits(rawPgSubmitTarget(pool), submits, clients, limit));
+        const runs: [Measurement, SubmitTarget][] = [
+          [sub.asynccmd, asynccmdPgSubmitTarget(pool)],
+          [sub.graphile, graphileSubmitTarget(pool)],
+          [sub.raw, rawPgSubmitTarget(pool)],
+        ];
+        // Each repeat starts with another system: none always runs first (or right after the
+        // previous scenario's writes).
+        for (let i = 0; i < runs.length; i++) {
+          const [row, target] = runs[(i + submitRepeat) % runs.length]!;
+          await rec.throughput(row, () => runSubmits(target, submits, clients, warmSubmits, limit));
+        }
+        submitRepeat++;
       }
     },
     finish: async () => {

@@ -16,6 +16,8 @@ export interface Sizes {
   readonly latencyWarmup: number;
   readonly latencyIntervalMs: number;
   readonly submits: number;
+  /** Untimed submits each submitter makes first (JIT, plan caches), as for latency. */
+  readonly submitWarmup: number;
   readonly submitClients: number;
   /** Each scenario runs this many times, systems interleaved, so the spread shows the noise. */
   readonly repeats: number;
@@ -37,6 +39,7 @@ export const FULL: Sizes = {
   latencyWarmup: 1_000,
   latencyIntervalMs: 10,
   submits: 4_000,
+  submitWarmup: 2_000,
   submitClients: 8,
   repeats: 2,
   drainCapMs: 30_000,
@@ -50,6 +53,7 @@ export const QUICK: Sizes = {
   latencySamples: 100,
   latencyWarmup: 100,
   submits: 800,
+  submitWarmup: 200,
   repeats: 1,
   drainCapMs: 15_000,
   runTimeoutMs: 60_000,

@@ -1,6 +1,6 @@
 import type { SubmitterSpec } from '../protocol.js';
 import { preciseNow } from '../protocol.js';
-import { prepareSubmitter } from '../systems/submitters.js';
+import { prepareSubmitter, type Submitter } from '../systems/submitters.js';
 import { onceMessage, paced, readSpec, runChild, send } from './child.js';
 
 /**
@@ -12,6 +12,8 @@ runChild(async () => {
   const spec = readSpec<SubmitterSpec>();
   const go = onceMessage('go');
   const submitter = await prepareSubmitter(spec.system, spec.mode === 'burst' ? spec.clients : 1);
+  // Warm-up submits take seqs after the timed ones; their rows stay in the table (counted).
+  if (spec.mode === 'burst') await burst(submitter, spec.count + 1, spec.count + spec.warmup, spec.clients);
   await send({ type: 'ready' });
   await go;
   try {
@@ -28,19 +30,24 @@ runChild(async () => {
       });
       await send({ type: 'commits', seqs, commits, begins });
     } else {
-      let next = 1;
       const t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: spec.clients }, async () => {
-          while (next <= spec.count) {
-            const seq = next++;
-            await submitter.submit({ seq });
-          }
-        }),
-      );
+      await burst(submitter, 1, spec.count, spec.clients);
       await send({ type: 'burst', count: spec.count, elapsedMs: performance.now() - t0 });
     }
   } finally {
     await submitter.close();
   }
 });
+
+/** Submits seq `from`..`to` from `clients` concurrent clients, each one transaction per submit. */
+async function burst(submitter: Submitter, from: number, to: number, clients: number): Promise<void> {
+  let next = from;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next <= to) {
+        const seq = next++;
+        await submitter.submit({ seq });
+      }
+    }),
+  );
+}
