@@ -41,6 +41,7 @@ function commandTableTarget(
       await seedFinished(pool, table, finishedRows);
       await seedPending(pool, table, BENCH_TYPE, total);
       await pool.query(`VACUUM ANALYZE ${table}`);
+      await checkpoint(pool); // every system starts from one (see submits.ts)
     },
     consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
     drained: async () => {
@@ -81,6 +82,7 @@ export function graphileTarget(pool: pg.Pool): DrainTarget {
       await freshGraphile(pool);
       await seedGraphile(pool, schema, total);
       await pool.query(`VACUUM ANALYZE ${schema}._private_jobs`);
+      await checkpoint(pool);
     },
     consumer: (concurrency) => ({ system: { kind: 'graphile', schema }, concurrency, recordStarts: false }),
     drained: async () => (await graphileJobsLeft(pool, schema)) === 0,
