@@ -2,7 +2,7 @@ import type { Logger } from '@asynccmd/core';
 import type { ClientBase } from 'pg';
 import type { AfterCommit, CommitOutcome } from './commit.js';
 import type { CommandRow } from './rows.js';
-import type { CommitCompanion } from './transaction.js';
+import type { CommitCompanion, DeferredBegin } from './transaction.js';
 import type { PostgresWakeups } from './wakeups.js';
 
 interface ClaimOnCommit {
@@ -19,7 +19,7 @@ interface ClaimOnCommit {
  * sooner.
  */
 export class CommitRiders implements CommitCompanion {
-  readonly #open = new WeakSet<ClientBase>();
+  readonly #open = new WeakMap<ClientBase, DeferredBegin>();
   readonly #claims = new WeakMap<ClientBase, ClaimOnCommit>();
 
   constructor(
@@ -41,9 +41,14 @@ export class CommitRiders implements CommitCompanion {
     });
   }
 
-  opened(client: ClientBase): void {
-    this.#open.add(client);
+  opened(client: ClientBase, begin: DeferredBegin): void {
+    this.#open.set(client, begin);
     this.wakeups.opened(client);
+  }
+
+  /** The held-back BEGIN of an open store transaction (transaction.ts), or undefined. */
+  deferredBegin(client: ClientBase): DeferredBegin | undefined {
+    return this.#open.get(client);
   }
 
   withCommit(client: ClientBase): AfterCommit | undefined {

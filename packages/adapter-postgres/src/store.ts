@@ -47,6 +47,7 @@ import { RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
+import { runBatch } from './commit.js';
 import { CommitRiders } from './commit-riders.js';
 import { runInTransaction } from './transaction.js';
 import type { PostgresWakeups } from './wakeups.js';
@@ -96,6 +97,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   /** Hot-path statement text → its prepared name, hashed once per statement. */
   private readonly preparedNames = new Map<string, string>();
   private readonly riders: CommitRiders;
+  private readonly insertWithBegin: { readonly name: string; readonly text: string };
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
@@ -113,6 +115,9 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     // name) differs from claimById's either way: commit.ts and pg's own queries never share a name.
     const claimAfterCommit =
       this.hotPool === this.pool ? `${this.sql.claimById}\n-- after COMMIT` : this.sql.claimByIdAfterCommit;
+    // A text (so a prepared name) of its own, never used by pg's own queries (see batch.ts).
+    const insertWithBegin = `${this.sql.insertOne}\n-- after BEGIN`;
+    this.insertWithBegin = { name: this.preparedName(insertWithBegin), text: insertWithBegin };
     this.riders = new CommitRiders(
       this.wakeups,
       { name: this.preparedName(claimAfterCommit), text: claimAfterCommit },
@@ -142,8 +147,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const values = commands.map((c) => commandValues(c, this.maxPayloadBytes));
     if (values.length === 0) return [];
     if (values.length === 1) {
-      const v = values[0]!;
-      return (await this.prepared<{ id: string }>(tx, this.sql.insertOne, rowParams(v))).map((r) => r.id);
+      const params = rowParams(values[0]!);
+      // The first statement of a store transaction: its BEGIN goes out in the same round trip.
+      const begin = this.riders.deferredBegin(tx)?.take();
+      if (begin) return [await this.beginAndInsertOne(tx, begin, params)];
+      return (await this.prepared<{ id: string }>(tx, this.sql.insertOne, params)).map((r) => r.id);
     }
     const rows = await this.prepared<{ id: string }>(tx, this.sql.insert, [
       values.map((v) => v.type),
@@ -155,6 +163,22 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       values.map((v) => v.headersJson),
     ]);
     return rows.map((r) => r.id);
+  }
+
+  /** BEGIN and the single-row insert as one batch (batch.ts); the transaction is open after it. */
+  private async beginAndInsertOne(tx: ClientBase, begin: string, params: unknown[]): Promise<CommandId> {
+    const { tags, rows, error } = await runBatch(tx, [
+      { text: begin },
+      {
+        ...this.insertWithBegin,
+        values: params.map((p) => (p === null ? null : String(p))),
+        rows: true,
+      },
+    ]);
+    if (error) throw error; // (BEGIN failed: the caller's ROLLBACK is harmless; else it is aborted)
+    const id = rows[0]?.id;
+    if (tags.length !== 2 || typeof id !== 'string') throw new Error('the insert returned no id');
+    return id;
   }
 
   async insertIdempotent(

@@ -248,6 +248,61 @@ describe('PostgresCommandStore', () => {
     }
   });
 
+  it('holds BEGIN back until the first statement: business writes first or the submit first, both atomic', async () => {
+    await adminQuery(`CREATE TABLE IF NOT EXISTS "${schema}".business (id int PRIMARY KEY)`);
+    const business = async () =>
+      (await adminQuery<{ id: number }>(`SELECT id FROM "${schema}".business ORDER BY id`)).map((r) => r.id);
+    // Business write first (BEGIN goes out just ahead of it), then the submit; rolled back together.
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.query(`INSERT INTO "${schema}".business VALUES (1)`);
+        await store.insert(tx, [command('deferred.first.business')]);
+        throw new Error('business failed');
+      }),
+    ).rejects.toThrow('business failed');
+    // The submit first (BEGIN and the INSERT in one round trip), then business writes; rolled back together.
+    await expect(
+      store.transaction(async (tx) => {
+        await store.insert(tx, [command('deferred.first.submit')]);
+        await tx.query(`INSERT INTO "${schema}".business VALUES (2)`);
+        await tx.query(`INSERT INTO "${schema}".business VALUES (2)`); // duplicate key: the transaction fails
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect(await business()).toEqual([]);
+    expect((await store.list({ type: 'deferred.first.submit' })).items).toEqual([]);
+    expect((await store.list({ type: 'deferred.first.business' })).items).toEqual([]);
+    // Both orders commit together too, in one transaction each (callback-style queries included).
+    await store.transaction(async (tx) => {
+      await store.insert(tx, [command('deferred.commit')]);
+      await new Promise<void>((resolve, reject) =>
+        tx.query(`INSERT INTO "${schema}".business VALUES (3)`, (err) => (err ? reject(err) : resolve())),
+      );
+    });
+    await store.transaction(async (tx) => {
+      await tx.query(`INSERT INTO "${schema}".business VALUES (4)`);
+      await store.insert(tx, [command('deferred.commit')]);
+    });
+    expect(await business()).toEqual([3, 4]);
+    expect((await store.list({ type: 'deferred.commit' })).items).toHaveLength(2);
+  });
+
+  it('sends nothing for a transaction that runs no statement, and hands its client back unchanged', async () => {
+    const single = await openStore(schema, { poolConfig: { max: 1 } });
+    try {
+      await expect(single.transaction(() => Promise.resolve('nothing to do'))).resolves.toBe('nothing to do');
+      await single.transaction((tx) => single.insert(tx, [command('deferred.single')]));
+      const client = await single.pool.connect();
+      try {
+        expect(Object.prototype.hasOwnProperty.call(client, 'query')).toBe(false);
+        expect(client.getTransactionStatus()).toBe('I');
+      } finally {
+        client.release();
+      }
+    } finally {
+      await single.close();
+    }
+  });
+
   it('keeps times exact to the millisecond', async () => {
     const runAt = new Date('2031-02-03T04:05:06.789Z');
     const [id] = await store.transaction((tx) => store.insert(tx, [command('times', {}, { runAt })]));

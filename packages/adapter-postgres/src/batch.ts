@@ -1,0 +1,116 @@
+import type { Connection, Submittable } from 'pg';
+
+/** One statement of a batch: values bound as text; with a `name`, prepared once per connection. */
+export interface BatchStep {
+  readonly text: string;
+  readonly values?: readonly (string | null)[];
+  readonly name?: string;
+  /** Its rows come back (the last such step's). */
+  readonly rows?: boolean;
+}
+
+/** What the server answered, up to the first error. */
+export interface BatchAnswer {
+  /** Command tags of the steps that completed, in order. */
+  readonly tags: readonly string[];
+  readonly rows: readonly Record<string, string | null>[];
+  /** The first failure (the server skipped the rest), or the connection's loss. */
+  readonly error: Error | null;
+}
+
+/**
+ * Several statements in one write and one round trip: extended protocol, one Sync at the end, so
+ * pg's client sees a single query. Each statement runs as it would alone (a COMMIT commits at
+ * once; statements outside a transaction block share one implicit transaction up to the Sync).
+ * It never rejects: the caller reads the tags to tell which statements took effect.
+ */
+export class Batch implements Submittable {
+  readonly done: Promise<BatchAnswer>;
+  readonly #tags: string[] = [];
+  #fields: string[] = [];
+  readonly #rows: Record<string, string | null>[] = [];
+  #settle!: (answer: BatchAnswer) => void;
+  /** Named statements this batch parses: recorded as prepared once it all went well. */
+  readonly #preparing: { connection: Connection; name: string; text: string }[] = [];
+  #ended = false;
+
+  constructor(private readonly steps: readonly BatchStep[]) {
+    this.done = new Promise((resolve) => (this.#settle = resolve));
+  }
+
+  submit(connection: Connection): void {
+    connection.stream.cork?.();
+    try {
+      for (const step of this.steps) this.#send(connection, step);
+      connection.sync();
+    } finally {
+      connection.stream.uncork?.();
+    }
+  }
+
+  handleCommandComplete(msg: { text?: string }): void {
+    this.#tags.push(msg.text ?? '');
+  }
+
+  handleRowDescription(msg: { fields: readonly { name: string }[] }): void {
+    this.#fields = msg.fields.map((f) => f.name);
+    this.#rows.length = 0;
+  }
+
+  handleDataRow(msg: { fields: readonly (string | null)[] }): void {
+    const row: Record<string, string | null> = {};
+    this.#fields.forEach((name, i) => (row[name] = msg.fields[i] ?? null));
+    this.#rows.push(row);
+  }
+
+  /** An error answer (the client then drops this query and ignores its ReadyForQuery) or the connection lost. */
+  handleError(err: Error): void {
+    this.#end(err);
+  }
+
+  handleReadyForQuery(): void {
+    this.#end(null);
+  }
+
+  // Nothing here copies or suspends a portal; these exist because the client may call them.
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyInResponse(): void {}
+  handleCopyData(): void {}
+
+  #send(connection: Connection, step: BatchStep): void {
+    const { name = '', text, values = [] } = step;
+    const prepared = preparedStatements(connection);
+    if (name === '') connection.parse({ name, text, types: [] }, true);
+    else if (prepared[name] !== text) {
+      // Closing first makes the Parse safe even if an earlier batch created it and then failed.
+      connection.close({ type: 'S', name }, true);
+      connection.parse({ name, text, types: [] }, true);
+      this.#preparing.push({ connection, name, text });
+    }
+    connection.bind({ statement: name, values: [...values] }, true);
+    if (step.rows) connection.describe({ type: 'P', name: '' }, true);
+    connection.execute({}, true); // all rows
+  }
+
+  #end(error: Error | null): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (error === null) {
+      for (const { connection, name, text } of this.#preparing) preparedStatements(connection)[name] = text;
+    }
+    this.#settle({ tags: this.#tags, rows: this.#rows, error });
+  }
+}
+
+/**
+ * pg's own record of the statements prepared on a connection (what its Query consults before
+ * parsing a named statement again), kept up to date so both paths agree. Batches use names of
+ * their own, never ones pg's queries use, so a batch that failed after a Parse cannot make pg's
+ * next Parse of a shared name collide.
+ */
+function preparedStatements(connection: Connection): Record<string, string | undefined> {
+  const c = connection as Connection & { parsedStatements?: Record<string, string | undefined> };
+  c.parsedStatements ??= {};
+  return c.parsedStatements;
+}
