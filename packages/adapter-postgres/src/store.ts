@@ -215,16 +215,9 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async claimById(p: ClaimByIdParams): Promise<ClaimedCommand | null> {
-    const types = p.types === undefined ? null : requireTypes(p.types);
-    const values = [
-      requireId(p.id),
-      requireTime('now', p.now),
-      requireToken(p.token),
-      requireLease(p.leaseMs),
-      types,
-    ];
-    if (types !== null && types.length === 0) return null;
-    const [row] = await this.hot<CommandRow>(this.sql.claimById, values);
+    const v = claimByIdValues(p);
+    if (v === null) return null;
+    const [row] = await this.hot<CommandRow>(this.sql.claimById, [v.id, v.now, v.token, v.leaseMs, v.types]);
     return row ? (toRecord(row) as ClaimedCommand) : null;
   }
 
@@ -233,16 +226,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
    * null when `tx` is not an open transaction of this store's transaction() or already has one.
    */
   claimByIdOnCommit(tx: ClientBase, p: ClaimByIdParams): Promise<ClaimedCommand | null> | null {
-    const types = p.types === undefined ? null : requireTypes(p.types);
-    const values = [
-      requireId(p.id),
-      requireTime('now', p.now),
-      requireToken(p.token),
-      String(requireLease(p.leaseMs)),
-      types === null ? null : textArray(types),
-    ];
-    if (types !== null && types.length === 0) return null;
-    const claimed = this.riders.claimOnCommit(tx, values);
+    const v = claimByIdValues(p);
+    // No types to claim: settled at once, like claimById's null.
+    if (v === null) return Promise.resolve(null);
+    const types = v.types === null ? null : textArray(v.types);
+    const claimed = this.riders.claimOnCommit(tx, [v.id, v.now, v.token, String(v.leaseMs), types]);
     return claimed && claimed.then((row) => (row ? (toRecord(row) as ClaimedCommand) : null));
   }
 
@@ -504,6 +492,25 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
  */
 function preparedName(text: string): string {
   return `asynccmd_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+}
+
+/** claimById's checked values, or null when `types` is given and empty (nothing can be claimed). */
+function claimByIdValues(p: ClaimByIdParams): {
+  id: string;
+  now: string;
+  token: string;
+  leaseMs: number;
+  types: string[] | null;
+} | null {
+  const types = p.types === undefined ? null : requireTypes(p.types);
+  const values = {
+    id: requireId(p.id),
+    now: requireTime('now', p.now),
+    token: requireToken(p.token),
+    leaseMs: requireLease(p.leaseMs),
+    types,
+  };
+  return types !== null && types.length === 0 ? null : values;
 }
 
 /** A text[] literal of `items`, bound as one text value: every item quoted, `"` and `\` escaped. */

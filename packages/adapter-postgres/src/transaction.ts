@@ -84,7 +84,6 @@ export async function runInTransaction<T>(
     try {
       result = await fn(client);
     } catch (err) {
-      begin.restore();
       if (begin.sent) {
         await client.query('ROLLBACK').catch((rollbackError: unknown) => {
           broken ??= asError(rollbackError);
@@ -92,7 +91,7 @@ export async function runInTransaction<T>(
       }
       throw err;
     }
-    begin.restore();
+    // (ROLLBACK and COMMIT pass through the held-back BEGIN untouched: it went out, or nothing ran.)
     // Nothing ran, nothing to commit (and nothing to announce or claim).
     outcome = begin.sent
       ? await commit(client, companion?.withCommit(client))
