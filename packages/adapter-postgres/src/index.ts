@@ -39,10 +39,10 @@ export interface PostgresStoreOptions {
   readonly listenReconnectMaxMs?: number;
   /**
    * Default false: the store's own hot-path writes (claimDue, claimById, heartbeat, complete,
-   * release, fail) run on a second pool of its own with `synchronous_commit = off`, so they do not
-   * wait for the WAL flush. If the database server crashes, the last few hundred ms of those writes
-   * may be undone: a claim or outcome is lost and the command runs again (at-least-once; executors
-   * are idempotent). Submits (in your transaction), `transaction()`, admin transitions, reclaim,
+   * release, fail) run on a second pool of its own (and, for claims, the LISTEN connection) with
+   * `synchronous_commit = off`, so they do not wait for the WAL flush. If the database server
+   * crashes, the last few hundred ms of those writes may be undone: a claim or outcome is lost and
+   * the command runs again (at-least-once; executors are idempotent). Submits (in your transaction), `transaction()`, admin transitions, reclaim,
    * purge and migrations stay durable. True runs everything on one pool, durably. A `pool` you pass
    * in is always used as it is (durable unless you configured it otherwise).
    */
@@ -86,7 +86,8 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
   const hotPool = ownsPool && options.durableClaims !== true ? ownPool(FAST_COMMIT_OPTIONS) : pool;
   const wakeups = new PostgresWakeups({
     pool,
-    clientConfig: listenConfig(pool),
+    // Claims after a wake-up may run on the LISTEN connection: it takes the hot path's settings.
+    clientConfig: listenConfig(hotPool),
     channel: names.channel,
     windowMs,
     reconnectMinMs,

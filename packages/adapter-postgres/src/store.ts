@@ -79,7 +79,8 @@ const UNIQUE_VIOLATION = '23505';
 /**
  * The store port on PostgreSQL (see core `CommandStore` for each operation's contract). Submits run
  * on the caller's client inside the caller's transaction; everything else is one statement in
- * autocommit: claims, heartbeats and outcomes on `hotPool`, the rest on `pool`.
+ * autocommit: claims, heartbeats and outcomes on `hotPool` (a claim on the LISTEN connection when
+ * it is free), the rest on `pool`.
  */
 export class PostgresCommandStore implements CommandStore<PoolClient> {
   readonly dialect = 'postgres';
@@ -209,7 +210,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const types = requireTypes(p.types);
     const values = [requireTime('now', p.now), types, limit, requireToken(p.token), requireLease(p.leaseMs)];
     if (limit === 0 || types.length === 0) return [];
-    const rows = await this.hot<CommandRow>(this.sql.claimDue, values);
+    const claim = (on: Queryable): Promise<CommandRow[]> =>
+      this.prepared<CommandRow>(on, this.sql.claimDue, values);
+    // On the LISTEN connection when it is free: a claim mostly follows a wake-up it just delivered.
+    const rows = await (this.wakeups.lend(claim) ?? claim(this.hotPool));
     // RETURNING has no order; the port promises claim order.
     return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
   }

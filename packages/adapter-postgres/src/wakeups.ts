@@ -5,7 +5,10 @@ import type { ClientBase, ClientConfig, Notification, Pool } from 'pg';
 export interface PostgresWakeupsOptions {
   /** Sends the NOTIFYs (outside any caller transaction). */
   readonly pool: Pool;
-  /** Opens the dedicated LISTEN connection. */
+  /**
+   * Opens the dedicated LISTEN connection, which also runs claims that follow a wake-up (see
+   * lend): give it the hot path's session settings.
+   */
   readonly clientConfig: ClientConfig;
   readonly channel: string;
   /** At most one NOTIFY per window per process. */
@@ -31,6 +34,8 @@ export interface PostgresWakeupsOptions {
  * pg_terminate_backend, network) it reconnects on its own with backoff and then wakes the
  * subscribers once, since notifications sent meanwhile were lost; until then the poll loop is the
  * fallback.
+ *
+ * lend() lets the claim that follows a wake-up run on the LISTEN connection while it is free.
  */
 export class PostgresWakeups implements WakeupChannel<ClientBase> {
   private readonly subscribers = new Set<() => void>();
@@ -44,6 +49,8 @@ export class PostgresWakeups implements WakeupChannel<ClientBase> {
   private windowTimer: NodeJS.Timeout | null = null;
   private notifyPending = false;
   private closed = false;
+  /** The statement running on the LISTEN connection for lend(), settled either way; null when free. */
+  private lent: Promise<void> | null = null;
 
   constructor(private readonly options: PostgresWakeupsOptions) {}
 
@@ -63,6 +70,28 @@ export class PostgresWakeups implements WakeupChannel<ClientBase> {
       this.subscribers.delete(onWake);
       if (this.subscribers.size === 0) await this.stopListening();
     };
+  }
+
+  /**
+   * Runs `use` on the LISTEN connection when it is up and free; null otherwise (run it elsewhere).
+   * For the claim that follows a wake-up: that backend has just run (it delivered the
+   * notification) and answers sooner than a pooled one idle since the last command. A
+   * notification arriving meanwhile is delivered once the statement is over.
+   */
+  lend<T>(use: (client: ClientBase) => Promise<T>): Promise<T> | null {
+    const client = this.client;
+    if (client === null || this.lent !== null) return null;
+    const running = use(client);
+    const lent: Promise<void> = running.then(
+      () => this.returned(lent),
+      () => this.returned(lent),
+    );
+    this.lent = lent;
+    return running;
+  }
+
+  private returned(lent: Promise<void>): void {
+    if (this.lent === lent) this.lent = null;
   }
 
   notify(): void {
@@ -192,6 +221,7 @@ export class PostgresWakeups implements WakeupChannel<ClientBase> {
     const client = this.client;
     this.client = null;
     this.failures = 0;
+    await this.lent; // a lent statement ends before its connection does
     if (client) await client.end().catch(() => undefined);
   }
 

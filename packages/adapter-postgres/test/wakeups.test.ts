@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore } from '../src/index.js';
+import { createPostgresStore, tableNames } from '../src/index.js';
 import type { PostgresCommandStore } from '../src/index.js';
-import { command, dropSchema, openStore, uniqueSchema } from './helpers.js';
+import { randomUUID } from 'node:crypto';
+import { adminQuery, command, dropSchema, openStore, uniqueSchema } from './helpers.js';
 
 const schema = uniqueSchema('acpg_wake');
 let sender: PostgresCommandStore;
@@ -28,6 +29,16 @@ async function nextWake(store: PostgresCommandStore): Promise<void> {
   } finally {
     await stop();
   }
+}
+
+/** The backend pid of the one LISTEN connection on this file's table, found by the statement it last ran. */
+async function listenerPid(): Promise<number> {
+  const { channel } = tableNames(schema, 'async_command');
+  const rows = await adminQuery<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE query = $1`, [
+    `LISTEN "${channel}"`,
+  ]);
+  expect(rows).toHaveLength(1);
+  return rows[0]!.pid;
 }
 
 describe('PostgreSQL wake-ups', () => {
@@ -180,6 +191,74 @@ describe('PostgreSQL wake-ups', () => {
     await stopBad();
     expect(receiver.wakeups.listening).toBe(true);
     await stopGood();
+    expect(receiver.wakeups.listening).toBe(false);
+  });
+
+  it('runs a claim on the LISTEN connection while it is free, on the hot pool otherwise', async () => {
+    const stop = await receiver.wakeups.subscribe(() => undefined);
+    try {
+      const listener = await listenerPid();
+      await sender.transaction((tx) => sender.insert(tx, [command('lend.a'), command('lend.a')]));
+      const claim = (): Promise<unknown[]> =>
+        receiver.claimDue({
+          types: ['lend.a'],
+          limit: 1,
+          now: new Date(),
+          token: randomUUID(),
+          leaseMs: 60_000,
+        });
+      // Two claims at once: one on the LISTEN connection, the other on the pool; each gets its own row.
+      const [first, second] = await Promise.all([claim(), claim()]);
+      expect(first).toHaveLength(1);
+      expect(second).toHaveLength(1);
+      expect(first).not.toEqual(second);
+      const [activity] = await adminQuery<{ query: string }>(
+        'SELECT query FROM pg_stat_activity WHERE pid = $1',
+        [listener],
+      );
+      expect(activity?.query).toContain('FOR UPDATE SKIP LOCKED');
+      // Notifications still arrive on it between claims.
+      let woken = 0;
+      const stopCounting = await receiver.wakeups.subscribe(() => (woken += 1));
+      sender.wakeups.notify();
+      for (let i = 0; i < 200 && woken === 0; i++) await sleep(5);
+      await stopCounting();
+      expect(woken).toBe(1);
+    } finally {
+      await stop();
+    }
+    expect(receiver.wakeups.lend(async () => 'unused')).toBeNull(); // not listening
+  });
+
+  it('gives the LISTEN connection the hot path session: no WAL flush wait unless claims are durable', async () => {
+    const durable = await openStore(schema, { durableClaims: true });
+    const setting = async (store: PostgresCommandStore): Promise<unknown> => {
+      const stop = await store.wakeups.subscribe(() => undefined);
+      try {
+        const lent = store.wakeups.lend((c) =>
+          c.query<{ synchronous_commit: string }>('SHOW synchronous_commit'),
+        );
+        expect(lent).not.toBeNull();
+        return (await lent)?.rows[0]?.synchronous_commit;
+      } finally {
+        await stop();
+      }
+    };
+    try {
+      expect(await setting(receiver)).toBe('off');
+      expect(await setting(durable)).toBe('on');
+    } finally {
+      await durable.close();
+    }
+  });
+
+  it('lends the LISTEN connection to one statement at a time, and ends it only once that is over', async () => {
+    const stop = await receiver.wakeups.subscribe(() => undefined);
+    const slow = receiver.wakeups.lend((c) => c.query('SELECT pg_sleep(0.2)'));
+    expect(slow).not.toBeNull();
+    expect(receiver.wakeups.lend(async () => 'busy')).toBeNull();
+    await stop(); // the last subscriber leaves while the statement runs
+    await expect(slow).resolves.toBeDefined();
     expect(receiver.wakeups.listening).toBe(false);
   });
 
