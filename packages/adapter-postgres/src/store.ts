@@ -79,8 +79,8 @@ const UNIQUE_VIOLATION = '23505';
 /**
  * The store port on PostgreSQL (see core `CommandStore` for each operation's contract). Submits run
  * on the caller's client inside the caller's transaction; everything else is one statement in
- * autocommit: claims, heartbeats and outcomes on `hotPool` (a claim on the LISTEN connection when
- * it is free), the rest on `pool`.
+ * autocommit: claims, heartbeats and outcomes on `hotPool` (the claim that follows a notification
+ * on the LISTEN connection), the rest on `pool`.
  */
 export class PostgresCommandStore implements CommandStore<PoolClient> {
   readonly dialect = 'postgres';
@@ -212,8 +212,8 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     if (limit === 0 || types.length === 0) return [];
     const claim = (on: Queryable): Promise<CommandRow[]> =>
       this.prepared<CommandRow>(on, this.sql.claimDue, values);
-    // On the LISTEN connection when it is free: a claim mostly follows a wake-up it just delivered.
-    const rows = await (this.wakeups.lend(claim) ?? claim(this.hotPool));
+    // The claim that follows a notification runs on the LISTEN connection that just delivered it.
+    const rows = await (this.wakeups.lendAfterWake(claim) ?? claim(this.hotPool));
     // RETURNING has no order; the port promises claim order.
     return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
   }

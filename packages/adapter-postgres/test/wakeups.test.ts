@@ -41,6 +41,19 @@ async function listenerPid(): Promise<number> {
   return rows[0]!.pid;
 }
 
+/** Returns once `store`, already subscribed, has received a notification sent by `sender`. */
+async function notified(store: PostgresCommandStore): Promise<void> {
+  let wake!: () => void;
+  const woken = new Promise<void>((resolve) => (wake = resolve));
+  const stop = await store.wakeups.subscribe(() => wake());
+  try {
+    sender.wakeups.notify();
+    await woken;
+  } finally {
+    await stop();
+  }
+}
+
 describe('PostgreSQL wake-ups', () => {
   it('says so in its capabilities', () => {
     expect(sender.capabilities).toEqual({ skipLocked: true, wakeups: true });
@@ -194,11 +207,18 @@ describe('PostgreSQL wake-ups', () => {
     expect(receiver.wakeups.listening).toBe(false);
   });
 
-  it('runs a claim on the LISTEN connection while it is free, on the hot pool otherwise', async () => {
-    const stop = await receiver.wakeups.subscribe(() => undefined);
+  it('runs the claim that follows a notification on the LISTEN connection, other claims on the pool', async () => {
+    let woken = 0;
+    const stop = await receiver.wakeups.subscribe(() => (woken += 1));
     try {
       const listener = await listenerPid();
-      await sender.transaction((tx) => sender.insert(tx, [command('lend.a'), command('lend.a')]));
+      const lastQuery = async (): Promise<string | undefined> =>
+        (
+          await adminQuery<{ query: string }>('SELECT query FROM pg_stat_activity WHERE pid = $1', [listener])
+        )[0]?.query;
+      await sender.transaction((tx) =>
+        sender.insert(tx, [command('lend.a'), command('lend.a'), command('lend.a')]),
+      );
       const claim = (): Promise<unknown[]> =>
         receiver.claimDue({
           types: ['lend.a'],
@@ -207,27 +227,26 @@ describe('PostgreSQL wake-ups', () => {
           token: randomUUID(),
           leaseMs: 60_000,
         });
-      // Two claims at once: one on the LISTEN connection, the other on the pool; each gets its own row.
+      // No notification yet: a poll's claim runs on the pool.
+      expect(await claim()).toHaveLength(1);
+      expect(await lastQuery()).toMatch(/^LISTEN /);
+      sender.wakeups.notify();
+      for (let i = 0; i < 200 && woken === 0; i++) await sleep(5);
+      expect(woken).toBe(1);
+      // Two claims at once after it: one on the LISTEN connection, the other on the pool.
       const [first, second] = await Promise.all([claim(), claim()]);
       expect(first).toHaveLength(1);
       expect(second).toHaveLength(1);
       expect(first).not.toEqual(second);
-      const [activity] = await adminQuery<{ query: string }>(
-        'SELECT query FROM pg_stat_activity WHERE pid = $1',
-        [listener],
-      );
-      expect(activity?.query).toContain('FOR UPDATE SKIP LOCKED');
-      // Notifications still arrive on it between claims.
-      let woken = 0;
-      const stopCounting = await receiver.wakeups.subscribe(() => (woken += 1));
+      expect(await lastQuery()).toContain('FOR UPDATE SKIP LOCKED');
+      // Lent once per notification; and notifications still arrive on it afterwards.
+      expect(receiver.wakeups.lendAfterWake(async () => 'again')).toBeNull();
       sender.wakeups.notify();
-      for (let i = 0; i < 200 && woken === 0; i++) await sleep(5);
-      await stopCounting();
-      expect(woken).toBe(1);
+      for (let i = 0; i < 200 && woken === 1; i++) await sleep(5);
+      expect(woken).toBe(2);
     } finally {
       await stop();
     }
-    expect(receiver.wakeups.lend(async () => 'unused')).toBeNull(); // not listening
   });
 
   it('gives the LISTEN connection the hot path session: no WAL flush wait unless claims are durable', async () => {
@@ -235,7 +254,8 @@ describe('PostgreSQL wake-ups', () => {
     const setting = async (store: PostgresCommandStore): Promise<unknown> => {
       const stop = await store.wakeups.subscribe(() => undefined);
       try {
-        const lent = store.wakeups.lend((c) =>
+        await notified(store);
+        const lent = store.wakeups.lendAfterWake((c) =>
           c.query<{ synchronous_commit: string }>('SHOW synchronous_commit'),
         );
         expect(lent).not.toBeNull();
@@ -252,14 +272,15 @@ describe('PostgreSQL wake-ups', () => {
     }
   });
 
-  it('lends the LISTEN connection to one statement at a time, and ends it only once that is over', async () => {
+  it('ends the LISTEN connection only once a statement lent to it is over', async () => {
     const stop = await receiver.wakeups.subscribe(() => undefined);
-    const slow = receiver.wakeups.lend((c) => c.query('SELECT pg_sleep(0.2)'));
+    await notified(receiver);
+    const slow = receiver.wakeups.lendAfterWake((c) => c.query('SELECT pg_sleep(0.2)'));
     expect(slow).not.toBeNull();
-    expect(receiver.wakeups.lend(async () => 'busy')).toBeNull();
     await stop(); // the last subscriber leaves while the statement runs
     await expect(slow).resolves.toBeDefined();
     expect(receiver.wakeups.listening).toBe(false);
+    expect(receiver.wakeups.lendAfterWake(async () => 'unused')).toBeNull(); // not listening
   });
 
   it('subscribes without a reachable server (polling covers the gap) and closes promptly', async () => {
