@@ -2,7 +2,7 @@ import type { Logger } from '@asynccmd/core';
 import type { ClientBase } from 'pg';
 import type { AfterCommit, CommitOutcome } from './commit.js';
 import type { CommandRow } from './rows.js';
-import type { CommitCompanion, DeferredBegin } from './transaction.js';
+import type { CommitCompanion, DeferredStatements } from './transaction.js';
 import type { PostgresWakeups } from './wakeups.js';
 
 interface ClaimOnCommit {
@@ -19,7 +19,7 @@ interface ClaimOnCommit {
  * sooner.
  */
 export class CommitRiders implements CommitCompanion {
-  readonly #open = new WeakMap<ClientBase, DeferredBegin>();
+  readonly #open = new WeakMap<ClientBase, DeferredStatements>();
   readonly #claims = new WeakMap<ClientBase, ClaimOnCommit>();
 
   constructor(
@@ -41,13 +41,13 @@ export class CommitRiders implements CommitCompanion {
     });
   }
 
-  opened(client: ClientBase, begin: DeferredBegin): void {
-    this.#open.set(client, begin);
+  opened(client: ClientBase, deferred: DeferredStatements): void {
+    this.#open.set(client, deferred);
     this.wakeups.opened(client);
   }
 
-  /** The held-back BEGIN of an open store transaction (transaction.ts), or undefined. */
-  deferredBegin(client: ClientBase): DeferredBegin | undefined {
+  /** What an open store transaction holds back (transaction.ts), or undefined for any other client. */
+  deferred(client: ClientBase): DeferredStatements | undefined {
     return this.#open.get(client);
   }
 

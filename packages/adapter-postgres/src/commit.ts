@@ -2,6 +2,9 @@ import { TransactionRolledBackError } from '@asynccmd/core';
 import type { ClientBase } from 'pg';
 import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
 
+/** SQLSTATE 25P02: a statement sent after an error in the transaction, refused. */
+const IN_FAILED_TRANSACTION = '25P02';
+
 /** Statements to run right after COMMIT, in the same round trip (see `commit`). */
 export interface AfterCommit {
   /** A statement without values, e.g. `NOTIFY "channel"`. */
@@ -26,19 +29,33 @@ export interface CommitOutcome {
 }
 
 /**
- * Sends COMMIT — and, when `after` is given, the statements to run once it is done — in one write
- * and one round trip, then tells the outcomes apart. The commit decides whether the call fails; a
- * failure of what came after is reported in the outcome, since the transaction has committed. What
- * comes after runs in one implicit transaction of its own, never in the caller's. A COMMIT
- * answered with ROLLBACK (a statement in the transaction had failed and its error was caught)
- * rejects with TransactionRolledBackError.
+ * Sends the transaction's last statements (`before`, held back until now), COMMIT and, when
+ * `after` is given, the statements to run once it is done — in one write and one round trip — then
+ * tells the outcomes apart. The commit decides whether the call fails; a failure of what came
+ * after is reported in the outcome, since the transaction has committed. What comes after runs in
+ * one implicit transaction of its own, never in the caller's. A statement of `before` that fails
+ * means nothing was committed: the transaction is rolled back and the call rejects with its error.
+ * A COMMIT answered with ROLLBACK (a statement in the transaction had failed and its error was
+ * caught) rejects with TransactionRolledBackError.
  */
-export async function commit(client: ClientBase, after?: AfterCommit): Promise<CommitOutcome> {
-  const steps: BatchStep[] = [{ text: 'COMMIT' }];
+export async function commit(
+  client: ClientBase,
+  after?: AfterCommit,
+  before: readonly BatchStep[] = [],
+): Promise<CommitOutcome> {
+  const steps: BatchStep[] = [...before, { text: 'COMMIT' }];
   if (after?.statement !== undefined) steps.push({ text: after.statement });
   if (after?.query !== undefined) steps.push({ ...after.query, rows: true });
   const { tags, rows, error } = await runBatch(client, steps);
-  const [tag] = tags;
+  if (before.length > 0 && tags.length <= before.length && error !== null) {
+    // A statement ahead of COMMIT failed and the server skipped the rest: roll back, report it —
+    // as a rolled-back transaction when it failed only because an earlier (caught) error had
+    // already doomed it.
+    await client.query('ROLLBACK').catch(() => undefined);
+    if ((error as { code?: unknown }).code === IN_FAILED_TRANSACTION) throw new TransactionRolledBackError();
+    throw error;
+  }
+  const tag = tags[before.length];
   if (tag === 'COMMIT') return { afterError: error, rows: error ? [] : rows };
   if (tag === 'ROLLBACK') throw new TransactionRolledBackError();
   throw error ?? new Error(`COMMIT answered ${tag ?? 'nothing'}`);

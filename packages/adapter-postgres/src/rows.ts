@@ -78,3 +78,8 @@ export function toDate(text: string): Date {
 function toDateOrNull(text: string | null): Date | null {
   return text === null ? null : toDate(text);
 }
+
+/** Ids are decimal text: compare by length first. */
+export function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

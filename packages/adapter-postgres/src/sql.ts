@@ -63,6 +63,14 @@ export function buildSql(n: TableNames) {
       VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, ${NOW}, ${NOW})
       RETURNING id`,
 
+    /** insertOne with its id taken ahead ($1; see id-reserve.ts), held back to the next statement. */
+    insertOneWithId: `
+      INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
+      VALUES ($1::bigint, $2, $3, $4::json, $5::integer, COALESCE($6::timestamptz, ${NOW}), $7, $8::json, ${NOW}, ${NOW})`,
+
+    /** $1 the table (quoted, qualified), $2 how many: ids of its identity sequence, each its own. */
+    takeIds: `SELECT nextval(pg_get_serial_sequence($1, 'id'))::text AS id FROM generate_series(1, $2)`,
+
     /**
      * Idempotent submit: the partial unique index decides. When the insert yields to an unfinished
      * holder, the holder's id is read in the same statement, unless the holder committed after

@@ -43,7 +43,8 @@ import { commandValues, errorText, optionalText, reasonText, refArrays, requireT
 import type { CommandValues } from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
-import { RAW_TYPES, toDate, toRecord } from './rows.js';
+import { IdReserve } from './id-reserve.js';
+import { compareIds, RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
@@ -75,6 +76,11 @@ const IDEMPOTENT_ATTEMPTS = 20;
 /** An admin write is tried again when the row changed between its guarded UPDATE and the re-read. */
 const ADMIN_ATTEMPTS = 5;
 const UNIQUE_VIOLATION = '23505';
+/**
+ * Ids taken ahead per refill (IdReserve): a refill is one round trip per half a block of
+ * submits in store transactions; an unused block is at most this many gaps in the sequence.
+ */
+const ID_BLOCK = 128;
 
 /**
  * The store port on PostgreSQL (see core `CommandStore` for each operation's contract). Submits run
@@ -99,6 +105,8 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   private readonly preparedNames = new Map<string, string>();
   private readonly riders: CommitRiders;
   private readonly insertWithBegin: { readonly name: string; readonly text: string };
+  private readonly insertWithId: { readonly name: string; readonly text: string };
+  private readonly ids: IdReserve;
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
@@ -119,6 +127,8 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     // A text (so a prepared name) of its own, never used by pg's own queries (see batch.ts).
     const insertWithBegin = `${this.sql.insertOne}\n-- after BEGIN`;
     this.insertWithBegin = { name: this.preparedName(insertWithBegin), text: insertWithBegin };
+    this.insertWithId = { name: this.preparedName(this.sql.insertOneWithId), text: this.sql.insertOneWithId };
+    this.ids = new IdReserve(this.pool, this.sql.takeIds, parts.names.table, ID_BLOCK, parts.logger);
     this.riders = new CommitRiders(
       this.wakeups,
       { name: this.preparedName(claimAfterCommit), text: claimAfterCommit },
@@ -149,9 +159,19 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     if (values.length === 0) return [];
     if (values.length === 1) {
       const params = rowParams(values[0]!);
-      // The first statement of a store transaction: its BEGIN goes out in the same round trip.
-      const begin = this.riders.deferredBegin(tx)?.take();
-      if (begin) return [await this.beginAndInsertOne(tx, begin, params)];
+      const deferred = this.riders.deferred(tx);
+      if (deferred) {
+        // A store transaction: with its id known ahead, the INSERT waits to go out with the
+        // transaction's next statement or its COMMIT.
+        const id = this.ids.take();
+        if (id !== null) {
+          deferred.hold({ ...this.insertWithId, values: [id, ...params.map(asText)] });
+          return [id];
+        }
+        // Else, as its first statement, BEGIN goes out in the same round trip.
+        const begin = deferred.take();
+        if (begin) return [await this.beginAndInsertOne(tx, begin, params)];
+      }
       return (await this.prepared<{ id: string }>(tx, this.sql.insertOne, params)).map((r) => r.id);
     }
     const rows = await this.prepared<{ id: string }>(tx, this.sql.insert, [
@@ -172,7 +192,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       { text: begin },
       {
         ...this.insertWithBegin,
-        values: params.map((p) => (p === null ? null : String(p))),
+        values: params.map(asText),
         rows: true,
       },
     ]);
@@ -383,7 +403,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   /** Stops wake-ups and, when the store opened the pool, ends it. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await this.wakeups.close();
+      await Promise.all([this.wakeups.close(), this.ids.close()]);
       for (const pool of this.pools()) {
         if (this.ownsPool) await pool.end();
         else pool.removeListener('error', this.onIdleError);
@@ -523,6 +543,11 @@ function textArray(items: readonly string[]): string {
 }
 
 /** One command's values in the order of the single-row insert statements' parameters. */
+/** A bound value as a batch sends it (batch.ts): text, or null. */
+function asText(value: unknown): string | null {
+  return value === null ? null : String(value);
+}
+
 function rowParams(v: CommandValues): unknown[] {
   return [v.type, v.bizKey, v.payloadJson, v.maxRetry, v.runAt, v.owner, v.headersJson];
 }
@@ -530,11 +555,6 @@ function rowParams(v: CommandValues): unknown[] {
 /** A lease of at least a millisecond: a zero lease would be hung before it was handed out. */
 function requireLease(leaseMs: unknown): number {
   return requireInt('leaseMs', leaseMs, 1);
-}
-
-/** Ids are decimal text: compare by length first. */
-function compareIds(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 function byDueThenId(a: CommandRecord, b: CommandRecord): number {

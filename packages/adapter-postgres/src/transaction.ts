@@ -1,11 +1,12 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
+import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
 import { commit, type AfterCommit, type CommitOutcome } from './commit.js';
 
 export const BEGIN = 'BEGIN ISOLATION LEVEL READ COMMITTED';
 
 /** Takes part in the store's own transactions: may add statements sent with their COMMIT. */
 export interface CommitCompanion {
-  opened(client: ClientBase, begin: DeferredBegin): void;
+  opened(client: ClientBase, deferred: DeferredStatements): void;
   /** What to run right after COMMIT in the same round trip, if anything. */
   withCommit(client: ClientBase): AfterCommit | undefined;
   /** The transaction is over: committed (with what came after), or not (null). */
@@ -13,21 +14,30 @@ export interface CommitCompanion {
 }
 
 /**
- * A transaction's BEGIN, held back until its first statement so that the two can share a round
- * trip: the store's own single-row insert sends them as one batch (`take()`); any other statement
- * on the client sends BEGIN just ahead of itself (queued first on the same connection, as an
- * awaited BEGIN would have been). A transaction that runs no statement never begins at all.
+ * What a store transaction holds back until something must go out, so that it shares a round trip
+ * with what follows: its BEGIN, and single-row inserts whose ids are already known (store.ts
+ * takes them from an IdReserve). The store's own first insert may send BEGIN with it (`take()`);
+ * any other statement on the client first sends what is held, as one batch queued just ahead of
+ * it; COMMIT takes the rest along (`forCommit()`), so a transaction that only submits is one round
+ * trip. A transaction that runs no statement never begins at all.
  */
-export class DeferredBegin {
+export class DeferredStatements {
   #sent = false;
+  #held: BatchStep[] = [];
 
   constructor(
     private readonly client: ClientBase,
     private readonly query: ClientBase['query'],
   ) {
     const send = (...args: unknown[]): unknown => {
-      this.#ensure();
-      return (this.query as (...a: unknown[]) => unknown).apply(client, args);
+      const flushed = this.#flush();
+      const result = (this.query as (...a: unknown[]) => unknown).apply(client, args);
+      // A held insert that failed aborted the transaction: the statement behind it then fails
+      // with "current transaction is aborted"; report the insert's own error instead.
+      if (flushed === null || !(result instanceof Promise)) return result;
+      return result.catch(async (err: unknown) => {
+        throw (await flushed).error ?? err;
+      });
     };
     // An own property over pg's prototype method, for the transaction's duration (see restore).
     client.query = send as ClientBase['query'];
@@ -40,9 +50,38 @@ export class DeferredBegin {
 
   /** The BEGIN statement for the caller to send along with its own, or null once it went out. */
   take(): string | null {
-    if (this.#sent) return null;
+    if (this.#sent || this.#held.length > 0) return null;
     this.#sent = true;
     return BEGIN;
+  }
+
+  /** Holds `step` (a statement that returns nothing the caller waits for) until something goes out. */
+  hold(step: BatchStep): void {
+    this.#held.push(step);
+  }
+
+  /**
+   * What has to go out before COMMIT, in the COMMIT's batch (BEGIN included when it is still held);
+   * empty when nothing ran or was held, and then there is nothing to commit either.
+   */
+  forCommit(): BatchStep[] {
+    return this.pending ? this.#takeAll() : [];
+  }
+
+  /** Whether there is a transaction to commit or roll back: BEGIN went out, or statements wait. */
+  get pending(): boolean {
+    return this.#sent || this.#held.length > 0;
+  }
+
+  /** Drops what is held (the transaction is rolled back); true when BEGIN had gone out. */
+  discard(): boolean {
+    this.#held = [];
+    return this.#sent;
+  }
+
+  /** Runs `text` on pg's own query method, sending nothing held ahead of it. */
+  unpatched(text: string): Promise<unknown> {
+    return (this.query as (text: string) => Promise<unknown>).call(this.client, text);
   }
 
   /** Gives the client its own query method back. */
@@ -50,12 +89,23 @@ export class DeferredBegin {
     delete (this.client as Partial<Pick<ClientBase, 'query'>>).query;
   }
 
-  #ensure(): void {
-    if (this.#sent) return;
+  /** BEGIN unless it went out, then what is held; from now on all of it counts as sent. */
+  #takeAll(): BatchStep[] {
+    const steps = this.#sent ? this.#held : [{ text: BEGIN }, ...this.#held];
     this.#sent = true;
-    // Queued ahead of the statement that triggered it. Should it fail, that statement fails too
-    // (the connection is gone: nothing else makes this BEGIN fail), and so does the transaction.
-    (this.query as (text: string) => Promise<unknown>).call(this.client, BEGIN).catch(() => undefined);
+    this.#held = [];
+    return steps;
+  }
+
+  /** Sends BEGIN and the held statements ahead of a statement of the caller's; null when nothing was held. */
+  #flush(): Promise<BatchAnswer> | null {
+    if (this.#sent && this.#held.length === 0) return null;
+    const steps = this.#takeAll();
+    // Queued ahead of the statement that triggered it: should it fail, that statement fails too,
+    // and so does the transaction.
+    const batch = new Batch(steps);
+    (this.query as (submittable: Batch) => unknown).call(this.client, batch);
+    return batch.done;
   }
 }
 
@@ -77,24 +127,25 @@ export async function runInTransaction<T>(
     broken = err;
   };
   client.on('error', onError);
-  const begin = new DeferredBegin(client, client.query);
+  const deferred = new DeferredStatements(client, client.query);
   try {
-    companion?.opened(client, begin);
+    companion?.opened(client, deferred);
     let result: T;
     try {
       result = await fn(client);
     } catch (err) {
-      if (begin.sent) {
-        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+      // What is still held never went out: dropped. ROLLBACK (on pg's own method: nothing to
+      // flush ahead of it) only when BEGIN did.
+      if (deferred.discard()) {
+        await deferred.unpatched('ROLLBACK').catch((rollbackError: unknown) => {
           broken ??= asError(rollbackError);
         });
       }
       throw err;
     }
-    // (ROLLBACK and COMMIT pass through the held-back BEGIN untouched: it went out, or nothing ran.)
-    // Nothing ran, nothing to commit (and nothing to announce or claim).
-    outcome = begin.sent
-      ? await commit(client, companion?.withCommit(client))
+    // Nothing ran or was held: nothing to commit (and nothing to announce or claim).
+    outcome = deferred.pending
+      ? await commit(client, companion?.withCommit(client), deferred.forCommit())
       : { afterError: null, rows: [] };
     return result;
   } catch (err) {
@@ -102,7 +153,7 @@ export async function runInTransaction<T>(
     if (client.getTransactionStatus() !== 'I') broken ??= asError(err);
     throw err;
   } finally {
-    begin.restore();
+    deferred.restore();
     companion?.ended(client, outcome);
     client.removeListener('error', onError);
     client.release(broken);

@@ -155,7 +155,9 @@ describe('PostgreSQL durability of the store own writes', () => {
       const { rows } = await pool.query<{ n: string }>(
         `SELECT count(*) AS n FROM pg_prepared_statements WHERE name LIKE 'asynccmd\\_%'`,
       );
-      expect(rows[0]!.n).toBe('4'); // per store: the single-row insert and the claim
+      // Per store: the claim, and the single-row insert twice — with BEGIN (the first submit, before
+      // any id was taken ahead) and with its id taken ahead (held back to the COMMIT).
+      expect(rows[0]!.n).toBe('6');
     } finally {
       await a.close();
       await b.close();

@@ -27,6 +27,12 @@ async function untilDatabaseClockPasses(t: Date): Promise<void> {
   while ((await store.now()).getTime() <= t.getTime()) await new Promise((r) => setTimeout(r, 2));
 }
 
+/** Lets the store take ids ahead (a refill follows the first submit), so submits are held back. */
+async function warmIdReserve(): Promise<void> {
+  await store.transaction((tx) => store.insert(tx, [command('held.warm-up')]));
+  await new Promise((r) => setTimeout(r, 50));
+}
+
 describe('PostgresCommandStore', () => {
   it('refuses hostile schema and table names with a typed error', () => {
     const hostile = ['x"; DROP TABLE t; --', 'a b', '1abc', '', 'x'.repeat(49), 'é', 'a-b'];
@@ -284,6 +290,98 @@ describe('PostgresCommandStore', () => {
     });
     expect(await business()).toEqual([3, 4]);
     expect((await store.list({ type: 'deferred.commit' })).items).toHaveLength(2);
+  });
+
+  it('holds a submit back to the COMMIT once its id is known: a submit-only transaction is one round trip', async () => {
+    await warmIdReserve();
+    let statusInside: string | null = '';
+    let syncs = 0;
+    const ids = await store.transaction(async (tx) => {
+      const ids = await store.insert(tx, [command('held.only', { n: 1 })]);
+      statusInside = tx.getTransactionStatus(); // nothing went out yet, not even BEGIN
+      // From here on, count what goes to the server: each batch or query ends with one Sync.
+      const connection = (tx as unknown as { connection: { sync: () => void } }).connection;
+      const sync = connection.sync.bind(connection);
+      connection.sync = () => {
+        syncs += 1;
+        sync();
+      };
+      return ids;
+    });
+    expect(statusInside).toBe('I');
+    expect(syncs).toBe(1); // BEGIN, INSERT and COMMIT in one batch
+    const row = await store.get(ids[0]!);
+    expect(row).toMatchObject({ id: ids[0], type: 'held.only', status: 'PENDING', payload: { n: 1 } });
+    // A rolled-back transaction whose submit was still held sends nothing at all.
+    await expect(
+      store.transaction(async (tx) => {
+        await store.insert(tx, [command('held.dropped')]);
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    expect((await store.list({ type: 'held.dropped' })).items).toEqual([]);
+  });
+
+  it('sends a held submit ahead of the next statement, and reports its own failure, never a later one', async () => {
+    await adminQuery(`CREATE TABLE IF NOT EXISTS "${schema}".held_business (id int PRIMARY KEY)`);
+    await adminQuery(`CREATE OR REPLACE FUNCTION "${schema}".refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.type = 'held.boom' THEN RAISE EXCEPTION 'boom refused'; END IF; RETURN NEW; END $$`);
+    await adminQuery(`CREATE OR REPLACE TRIGGER refuse_boom BEFORE INSERT ON "${schema}".async_command
+      FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_boom()`);
+    await warmIdReserve();
+    // The transaction's next statement sees the held row: it went out just ahead of it.
+    const seen = await store.transaction(async (tx) => {
+      const [id] = await store.insert(tx, [command('held.visible')]);
+      return (await tx.query(`SELECT id FROM ${store.table} WHERE id = $1`, [id])).rowCount;
+    });
+    expect(seen).toBe(1);
+    // Failing ahead of a business statement: that statement rejects with the insert's error.
+    await expect(
+      store.transaction(async (tx) => {
+        await store.insert(tx, [command('held.boom')]);
+        await tx.query(`INSERT INTO "${schema}".held_business VALUES (1)`);
+      }),
+    ).rejects.toThrow('boom refused');
+    // Failing in the COMMIT's batch: the commit rejects with it, business writes rolled back too.
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.query(`INSERT INTO "${schema}".held_business VALUES (2)`);
+        await store.insert(tx, [command('held.boom')]);
+      }),
+    ).rejects.toThrow('boom refused');
+    // A held submit behind an error the application caught: the transaction was already doomed.
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.query('SELECT 1/0').catch(() => undefined);
+        await store.insert(tx, [command('held.doomed')]);
+      }),
+    ).rejects.toMatchObject({ code: 'TRANSACTION_ROLLED_BACK' });
+    expect(await adminQuery(`SELECT id FROM "${schema}".held_business`)).toEqual([]);
+    expect((await store.list({ type: 'held.doomed' })).items).toEqual([]);
+    // The connections went back usable.
+    for (let i = 0; i < 5; i++) {
+      await expect(
+        store.transaction((tx) => store.insert(tx, [command('held.after')])),
+      ).resolves.toHaveLength(1);
+    }
+    await adminQuery(`DROP TRIGGER refuse_boom ON "${schema}".async_command`);
+  });
+
+  it('takes ids ahead without handing one out twice, across stores and concurrent transactions', async () => {
+    const other = await openStore(schema);
+    try {
+      const submitOne = (s: PostgresCommandStore) =>
+        s.transaction((tx) => s.insert(tx, [command('held.unique')]));
+      const ids = (
+        await Promise.all(Array.from({ length: 300 }, (_, i) => submitOne(i % 2 ? store : other)))
+      ).flat();
+      expect(new Set(ids).size).toBe(300);
+      expect((await store.list({ type: 'held.unique', limit: 1000 })).items.map((c) => c.id).sort()).toEqual(
+        [...ids].sort(),
+      );
+    } finally {
+      await other.close();
+    }
   });
 
   it('sends nothing for a transaction that runs no statement, and hands its client back unchanged', async () => {
