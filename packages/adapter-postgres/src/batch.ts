@@ -14,6 +14,8 @@ export interface BatchAnswer {
   /** Command tags of the steps that completed, in order. */
   readonly tags: readonly string[];
   readonly rows: readonly Record<string, string | null>[];
+  /** The rows of each step, by its index (empty for a step that returns none). */
+  readonly stepRows: readonly (readonly Record<string, string | null>[])[];
   /** The first failure (the server skipped the rest), or the connection's loss. */
   readonly error: Error | null;
 }
@@ -29,6 +31,7 @@ export class Batch implements Submittable {
   readonly #tags: string[] = [];
   #fields: string[] = [];
   readonly #rows: Record<string, string | null>[] = [];
+  readonly #stepRows: Record<string, string | null>[][];
   #settle!: (answer: BatchAnswer) => void;
   /** Named statements this batch parses: recorded as prepared once it all went well. */
   readonly #preparing: { connection: Connection; name: string; text: string }[] = [];
@@ -36,6 +39,7 @@ export class Batch implements Submittable {
 
   constructor(private readonly steps: readonly BatchStep[]) {
     this.done = new Promise((resolve) => (this.#settle = resolve));
+    this.#stepRows = steps.map(() => []);
   }
 
   submit(connection: Connection): void {
@@ -61,6 +65,8 @@ export class Batch implements Submittable {
     const row: Record<string, string | null> = {};
     this.#fields.forEach((name, i) => (row[name] = msg.fields[i] ?? null));
     this.#rows.push(row);
+    // Rows come before their step's CommandComplete: they belong to the first step not yet complete.
+    this.#stepRows[this.#tags.length]?.push(row);
   }
 
   /** An error answer (the client then drops this query and ignores its ReadyForQuery) or the connection lost. */
@@ -99,7 +105,7 @@ export class Batch implements Submittable {
     if (error === null) {
       for (const { connection, name, text } of this.#preparing) preparedStatements(connection)[name] = text;
     }
-    this.#settle({ tags: this.#tags, rows: this.#rows, error });
+    this.#settle({ tags: this.#tags, rows: this.#rows, stepRows: this.#stepRows, error });
   }
 }
 

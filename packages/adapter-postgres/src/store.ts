@@ -43,6 +43,7 @@ import { commandValues, errorText, optionalText, reasonText, refArrays, requireT
 import type { CommandValues } from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
+import { arrayLiteral, HotStatements } from './hot-statements.js';
 import { IdReserve } from './id-reserve.js';
 import { compareIds, RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
@@ -107,6 +108,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   private readonly insertWithBegin: { readonly name: string; readonly text: string };
   private readonly insertWithId: { readonly name: string; readonly text: string };
   private readonly ids: IdReserve;
+  private readonly hotStatements: HotStatements;
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
@@ -128,6 +130,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const insertWithBegin = `${this.sql.insertOne}\n-- after BEGIN`;
     this.insertWithBegin = { name: this.preparedName(insertWithBegin), text: insertWithBegin };
     this.insertWithId = { name: this.preparedName(this.sql.insertOneWithId), text: this.sql.insertOneWithId };
+    this.hotStatements = new HotStatements(
+      this.hotPool,
+      (statement) => this.prepared(this.hotPool, statement.text, statement.values),
+      parts.logger,
+    );
     this.ids = new IdReserve(this.pool, this.sql.takeIds, parts.names.table, ID_BLOCK, parts.logger);
     this.riders = new CommitRiders(
       this.wakeups,
@@ -230,10 +237,9 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const types = requireTypes(p.types);
     const values = [requireTime('now', p.now), types, limit, requireToken(p.token), requireLease(p.leaseMs)];
     if (limit === 0 || types.length === 0) return [];
-    const claim = (on: Queryable): Promise<CommandRow[]> =>
-      this.prepared<CommandRow>(on, this.sql.claimDue, values);
     // The claim that follows a notification runs on the LISTEN connection that just delivered it.
-    const rows = await (this.wakeups.lendAfterWake(claim) ?? claim(this.hotPool));
+    const lent = this.wakeups.lendAfterWake((on) => this.prepared<CommandRow>(on, this.sql.claimDue, values));
+    const rows = await (lent ?? this.hot<CommandRow>(this.sql.claimDue, values));
     // RETURNING has no order; the port promises claim order.
     return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
   }
@@ -253,7 +259,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const v = claimByIdValues(p);
     // No types to claim: settled at once, like claimById's null.
     if (v === null) return Promise.resolve(null);
-    const types = v.types === null ? null : textArray(v.types);
+    const types = v.types === null ? null : arrayLiteral(v.types);
     const claimed = this.riders.claimOnCommit(tx, [v.id, v.now, v.token, String(v.leaseMs), types]);
     return claimed && claimed.then((row) => (row ? (toRecord(row) as ClaimedCommand) : null));
   }
@@ -464,11 +470,12 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   /**
-   * A hot-path statement on `hotPool`, as a named prepared statement: each connection parses and
-   * plans it once instead of on every claim and outcome.
+   * A hot-path statement on `hotPool`, as a named prepared statement (each connection parses and
+   * plans it once instead of on every claim and outcome), sent together with the others asked for
+   * in the same turn (hot-statements.ts).
    */
   private hot<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<R[]> {
-    return this.prepared<R>(this.hotPool, text, values);
+    return this.hotStatements.run<R>({ name: this.preparedName(text), text, values });
   }
 
   /**
@@ -538,16 +545,13 @@ function claimByIdValues(p: ClaimByIdParams): {
 }
 
 /** A text[] literal of `items`, bound as one text value: every item quoted, `"` and `\` escaped. */
-function textArray(items: readonly string[]): string {
-  return `{${items.map((item) => `"${item.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
-}
 
-/** One command's values in the order of the single-row insert statements' parameters. */
 /** A bound value as a batch sends it (batch.ts): text, or null. */
 function asText(value: unknown): string | null {
   return value === null ? null : String(value);
 }
 
+/** One command's values in the order of the single-row insert statements' parameters. */
 function rowParams(v: CommandValues): unknown[] {
   return [v.type, v.bizKey, v.payloadJson, v.maxRetry, v.runAt, v.owner, v.headersJson];
 }

@@ -1,0 +1,122 @@
+import type { Logger } from '@asynccmd/core';
+import type { Pool, PoolClient, QueryResultRow } from 'pg';
+import type { BatchStep } from './batch.js';
+import { runBatch } from './commit.js';
+
+/** A hot-path statement: prepared under `name`, its values as pg binds them (arrays included). */
+export interface HotStatement {
+  readonly name: string;
+  readonly text: string;
+  readonly values: readonly unknown[];
+}
+
+interface Waiting {
+  readonly statement: HotStatement;
+  readonly resolve: (rows: QueryResultRow[]) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * The store's hot-path statements (claims, completions, heartbeats, failures) asked for in one
+ * turn of the event loop go out together: one batch on one pooled connection, one round trip, one
+ * commit. Under load a runtime asks for the next claim in the same turn as the completion of the
+ * last batch; sent apart they keep two backends busy per process and cost two wake-ups, which a
+ * CPU-bound machine pays for (measured, 2 cores, 4 processes draining: 120–150 → 73–98 µs of CPU
+ * per command, 0.74–0.87× → 1.07–1.13× a bare claim/complete loop). A lone statement goes out
+ * alone, as pg's own prepared statement.
+ *
+ * Statements of a batch share its implicit transaction, so one failing would undo the others: when
+ * a batch fails, each of its statements runs again alone and answers for itself.
+ */
+export class HotStatements {
+  #waiting: Waiting[] = [];
+  #scheduled = false;
+
+  constructor(
+    private readonly pool: Pool,
+    /** Runs one statement alone (pg's own prepared-statement path). */
+    private readonly alone: (statement: HotStatement) => Promise<QueryResultRow[]>,
+    private readonly logger: Logger,
+  ) {}
+
+  run<R extends QueryResultRow>(statement: HotStatement): Promise<R[]> {
+    return new Promise<R[]>((resolve, reject) => {
+      this.#waiting.push({ statement, resolve: resolve as (rows: QueryResultRow[]) => void, reject });
+      if (this.#scheduled) return;
+      this.#scheduled = true;
+      // After this turn's I/O callbacks and microtasks: what else this turn asks for joins in.
+      setImmediate(() => {
+        this.#scheduled = false;
+        const waiting = this.#waiting;
+        this.#waiting = [];
+        void this.#send(waiting);
+      });
+    });
+  }
+
+  async #send(waiting: readonly Waiting[]): Promise<void> {
+    if (waiting.length === 1) return this.#sendAlone(waiting[0]!);
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      for (const w of waiting) w.reject(error);
+      return;
+    }
+    // pg emits 'error' on a checked-out client whose connection dies; unheard, it would crash.
+    let broken: Error | undefined;
+    const onError = (err: Error): void => {
+      broken = err;
+    };
+    client.on('error', onError);
+    try {
+      const { stepRows, error } = await runBatch(
+        client,
+        waiting.map((w) => batchStep(w.statement)),
+      );
+      if (error === null) {
+        waiting.forEach((w, i) => w.resolve([...(stepRows[i] ?? [])]));
+        return;
+      }
+      // A statement error (it has a SQLSTATE) leaves the connection usable; anything else does not.
+      if ((error as { code?: unknown }).code === undefined) broken ??= error;
+      this.logger.debug?.({ err: error }, 'asynccmd: batched hot-path statements failed; running them alone');
+    } finally {
+      client.removeListener('error', onError);
+      client.release(broken);
+    }
+    for (const w of waiting) void this.#sendAlone(w);
+  }
+
+  async #sendAlone(w: Waiting): Promise<void> {
+    try {
+      w.resolve(await this.alone(w.statement));
+    } catch (error) {
+      w.reject(error);
+    }
+  }
+}
+
+/** The statement as a batch sends it: every value as text (arrays as array literals). */
+function batchStep(statement: HotStatement): BatchStep {
+  return {
+    name: `${statement.name}_b`,
+    text: statement.text,
+    values: statement.values.map(asText),
+    rows: true,
+  };
+}
+
+function asText(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (Array.isArray(value)) return arrayLiteral(value);
+  if (value instanceof Date) return value.toISOString();
+  return String(value);
+}
+
+/** A one-dimensional PostgreSQL array literal of text or null elements. */
+export function arrayLiteral(items: readonly unknown[]): string {
+  const element = (item: unknown): string =>
+    item === null || item === undefined ? 'NULL' : `"${String(item).replace(/["\\]/g, '\\$&')}"`;
+  return `{${items.map(element).join(',')}}`;
+}
