@@ -107,7 +107,8 @@ function batchStep(statement: HotStatement): BatchStep {
   };
 }
 
-function asText(value: unknown): string | null {
+/** A bound value as a batch sends it (batch.ts): text (arrays as array literals), or null. */
+export function asText(value: unknown): string | null {
   if (value === null || value === undefined) return null;
   if (Array.isArray(value)) return arrayLiteral(value);
   if (value instanceof Date) return value.toISOString();

@@ -43,7 +43,7 @@ import { commandValues, errorText, optionalText, reasonText, refArrays, requireT
 import type { CommandValues } from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
-import { arrayLiteral, HotStatements } from './hot-statements.js';
+import { arrayLiteral, asText, HotStatements } from './hot-statements.js';
 import { IdReserve } from './id-reserve.js';
 import { compareIds, RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
@@ -545,11 +545,6 @@ function claimByIdValues(p: ClaimByIdParams): {
 }
 
 /** A text[] literal of `items`, bound as one text value: every item quoted, `"` and `\` escaped. */
-
-/** A bound value as a batch sends it (batch.ts): text, or null. */
-function asText(value: unknown): string | null {
-  return value === null ? null : String(value);
-}
 
 /** One command's values in the order of the single-row insert statements' parameters. */
 function rowParams(v: CommandValues): unknown[] {

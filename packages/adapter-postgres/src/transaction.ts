@@ -43,11 +43,6 @@ export class DeferredStatements {
     client.query = send as ClientBase['query'];
   }
 
-  /** Whether BEGIN went out (or goes out with the statement that just took it). */
-  get sent(): boolean {
-    return this.#sent;
-  }
-
   /** The BEGIN statement for the caller to send along with its own, or null once it went out. */
   take(): string | null {
     if (this.#sent || this.#held.length > 0) return null;
