@@ -43,15 +43,9 @@ async function listenerPid(): Promise<number> {
 
 /** Returns once `store`, already subscribed, has received a notification sent by `sender`. */
 async function notified(store: PostgresCommandStore): Promise<void> {
-  let wake!: () => void;
-  const woken = new Promise<void>((resolve) => (wake = resolve));
-  const stop = await store.wakeups.subscribe(() => wake());
-  try {
-    sender.wakeups.notify();
-    await woken;
-  } finally {
-    await stop();
-  }
+  const woken = nextWake(store); // subscribes before notify() below runs
+  sender.wakeups.notify();
+  await woken;
 }
 
 describe('PostgreSQL wake-ups', () => {
