@@ -80,7 +80,7 @@ export class HotStatements {
       }
       // A statement error (it has a SQLSTATE) leaves the connection usable; anything else does not.
       if ((error as { code?: unknown }).code === undefined) broken ??= error;
-      this.logger.debug?.({ err: error }, 'asynccmd: batched hot-path statements failed; running them alone');
+      this.logger.debug({ err: error }, 'asynccmd: batched hot-path statements failed; running them alone');
     } finally {
       client.removeListener('error', onError);
       client.release(broken);

@@ -49,7 +49,6 @@ import { compareIds, RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
-import { runBatch } from './commit.js';
 import { CommitRiders } from './commit-riders.js';
 import { runInTransaction } from './transaction.js';
 import type { PostgresWakeups } from './wakeups.js';
@@ -105,7 +104,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   /** Hot-path statement text → its prepared name, hashed once per statement. */
   private readonly preparedNames = new Map<string, string>();
   private readonly riders: CommitRiders;
-  private readonly insertWithBegin: { readonly name: string; readonly text: string };
+  private readonly insertOneInBatch: { readonly name: string; readonly text: string };
   private readonly insertWithId: { readonly name: string; readonly text: string };
   private readonly ids: IdReserve;
   private readonly hotStatements: HotStatements;
@@ -127,8 +126,8 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const claimAfterCommit =
       this.hotPool === this.pool ? `${this.sql.claimById}\n-- after COMMIT` : this.sql.claimByIdAfterCommit;
     // A text (so a prepared name) of its own, never used by pg's own queries (see batch.ts).
-    const insertWithBegin = `${this.sql.insertOne}\n-- after BEGIN`;
-    this.insertWithBegin = { name: this.preparedName(insertWithBegin), text: insertWithBegin };
+    const insertOneInBatch = `${this.sql.insertOne}\n-- in a batch`;
+    this.insertOneInBatch = { name: this.preparedName(insertOneInBatch), text: insertOneInBatch };
     this.insertWithId = { name: this.preparedName(this.sql.insertOneWithId), text: this.sql.insertOneWithId };
     this.hotStatements = new HotStatements(
       this.hotPool,
@@ -175,9 +174,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
           deferred.hold({ ...this.insertWithId, values: [id, ...params.map(asText)] });
           return [id];
         }
-        // Else, as its first statement, BEGIN goes out in the same round trip.
-        const begin = deferred.take();
-        if (begin) return [await this.beginAndInsertOne(tx, begin, params)];
+        // No id at hand yet: the INSERT goes out now, with BEGIN and anything held, in one batch.
+        const [row] = await deferred.run({ ...this.insertOneInBatch, values: params.map(asText) });
+        if (typeof row?.id !== 'string') throw new Error('the insert returned no id');
+        return [row.id];
       }
       return (await this.prepared<{ id: string }>(tx, this.sql.insertOne, params)).map((r) => r.id);
     }
@@ -191,22 +191,6 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       values.map((v) => v.headersJson),
     ]);
     return rows.map((r) => r.id);
-  }
-
-  /** BEGIN and the single-row insert as one batch (batch.ts); the transaction is open after it. */
-  private async beginAndInsertOne(tx: ClientBase, begin: string, params: unknown[]): Promise<CommandId> {
-    const { tags, rows, error } = await runBatch(tx, [
-      { text: begin },
-      {
-        ...this.insertWithBegin,
-        values: params.map(asText),
-        rows: true,
-      },
-    ]);
-    if (error) throw error; // (BEGIN failed: the caller's ROLLBACK is harmless; else it is aborted)
-    const id = rows[0]?.id;
-    if (tags.length !== 2 || typeof id !== 'string') throw new Error('the insert returned no id');
-    return id;
   }
 
   async insertIdempotent(

@@ -1,6 +1,6 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
-import { commit, type AfterCommit, type CommitOutcome } from './commit.js';
+import { commit, runBatch, type AfterCommit, type CommitOutcome } from './commit.js';
 
 export const BEGIN = 'BEGIN ISOLATION LEVEL READ COMMITTED';
 
@@ -16,10 +16,10 @@ export interface CommitCompanion {
 /**
  * What a store transaction holds back until something must go out, so that it shares a round trip
  * with what follows: its BEGIN, and single-row inserts whose ids are already known (store.ts
- * takes them from an IdReserve). The store's own first insert may send BEGIN with it (`take()`);
- * any other statement on the client first sends what is held, as one batch queued just ahead of
- * it; COMMIT takes the rest along (`forCommit()`), so a transaction that only submits is one round
- * trip. A transaction that runs no statement never begins at all.
+ * takes them from an IdReserve). A statement of the store's own goes out in the same batch
+ * (`run()`); any other statement on the client first sends what is held, as one batch queued just
+ * ahead of it; COMMIT takes the rest along (`forCommit()`), so a transaction that only submits is
+ * one round trip. A transaction that runs no statement never begins at all.
  */
 export class DeferredStatements {
   #sent = false;
@@ -43,11 +43,16 @@ export class DeferredStatements {
     client.query = send as ClientBase['query'];
   }
 
-  /** The BEGIN statement for the caller to send along with its own, or null once it went out. */
-  take(): string | null {
-    if (this.#sent || this.#held.length > 0) return null;
-    this.#sent = true;
-    return BEGIN;
+  /**
+   * Sends `step` now, with what is held (BEGIN included while it is) ahead of it in the same batch:
+   * one round trip. Resolves with its rows; rejects with the first failure, a held statement's or
+   * its own.
+   */
+  async run(step: BatchStep): Promise<readonly Record<string, string | null>[]> {
+    const steps = [...this.#takeAll(), { ...step, rows: true }];
+    const { stepRows, error } = await runBatch(this.client, steps);
+    if (error) throw error;
+    return stepRows[steps.length - 1] ?? [];
   }
 
   /** Holds `step` (a statement that returns nothing the caller waits for) until something goes out. */

@@ -27,6 +27,24 @@ async function untilDatabaseClockPasses(t: Date): Promise<void> {
   while ((await store.now()).getTime() <= t.getTime()) await new Promise((r) => setTimeout(r, 2));
 }
 
+/**
+ * Calls `onSync` for each batch or query `tx` sends from now on (each ends with one Sync), until
+ * `restoreSyncs` — after the commit, which must be counted too.
+ */
+const restores: (() => void)[] = [];
+function countSyncs(tx: pg.PoolClient, onSync: () => void): void {
+  const connection = (tx as unknown as { connection: { sync: () => void } }).connection;
+  const sync = connection.sync;
+  connection.sync = function (this: unknown) {
+    onSync();
+    sync.call(this);
+  };
+  restores.push(() => (connection.sync = sync));
+}
+function restoreSyncs(): void {
+  for (const restore of restores.splice(0)) restore();
+}
+
 /** Lets the store take ids ahead (a refill follows the first submit), so submits are held back. */
 async function warmIdReserve(): Promise<void> {
   await store.transaction((tx) => store.insert(tx, [command('held.warm-up')]));
@@ -297,17 +315,12 @@ describe('PostgresCommandStore', () => {
     let statusInside: string | null = '';
     let syncs = 0;
     const ids = await store.transaction(async (tx) => {
+      countSyncs(tx, () => (syncs += 1));
       const ids = await store.insert(tx, [command('held.only', { n: 1 })]);
       statusInside = tx.getTransactionStatus(); // nothing went out yet, not even BEGIN
-      // From here on, count what goes to the server: each batch or query ends with one Sync.
-      const connection = (tx as unknown as { connection: { sync: () => void } }).connection;
-      const sync = connection.sync.bind(connection);
-      connection.sync = () => {
-        syncs += 1;
-        sync();
-      };
       return ids;
     });
+    restoreSyncs();
     expect(statusInside).toBe('I');
     expect(syncs).toBe(1); // BEGIN, INSERT and COMMIT in one batch
     const row = await store.get(ids[0]!);
@@ -320,6 +333,26 @@ describe('PostgresCommandStore', () => {
       }),
     ).rejects.toThrow('changed my mind');
     expect((await store.list({ type: 'held.dropped' })).items).toEqual([]);
+  });
+
+  it('sends a submit at once, with BEGIN in the same round trip, while no id is at hand', async () => {
+    const fresh = await openStore(schema); // takes ids ahead only once asked for one
+    try {
+      let statusInside: string | null = '';
+      let syncs = 0;
+      const [id] = await fresh.transaction(async (tx) => {
+        countSyncs(tx, () => (syncs += 1));
+        const ids = await fresh.insert(tx, [command('unheld.first')]);
+        statusInside = tx.getTransactionStatus(); // BEGIN and the INSERT went out together
+        return ids;
+      });
+      restoreSyncs();
+      expect(statusInside).toBe('T');
+      expect(syncs).toBe(2); // BEGIN + INSERT, then COMMIT
+      expect(await fresh.get(id!)).toMatchObject({ type: 'unheld.first', status: 'PENDING' });
+    } finally {
+      await fresh.close();
+    }
   });
 
   it('sends a held submit ahead of the next statement, and reports its own failure, never a later one', async () => {
