@@ -4,7 +4,16 @@
 export type SystemSpec =
   /** `queueSize`: the runtime pool's queue of claimed commands waiting for a slot (default 0). */
   | { readonly kind: 'asynccmd-pg'; readonly schema: string; readonly queueSize?: number }
-  | { readonly kind: 'raw-pg'; readonly schema: string; readonly batch: number }
+  /**
+   * `oneRoundTrip`: a submitter sends BEGIN, the INSERT (its payload as a literal) and COMMIT as one
+   * simple query — the least any client can do for a one-command transaction.
+   */
+  | {
+      readonly kind: 'raw-pg';
+      readonly schema: string;
+      readonly batch: number;
+      readonly oneRoundTrip?: boolean;
+    }
   | { readonly kind: 'graphile'; readonly schema: string }
   | {
       readonly kind: 'asynccmd-mysql';

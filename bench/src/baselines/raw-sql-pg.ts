@@ -46,6 +46,28 @@ export async function insertOne(client: pg.PoolClient, schema: string, payload: 
   );
 }
 
+/**
+ * The same row in a transaction of its own sent as one simple query (BEGIN; INSERT; COMMIT), the
+ * payload inlined as a literal: one round trip, no statement of the client's own around it. What a
+ * client that adds nothing to the database's own work would reach.
+ */
+export async function insertOneRoundTrip(
+  pool: pg.Pool,
+  schema: string,
+  payload: BenchPayload,
+): Promise<void> {
+  const client = await pool.connect();
+  try {
+    const json = client.escapeLiteral(JSON.stringify(payload));
+    await client.query(
+      `BEGIN; INSERT INTO ${rawTable(schema)} (type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
+       VALUES ('${BENCH_TYPE}', NULL, ${json}, 5, ${NOW}, NULL, '{}', ${NOW}, ${NOW}); COMMIT`,
+    );
+  } finally {
+    client.release();
+  }
+}
+
 interface ClaimedRow {
   id: string;
   payload: BenchPayload;

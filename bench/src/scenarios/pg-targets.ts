@@ -117,6 +117,14 @@ function commandTableSubmitTarget(
 export const rawPgSubmitTarget = (pool: pg.Pool): SubmitTarget =>
   commandTableSubmitTarget(pool, 'raw INSERT', { kind: 'raw-pg', schema: PG_SCHEMAS.raw, batch: 1 });
 
+export const oneRoundTripSubmitTarget = (pool: pg.Pool): SubmitTarget =>
+  commandTableSubmitTarget(pool, 'one-round-trip INSERT', {
+    kind: 'raw-pg',
+    schema: PG_SCHEMAS.raw,
+    batch: 1,
+    oneRoundTrip: true,
+  });
+
 export const asynccmdPgSubmitTarget = (pool: pg.Pool): SubmitTarget =>
   commandTableSubmitTarget(pool, 'asynccmd client.submit', {
     kind: 'asynccmd-pg',

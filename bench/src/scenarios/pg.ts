@@ -12,6 +12,7 @@ import {
   graphileLatencyTarget,
   graphileSubmitTarget,
   graphileTarget,
+  oneRoundTripSubmitTarget,
   PG_SCHEMAS,
   rawPgSubmitTarget,
   rawPgTarget,
@@ -37,10 +38,11 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
         asynccmd: rec.row(SUBMIT, burst, 'asynccmd client.submit', 'submits/s'),
         graphile: rec.row(SUBMIT, burst, 'graphile-worker add_job', 'submits/s'),
         raw: rec.row(SUBMIT, burst, 'raw INSERT', 'submits/s'),
+        oneTrip: rec.row(SUBMIT, burst, 'one-round-trip INSERT', 'submits/s'),
       }
     : null;
   const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
-  const { submits, submitClients: clients, submitWarmup: warmSubmits } = sizes;
+  const { submits, submitClients: clients, submitWarmup: warmSubmits, submitRounds } = sizes;
 
   let submitRepeat = 0;
   return {
@@ -76,14 +78,18 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
           [sub.asynccmd, asynccmdPgSubmitTarget(pool)],
           [sub.graphile, graphileSubmitTarget(pool)],
           [sub.raw, rawPgSubmitTarget(pool)],
+          [sub.oneTrip, oneRoundTripSubmitTarget(pool)],
         ];
-        // Each repeat starts with another system: none always runs first (or right after the
-        // previous scenario's writes).
-        for (let i = 0; i < runs.length; i++) {
-          const [row, target] = runs[(i + submitRepeat) % runs.length]!;
-          await rec.throughput(row, () => runSubmits(target, submits, clients, warmSubmits, limit));
+        // A run is about a second long, so a repeat makes several rounds of all systems (each a
+        // paired ratio). Each round starts with another system: none always runs first (or right
+        // after the previous scenario's writes).
+        for (let round = 0; round < submitRounds; round++) {
+          for (let i = 0; i < runs.length; i++) {
+            const [row, target] = runs[(i + submitRepeat) % runs.length]!;
+            await rec.throughput(row, () => runSubmits(target, submits, clients, warmSubmits, limit));
+          }
+          submitRepeat++;
         }
-        submitRepeat++;
       }
     },
     finish: async () => {
@@ -105,6 +111,10 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
       if (sub) {
         rec.ratio(SUBMIT, 'asynccmd / graphile-worker add_job', sub.asynccmd, sub.graphile, { atLeast: 5 });
         rec.ratio(SUBMIT, 'asynccmd / raw INSERT', sub.asynccmd, sub.raw, { atLeast: 0.8 });
+        // No targets: how far asynccmd is from a client that adds nothing to the database's work,
+        // and how far such a client gets against add_job on this machine (the reachable ratio).
+        rec.ratio(SUBMIT, 'asynccmd / one-round-trip INSERT', sub.asynccmd, sub.oneTrip, {});
+        rec.ratio(SUBMIT, 'one-round-trip INSERT / graphile-worker add_job', sub.oneTrip, sub.graphile, {});
       }
       for (const schema of Object.values(PG_SCHEMAS)) await dropSchema(pool, schema).catch(() => undefined);
       await pool.end();

@@ -19,6 +19,8 @@ export interface Sizes {
   /** Untimed submits each submitter makes first (JIT, plan caches), as for latency. */
   readonly submitWarmup: number;
   readonly submitClients: number;
+  /** Rounds of all submit systems per repeat: each run is short, so one repeat pairs several. */
+  readonly submitRounds: number;
   /** Each scenario runs this many times, systems interleaved, so the spread shows the noise. */
   readonly repeats: number;
   /**
@@ -41,6 +43,7 @@ export const FULL: Sizes = {
   submits: 4_000,
   submitWarmup: 2_000,
   submitClients: 8,
+  submitRounds: 3,
   repeats: 2,
   drainCapMs: 30_000,
   runTimeoutMs: 120_000,
@@ -54,6 +57,7 @@ export const QUICK: Sizes = {
   latencyWarmup: 100,
   submits: 800,
   submitWarmup: 200,
+  submitRounds: 1,
   repeats: 1,
   drainCapMs: 15_000,
   runTimeoutMs: 60_000,

@@ -1,5 +1,5 @@
 import { addJobInTx } from '../baselines/graphile.js';
-import { insertOne } from '../baselines/raw-sql-pg.js';
+import { insertOne, insertOneRoundTrip } from '../baselines/raw-sql-pg.js';
 import { inTransaction, pgPool } from '../pg.js';
 import type { BenchPayload, SystemSpec } from '../protocol.js';
 
@@ -13,6 +13,12 @@ export async function prepareSubmitter(system: SystemSpec, clients: number): Pro
   switch (system.kind) {
     case 'raw-pg': {
       const pool = await warmPool(clients);
+      if (system.oneRoundTrip === true) {
+        return {
+          submit: (payload) => insertOneRoundTrip(pool, system.schema, payload),
+          close: () => pool.end(),
+        };
+      }
       return {
         submit: (payload) => inTransaction(pool, (c) => insertOne(c, system.schema, payload)),
         close: () => pool.end(),
