@@ -1,6 +1,7 @@
 import { TransactionRolledBackError } from '@asynccmd/core';
 import type { ClientBase } from 'pg';
 import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
+import { COMMIT_STEP } from './transaction-statements.js';
 
 /** SQLSTATE 25P02: a statement sent after an error in the transaction, refused. */
 const IN_FAILED_TRANSACTION = '25P02';
@@ -43,7 +44,7 @@ export async function commit(
   after?: AfterCommit,
   before: readonly BatchStep[] = [],
 ): Promise<CommitOutcome> {
-  const steps: BatchStep[] = [...before, { text: 'COMMIT' }];
+  const steps: BatchStep[] = [...before, COMMIT_STEP];
   if (after?.statement !== undefined) steps.push({ text: after.statement });
   if (after?.query !== undefined) steps.push({ ...after.query, rows: true });
   const { tags, rows, error } = await runBatch(client, steps);

@@ -1,8 +1,7 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
 import { commit, runBatch, type AfterCommit, type CommitOutcome } from './commit.js';
-
-export const BEGIN = 'BEGIN ISOLATION LEVEL READ COMMITTED';
+import { BEGIN_STEP } from './transaction-statements.js';
 
 /** Takes part in the store's own transactions: may add statements sent with their COMMIT. */
 export interface CommitCompanion {
@@ -91,7 +90,7 @@ export class DeferredStatements {
 
   /** BEGIN unless it went out, then what is held; from now on all of it counts as sent. */
   #takeAll(): BatchStep[] {
-    const steps = this.#sent ? this.#held : [{ text: BEGIN }, ...this.#held];
+    const steps = this.#sent ? this.#held : [BEGIN_STEP, ...this.#held];
     this.#sent = true;
     this.#held = [];
     return steps;

@@ -156,8 +156,9 @@ describe('PostgreSQL durability of the store own writes', () => {
         `SELECT count(*) AS n FROM pg_prepared_statements WHERE name LIKE 'asynccmd\\_%'`,
       );
       // Per store: the claim, and the single-row insert twice — with BEGIN (the first submit, before
-      // any id was taken ahead) and with its id taken ahead (held back to the COMMIT).
-      expect(rows[0]!.n).toBe('6');
+      // any id was taken ahead) and with its id taken ahead (held back to the COMMIT). Shared by
+      // both (the same text under the same name): the transactions' BEGIN and COMMIT.
+      expect(rows[0]!.n).toBe('8');
     } finally {
       await a.close();
       await b.close();

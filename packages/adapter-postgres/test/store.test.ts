@@ -28,18 +28,25 @@ async function untilDatabaseClockPasses(t: Date): Promise<void> {
 }
 
 /**
- * Calls `onSync` for each batch or query `tx` sends from now on (each ends with one Sync), until
- * `restoreSyncs` — after the commit, which must be counted too.
+ * Calls `onSync` for each Sync message `tx` writes from now on (a batch or a query ends with one:
+ * one round trip each), until `restoreSyncs` — after the commit, which must be counted too.
  */
 const restores: (() => void)[] = [];
 function countSyncs(tx: pg.PoolClient, onSync: () => void): void {
-  const connection = (tx as unknown as { connection: { sync: () => void } }).connection;
-  const sync = connection.sync;
-  connection.sync = function (this: unknown) {
-    onSync();
-    sync.call(this);
+  const stream = (tx as unknown as { connection: { stream: { write: (chunk: unknown) => boolean } } })
+    .connection.stream;
+  const write = stream.write;
+  stream.write = function (this: unknown, ...args: unknown[]) {
+    // Walk the protocol messages: a type byte, then a length that counts itself.
+    const chunk = args[0];
+    if (Buffer.isBuffer(chunk)) {
+      for (let at = 0; at + 5 <= chunk.length; at += 1 + chunk.readInt32BE(at + 1)) {
+        if (chunk[at] === 0x53) onSync(); // 'S'
+      }
+    }
+    return (write as (...a: unknown[]) => boolean).apply(this, args);
   };
-  restores.push(() => (connection.sync = sync));
+  restores.push(() => (stream.write = write));
 }
 function restoreSyncs(): void {
   for (const restore of restores.splice(0)) restore();
@@ -115,6 +122,22 @@ describe('PostgresCommandStore', () => {
     expect(rows[2]?.headers).toEqual({ traceparent: '00-abc-def-01' });
     expect(rows[2]?.owner).toBe('orders');
     expect(rows[0]).toMatchObject({ status: 'PENDING', retryCount: 0, rescueCount: 0, idempotent: false });
+  });
+
+  it("ends an aborted transaction with the connection's first COMMIT, prepared there and then", async () => {
+    const fresh = createPostgresStore({ connectionString: DATABASE_URL, schema, poolConfig: { max: 1 } });
+    try {
+      const attempt = fresh.transaction(async (tx) => {
+        await tx.query('SELECT 1/0').catch(() => undefined);
+      });
+      await expect(attempt).rejects.toMatchObject({ code: 'TRANSACTION_ROLLED_BACK' });
+      const { rows } = await fresh.pool.query<{ name: string }>(
+        `SELECT name FROM pg_prepared_statements WHERE name LIKE 'asynccmd\\_%' ORDER BY name`,
+      );
+      expect(rows.map((r) => r.name)).toEqual(['asynccmd_begin_read_committed', 'asynccmd_commit']);
+    } finally {
+      await fresh.close();
+    }
   });
 
   it('reports a transaction whose COMMIT rolled back (a failed statement was caught) as an error', async () => {
