@@ -17,7 +17,7 @@ export interface CommitCompanion {
  * with what follows: its BEGIN, and single-row inserts whose ids are already known (store.ts
  * takes them from an IdReserve). A statement of the store's own goes out in the same batch
  * (`run()`); any other statement on the client first sends what is held, as one batch queued just
- * ahead of it; COMMIT takes the rest along (`forCommit()`), so a transaction that only submits is
+ * ahead of it; COMMIT takes the rest along (`commit()`), so a transaction that only submits is
  * one round trip. A transaction that runs no statement never begins at all.
  */
 export class DeferredStatements {
@@ -60,11 +60,20 @@ export class DeferredStatements {
   }
 
   /**
-   * What has to go out before COMMIT, in the COMMIT's batch (BEGIN included when it is still held);
-   * empty when nothing ran or was held, and then there is nothing to commit either.
+   * Commits what went out and what is held, with `after` run once it has committed, in one round
+   * trip. When nothing went out yet and nothing is to follow, the held statements go alone, without
+   * BEGIN and COMMIT: up to its Sync, a batch is one implicit transaction, all or nothing, committed
+   * as any other, and inserts alone need no isolation level (two statements fewer for the server).
+   * Call only when `pending`.
    */
-  forCommit(): BatchStep[] {
-    return this.pending ? this.#takeAll() : [];
+  async commit(after: AfterCommit | undefined): Promise<CommitOutcome> {
+    if (this.#sent || after !== undefined) return commit(this.client, after, this.#takeAll());
+    const held = this.#held;
+    this.#sent = true;
+    this.#held = [];
+    const { error } = await runBatch(this.client, held);
+    if (error) throw error;
+    return { afterError: null, rows: [] };
   }
 
   /** Whether there is a transaction to commit or roll back: BEGIN went out, or statements wait. */
@@ -144,7 +153,7 @@ export async function runInTransaction<T>(
     }
     // Nothing ran or was held: nothing to commit (and nothing to announce or claim).
     outcome = deferred.pending
-      ? await commit(client, companion?.withCommit(client), deferred.forCommit())
+      ? await deferred.commit(companion?.withCommit(client))
       : { afterError: null, rows: [] };
     return result;
   } catch (err) {

@@ -28,25 +28,44 @@ async function untilDatabaseClockPasses(t: Date): Promise<void> {
 }
 
 /**
- * Calls `onSync` for each Sync message `tx` writes from now on (a batch or a query ends with one:
- * one round trip each), until `restoreSyncs` — after the commit, which must be counted too.
+ * Calls `onMessage` with the type and body of each protocol message `tx` writes from now on, until
+ * `restoreSyncs` — after the commit, which must be watched too.
  */
 const restores: (() => void)[] = [];
-function countSyncs(tx: pg.PoolClient, onSync: () => void): void {
+function watchMessages(tx: pg.PoolClient, onMessage: (type: string, body: Buffer) => void): void {
   const stream = (tx as unknown as { connection: { stream: { write: (chunk: unknown) => boolean } } })
     .connection.stream;
   const write = stream.write;
   stream.write = function (this: unknown, ...args: unknown[]) {
-    // Walk the protocol messages: a type byte, then a length that counts itself.
+    // Walk the messages: a type byte, then a length that counts itself, then the body.
     const chunk = args[0];
     if (Buffer.isBuffer(chunk)) {
       for (let at = 0; at + 5 <= chunk.length; at += 1 + chunk.readInt32BE(at + 1)) {
-        if (chunk[at] === 0x53) onSync(); // 'S'
+        onMessage(
+          String.fromCharCode(chunk[at]!),
+          chunk.subarray(at + 5, at + 1 + chunk.readInt32BE(at + 1)),
+        );
       }
     }
     return (write as (...a: unknown[]) => boolean).apply(this, args);
   };
   restores.push(() => (stream.write = write));
+}
+
+/** Calls `onSync` for each Sync `tx` writes (a batch or a query ends with one: a round trip each). */
+function countSyncs(tx: pg.PoolClient, onSync: () => void): void {
+  watchMessages(tx, (type) => type === 'S' && onSync());
+}
+
+/** The prepared statements `tx` binds from now on, by name (a Bind body: portal, then statement). */
+function boundStatements(tx: pg.PoolClient): string[] {
+  const names: string[] = [];
+  watchMessages(tx, (type, body) => {
+    if (type !== 'B') return;
+    const from = body.indexOf(0) + 1;
+    names.push(body.toString('utf8', from, body.indexOf(0, from)));
+  });
+  return names;
 }
 function restoreSyncs(): void {
   for (const restore of restores.splice(0)) restore();
@@ -337,15 +356,21 @@ describe('PostgresCommandStore', () => {
     await warmIdReserve();
     let statusInside: string | null = '';
     let syncs = 0;
+    let bound: string[] = [];
     const ids = await store.transaction(async (tx) => {
       countSyncs(tx, () => (syncs += 1));
+      bound = boundStatements(tx);
       const ids = await store.insert(tx, [command('held.only', { n: 1 })]);
       statusInside = tx.getTransactionStatus(); // nothing went out yet, not even BEGIN
       return ids;
     });
     restoreSyncs();
     expect(statusInside).toBe('I');
-    expect(syncs).toBe(1); // BEGIN, INSERT and COMMIT in one batch
+    expect(syncs).toBe(1); // one batch
+    // The INSERT alone, an implicit transaction of its own: no BEGIN, no COMMIT.
+    expect(bound).toHaveLength(1);
+    expect(bound[0]).toMatch(/^asynccmd_/);
+    expect(bound).not.toContain('asynccmd_begin_read_committed');
     const row = await store.get(ids[0]!);
     expect(row).toMatchObject({ id: ids[0], type: 'held.only', status: 'PENDING', payload: { n: 1 } });
     // A rolled-back transaction whose submit was still held sends nothing at all.
@@ -412,8 +437,16 @@ describe('PostgresCommandStore', () => {
         await store.insert(tx, [command('held.doomed')]);
       }),
     ).rejects.toMatchObject({ code: 'TRANSACTION_ROLLED_BACK' });
+    // Held submits alone go as one implicit transaction: the refused one takes the other with it.
+    await expect(
+      store.transaction(async (tx) => {
+        await store.insert(tx, [command('held.partner')]);
+        await store.insert(tx, [command('held.boom')]);
+      }),
+    ).rejects.toThrow('boom refused');
     expect(await adminQuery(`SELECT id FROM "${schema}".held_business`)).toEqual([]);
     expect((await store.list({ type: 'held.doomed' })).items).toEqual([]);
+    expect((await store.list({ type: 'held.partner' })).items).toEqual([]);
     // The connections went back usable.
     for (let i = 0; i < 5; i++) {
       await expect(
