@@ -147,12 +147,15 @@ export function buildSql(n: TableNames) {
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
 
-    /** $1 id, $2 token, $3 status (PENDING | DEAD), $4 retry count, $5 next run at, $6 last error. */
-    fail: `
-      UPDATE ${t} SET status = $3, retry_count = $4, next_run_at = $5::timestamptz, last_error = $6,
-        claim_token = NULL, lease_until = NULL,
-        finished_at = CASE WHEN $3 = 'DEAD' THEN ${NOW} END, updated_at = ${NOW}
-      WHERE id = $1::bigint AND status = 'RUNNING' AND claim_token = $2`,
+    /** Failed attempts' outcomes: unnest of ids, tokens, statuses, retry counts, next run times, errors. */
+    failMany: `
+      UPDATE ${t} AS c SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
+        last_error = f.last_error, claim_token = NULL, lease_until = NULL,
+        finished_at = CASE WHEN f.status = 'DEAD' THEN ${NOW} END, updated_at = ${NOW}
+      FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::timestamptz[], $6::text[])
+        AS f(id, token, status, retry_count, next_run_at, last_error)
+      WHERE c.id = f.id AND c.status = 'RUNNING' AND c.claim_token = f.token
+      RETURNING c.id`,
 
     /**
      * Hung reclaim on the database clock, in a bounded batch: back to PENDING due now, or DEAD once

@@ -26,6 +26,7 @@ import type {
   CommandRecord,
   CommandStatus,
   CommandStore,
+  FailedAttempt,
   FailureOutcome,
   InsertResult,
   ListPage,
@@ -270,25 +271,22 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean> {
-    const [[id], [token]] = refArrays([ref]);
-    if (outcome?.status !== 'PENDING' && outcome?.status !== 'DEAD') {
-      throw new InvalidArgumentError(`a failed attempt ends PENDING or DEAD, not ${String(outcome?.status)}`);
-    }
-    if (typeof outcome.lastError !== 'string') throw new InvalidArgumentError('lastError must be a string');
-    const result = await this.hotPool.query({
-      name: this.preparedName(this.sql.fail),
-      text: this.sql.fail,
-      values: [
-        id,
-        token,
-        outcome.status,
-        requireInt('retryCount', outcome.retryCount, 0, MAX_INT),
-        requireTime('nextRunAt', outcome.nextRunAt),
-        errorText(outcome.lastError),
-      ],
-      types: RAW_TYPES,
-    });
-    return result.rowCount === 1;
+    return (await this.failMany([{ ref, outcome }])).length === 1;
+  }
+
+  async failMany(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
+    const [ids, tokens] = refArrays(attempts.map((a) => a.ref));
+    const outcomes = attempts.map((a) => failureValues(a.outcome));
+    if (ids.length === 0) return [];
+    const rows = await this.hot<{ id: string }>(this.sql.failMany, [
+      ids,
+      tokens,
+      outcomes.map((o) => o.status),
+      outcomes.map((o) => o.retryCount),
+      outcomes.map((o) => o.nextRunAt),
+      outcomes.map((o) => o.lastError),
+    ]);
+    return inCallersOrder(ids, rows);
   }
 
   async reclaimHung(p: ReclaimParams): Promise<ReclaimedCommand[]> {
@@ -410,10 +408,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   private async fencedBatch(text: string, refs: readonly ClaimRef[]): Promise<CommandId[]> {
     const [ids, tokens] = refArrays(refs);
     if (ids.length === 0) return [];
-    const rows = await this.hot<{ id: string }>(text, [ids, tokens]);
-    const done = new Set(rows.map((r) => r.id));
-    // In the callers' order, each id once.
-    return [...new Set(ids)].filter((id) => done.has(id));
+    return inCallersOrder(ids, await this.hot<{ id: string }>(text, [ids, tokens]));
   }
 
   /**
@@ -507,6 +502,31 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
  */
 function preparedName(text: string): string {
   return `asynccmd_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+}
+
+/** The ids among `asked` that came back in `rows`: in the callers' order, each id once. */
+function inCallersOrder(asked: readonly CommandId[], rows: readonly { id: string }[]): CommandId[] {
+  const done = new Set(rows.map((r) => r.id));
+  return [...new Set(asked)].filter((id) => done.has(id));
+}
+
+/** A failure outcome's checked values, as the fail statement binds them. */
+function failureValues(outcome: FailureOutcome): {
+  status: 'PENDING' | 'DEAD';
+  retryCount: number;
+  nextRunAt: string;
+  lastError: string;
+} {
+  if (outcome?.status !== 'PENDING' && outcome?.status !== 'DEAD') {
+    throw new InvalidArgumentError(`a failed attempt ends PENDING or DEAD, not ${String(outcome?.status)}`);
+  }
+  if (typeof outcome.lastError !== 'string') throw new InvalidArgumentError('lastError must be a string');
+  return {
+    status: outcome.status,
+    retryCount: requireInt('retryCount', outcome.retryCount, 0, MAX_INT),
+    nextRunAt: requireTime('nextRunAt', outcome.nextRunAt),
+    lastError: errorText(outcome.lastError),
+  };
 }
 
 /** claimById's checked values, or null when `types` is given and empty (nothing can be claimed). */

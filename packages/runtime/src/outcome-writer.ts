@@ -1,4 +1,4 @@
-import type { ClaimRef, CommandId, CommandStore, FailureOutcome } from '@asynccmd/core';
+import type { ClaimRef, CommandId, CommandStore, FailedAttempt, FailureOutcome } from '@asynccmd/core';
 import { pause, type StoreOutage } from './store-outage.js';
 import { outageDelayMs } from './wake-signal.js';
 
@@ -6,61 +6,52 @@ import { outageDelayMs } from './wake-signal.js';
 export const ABANDONED = 'abandoned';
 export type WriteResult = boolean | typeof ABANDONED;
 
-const MAX_COMPLETE_BATCH = 500;
+const MAX_BATCH = 500;
 
 /**
  * Records outcomes. A write that meets a lost connection is retried with backoff until it lands —
  * the caller keeps the lease alive meanwhile — so a database blip never re-runs a finished command.
- * Completions are coalesced: those that arrive in the same event-loop turn (a claimed batch that
- * finishes together) and those that arrive while a write is in flight go out in one `complete`
- * call, so a drain costs one complete statement per batch rather than per command.
+ * Outcomes are coalesced: those that arrive in the same event-loop turn (a claimed batch that
+ * finishes together) and those that arrive while a write is in flight go out in one call, so a
+ * drain costs one complete statement per batch rather than per command, and so does a batch that
+ * fails together (a downstream outage) where the store has `failMany`.
  */
 export class OutcomeWriter {
   readonly #giveUp = new AbortController();
-  #pending: { ref: ClaimRef; resolve: (r: WriteResult) => void }[] = [];
-  #flushing = false;
-  #scheduled = false;
+  readonly #completes: CoalescedWrites<ClaimRef>;
+  readonly #fails: CoalescedWrites<FailedAttempt> | null;
 
   constructor(
     private readonly store: CommandStore,
     private readonly outage: StoreOutage,
-  ) {}
+  ) {
+    this.#completes = new CoalescedWrites(
+      (refs) => this.#persist('complete', () => store.complete(refs)),
+      (ref) => ref.id,
+    );
+    const failMany = store.failMany?.bind(store);
+    this.#fails = failMany
+      ? new CoalescedWrites(
+          (attempts) => this.#persist('fail', () => failMany(attempts)),
+          (attempt) => attempt.ref.id,
+        )
+      : null;
+  }
 
   /** True when the claim still held and the command is now SUCCESS; false when it was fenced out. */
   complete(ref: ClaimRef): Promise<WriteResult> {
-    return new Promise((resolve) => {
-      this.#pending.push({ ref, resolve });
-      if (this.#flushing || this.#scheduled) return;
-      // After the I/O and microtasks of this turn: the rest of a batch finishing together joins.
-      this.#scheduled = true;
-      setImmediate(() => {
-        this.#scheduled = false;
-        void this.#flush();
-      });
-    });
+    return this.#completes.add(ref);
   }
 
+  /** True when the claim still held and the outcome (PENDING for a retry, or DEAD) was written. */
   fail(ref: ClaimRef, outcome: FailureOutcome): Promise<WriteResult> {
+    if (this.#fails) return this.#fails.add({ ref, outcome });
     return this.#persist('fail', () => this.store.fail(ref, outcome));
   }
 
   /** Stops retrying writes that are failing (shutdown deadline): they resolve as ABANDONED. */
   giveUp(): void {
     this.#giveUp.abort();
-  }
-
-  async #flush(): Promise<void> {
-    this.#flushing = true;
-    try {
-      while (this.#pending.length > 0) {
-        const batch = this.#pending.splice(0, MAX_COMPLETE_BATCH);
-        const ids = await this.#persist('complete', () => this.store.complete(batch.map((b) => b.ref)));
-        const done = ids === ABANDONED ? null : new Set<CommandId>(ids);
-        for (const b of batch) b.resolve(done === null ? ABANDONED : done.has(b.ref.id));
-      }
-    } finally {
-      this.#flushing = false;
-    }
   }
 
   async #persist<T>(operation: string, write: () => Promise<T>): Promise<T | typeof ABANDONED> {
@@ -74,6 +65,49 @@ export class OutcomeWriter {
         if (this.#giveUp.signal.aborted) return ABANDONED;
         await pause(outageDelayMs(failures), this.#giveUp.signal);
       }
+    }
+  }
+}
+
+/**
+ * Items written together: those added in one event-loop turn, and those added while a write is in
+ * flight, go out in the next single call (at most MAX_BATCH at a time). Each add resolves with
+ * whether its command's id came back as written.
+ */
+class CoalescedWrites<T> {
+  #pending: { item: T; resolve: (r: WriteResult) => void }[] = [];
+  #flushing = false;
+  #scheduled = false;
+
+  constructor(
+    private readonly write: (items: T[]) => Promise<readonly CommandId[] | typeof ABANDONED>,
+    private readonly idOf: (item: T) => CommandId,
+  ) {}
+
+  add(item: T): Promise<WriteResult> {
+    return new Promise((resolve) => {
+      this.#pending.push({ item, resolve });
+      if (this.#flushing || this.#scheduled) return;
+      // After the I/O and microtasks of this turn: the rest of a batch finishing together joins.
+      this.#scheduled = true;
+      setImmediate(() => {
+        this.#scheduled = false;
+        void this.#flush();
+      });
+    });
+  }
+
+  async #flush(): Promise<void> {
+    this.#flushing = true;
+    try {
+      while (this.#pending.length > 0) {
+        const batch = this.#pending.splice(0, MAX_BATCH);
+        const ids = await this.write(batch.map((b) => b.item));
+        const done = ids === ABANDONED ? null : new Set<CommandId>(ids);
+        for (const b of batch) b.resolve(done === null ? ABANDONED : done.has(this.idOf(b.item)));
+      }
+    } finally {
+      this.#flushing = false;
     }
   }
 }

@@ -29,6 +29,44 @@ describe('OutcomeWriter', () => {
     ]);
   });
 
+  it('coalesces failures of one turn into one failMany where the store has it, else fails each', async () => {
+    const outcome = (n: number) => ({
+      status: 'PENDING' as const,
+      retryCount: n,
+      nextRunAt: new Date(),
+      lastError: `boom ${n}`,
+    });
+    const batches: string[][] = [];
+    const many = stubStore({
+      failMany: async (attempts) => {
+        batches.push(attempts.map((a) => `${a.ref.id}:${a.outcome.lastError}`));
+        return attempts.filter((a) => a.ref.id !== '2').map((a) => a.ref.id);
+      },
+    });
+    const outage = new StoreOutage(new CommandEvents(silentLogger), silentLogger);
+    const writer = new OutcomeWriter(many, outage);
+    expect(await Promise.all(['1', '2', '3'].map((id, i) => writer.fail(ref(id), outcome(i))))).toEqual([
+      true,
+      false,
+      true,
+    ]);
+    expect(batches).toEqual([['1:boom 0', '2:boom 1', '3:boom 2']]);
+    // A store without failMany: one fail() per attempt.
+    const single: string[] = [];
+    const one = stubStore({
+      fail: async (r) => {
+        single.push(r.id);
+        return r.id !== '5';
+      },
+    });
+    const fallback = new OutcomeWriter(one, outage);
+    expect(await Promise.all(['4', '5'].map((id) => fallback.fail(ref(id), outcome(1))))).toEqual([
+      true,
+      false,
+    ]);
+    expect(single).toEqual(['4', '5']);
+  });
+
   it('retries a completion through a lost connection instead of abandoning it', async () => {
     let failures = 2;
     const store = stubStore({

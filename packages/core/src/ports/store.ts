@@ -91,6 +91,14 @@ export interface CommandStore<Tx = unknown> {
   fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean>;
 
   /**
+   * Optional: fail() for many attempts in one statement, each fenced by its own claim token.
+   * Returns the ids whose outcome was written (in the attempts' order, each once); the others were
+   * fenced out. Every outcome is checked before anything is written. Without it, the runtime calls
+   * fail() for each attempt.
+   */
+  failMany?(attempts: readonly FailedAttempt[]): Promise<CommandId[]>;
+
+  /**
    * RUNNING → PENDING for claims that were never started (shutdown), counting nothing against
    * them and keeping their nextRunAt. Returns the ids released.
    */
@@ -134,6 +142,12 @@ export interface CommandStore<Tx = unknown> {
 
   /** Closes the store's own connections (never the caller's). */
   close(): Promise<void>;
+}
+
+/** A failed attempt to record: the claim it ran under and what it turns into. */
+export interface FailedAttempt {
+  readonly ref: ClaimRef;
+  readonly outcome: FailureOutcome;
 }
 
 export interface StoreCapabilities {
