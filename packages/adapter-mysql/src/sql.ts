@@ -129,9 +129,24 @@ export function mysqlSql(t: string) {
        SET status = ?, retry_count = ?, next_run_at = ?, last_error = ?, claim_token = NULL, lease_until = NULL,
            finished_at = CASE WHEN ? = 'DEAD' THEN ${DB_NOW} ELSE NULL END, updated_at = ${DB_NOW}
        WHERE id = ? AND status = 'RUNNING' AND claim_token = ?`,
-    /** release runs in a transaction: lock the rows still held, then move exactly those. */
+    /**
+     * failMany of more than one attempt runs in a transaction: lock the rows still held (lockHeld),
+     * then write each one's outcome in this one statement. Bound: for each of status, retry_count,
+     * next_run_at, last_error and the status again (for finished_at), n pairs of (id, value); then
+     * the ids.
+     */
+    failHeld: (n: number) => {
+      const byRow = (value: string): string =>
+        `CASE id ${Array.from({ length: n }, () => `WHEN ? THEN ${value}`).join(' ')} END`;
+      return `UPDATE ${byId}
+       SET status = ${byRow('?')}, retry_count = ${byRow('?')}, next_run_at = ${byRow('?')},
+           last_error = ${byRow('?')}, finished_at = ${byRow(`IF(? = 'DEAD', ${DB_NOW}, NULL)`)},
+           claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE id IN (?) AND status = 'RUNNING'`;
+    },
+    /** release and failMany run in a transaction: lock the rows still held, then move exactly those. */
     lockHeld: (n: number) =>
-      `SELECT id FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
+      `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
     release: `UPDATE ${byId} SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'RUNNING'`,
 

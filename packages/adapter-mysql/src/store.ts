@@ -9,6 +9,7 @@ import type {
   CommandRecord,
   CommandStatus,
   CommandStore,
+  FailedAttempt,
   FailureOutcome,
   InsertResult,
   ListPage,
@@ -30,6 +31,7 @@ import {
   encodeListCursor,
   optionalText,
   requireHeadersJson,
+  requireFailureOutcome,
   requireId,
   requireInt,
   requirePayloadJson,
@@ -282,20 +284,55 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean> {
-    if (outcome.status !== 'PENDING' && outcome.status !== 'DEAD') {
-      throw new InvalidArgumentError(`a failed attempt ends PENDING or DEAD, not ${String(outcome.status)}`);
+    return (await this.failMany([{ ref, outcome }])).length === 1;
+  }
+
+  async failMany(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
+    const checked = attempts.map(({ ref, outcome }) => ({
+      id: requireId(ref.id),
+      token: requireToken(ref.token),
+      ...failureValues(outcome),
+    }));
+    const [one] = checked;
+    if (one === undefined) return [];
+    if (checked.length === 1) {
+      const values = [
+        one.status,
+        one.retryCount,
+        one.nextRunAt,
+        one.lastError,
+        one.status,
+        one.id,
+        one.token,
+      ];
+      const updated = await retryLockConflicts(() => write(this.pool, this.sql.fail, values));
+      return updated.affectedRows === 1 ? [one.id] : [];
     }
-    const values = [
-      outcome.status,
-      requireInt('retryCount', outcome.retryCount, 0),
-      requireTime('nextRunAt', outcome.nextRunAt),
-      truncateErrorText(String(outcome.lastError)),
-      outcome.status,
-      requireId(ref.id),
-      requireToken(ref.token),
-    ];
-    const updated = await retryLockConflicts(() => write(this.pool, this.sql.fail, values));
-    return updated.affectedRows === 1;
+    // Many: lock the rows whose claim still holds, then write each one's outcome in one statement.
+    const { count, values } = refValues(attempts.map((a) => a.ref));
+    const written = await retryLockConflicts(() =>
+      inTransaction(this.pool, true, async (conn) => {
+        const held = new Set(
+          (await select<{ id: string; claim_token: string }>(conn, this.sql.lockHeld(count), values)).map(
+            (r) => `${String(r.id)} ${r.claim_token}`,
+          ),
+        );
+        const rows = checked.filter((c) => held.has(`${c.id} ${c.token}`));
+        if (rows.length === 0) return new Set<string>();
+        const pairs = (value: (c: (typeof rows)[number]) => unknown): unknown[] =>
+          rows.flatMap((c) => [c.id, value(c)]);
+        await write(conn, this.sql.failHeld(rows.length), [
+          ...pairs((c) => c.status),
+          ...pairs((c) => c.retryCount),
+          ...pairs((c) => c.nextRunAt),
+          ...pairs((c) => c.lastError),
+          ...pairs((c) => c.status),
+          rows.map((c) => c.id),
+        ]);
+        return new Set(rows.map((c) => c.id));
+      }),
+    );
+    return unique(checked.map((c) => c.id)).filter((id) => written.has(id));
   }
 
   async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
@@ -611,6 +648,16 @@ function reasonText(reason: unknown): string | null {
  * The bound values of sql.ts `refs(count)`, one ref per distinct (id, token): the ids as one list
  * (for `id IN (?)`), then id and token of each ref (for `(id, claim_token) IN ((?, ?), …)`).
  */
+/** A failure outcome's checked values, as the fail statements bind them. */
+function failureValues(outcome: FailureOutcome): Omit<FailureOutcome, 'nextRunAt'> & { nextRunAt: string } {
+  const o = requireFailureOutcome(outcome);
+  return {
+    ...o,
+    nextRunAt: requireTime('nextRunAt', o.nextRunAt),
+    lastError: truncateErrorText(o.lastError),
+  };
+}
+
 function refValues(refs: readonly ClaimRef[]): { count: number; values: unknown[] } {
   const seen = new Set<string>();
   const ids: string[] = [];

@@ -146,6 +146,19 @@ describe('query plans with finished history in the table', () => {
         { name: 'heldRefs', statement: sql.heldRefs(n), values: refs(n), key: 'PRIMARY' },
         { name: 'lockHeld', statement: sql.lockHeld(n), values: refs(n), key: 'PRIMARY' },
         { name: 'release', statement: sql.release, values: [ids], key: 'PRIMARY' },
+        {
+          name: 'failHeld',
+          statement: sql.failHeld(n),
+          values: [
+            ...ids.flatMap((id) => [id, 'PENDING']),
+            ...ids.flatMap((id) => [id, 1]),
+            ...ids.flatMap((id) => [id, now]),
+            ...ids.flatMap((id) => [id, 'boom']),
+            ...ids.flatMap((id) => [id, 'PENDING']),
+            ids,
+          ],
+          key: 'PRIMARY',
+        },
         { name: 'reclaim', statement: sql.reclaim, values: [5, 5, 5, 'dead', 5, ids], key: 'PRIMARY' },
         { name: 'getMany', statement: sql.getMany, values: [ids], key: 'PRIMARY' },
         {

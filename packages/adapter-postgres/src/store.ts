@@ -10,6 +10,7 @@ import {
   requireId,
   requireInt,
   requireStatuses,
+  requireFailureOutcome,
   requireToken,
   requireTypes,
   rescueLimitMessage,
@@ -511,23 +512,12 @@ function inCallersOrder(asked: readonly CommandId[], rows: readonly { id: string
 }
 
 /** A failure outcome's checked values, as the fail statement binds them. */
-function failureValues(outcome: FailureOutcome): {
-  status: 'PENDING' | 'DEAD';
-  retryCount: number;
-  nextRunAt: string;
-  lastError: string;
-} {
-  if (outcome?.status !== 'PENDING' && outcome?.status !== 'DEAD') {
-    throw new InvalidArgumentError(`a failed attempt ends PENDING or DEAD, not ${String(outcome?.status)}`);
-  }
-  if (typeof outcome.lastError !== 'string') throw new InvalidArgumentError('lastError must be a string');
-  return {
-    status: outcome.status,
-    retryCount: requireInt('retryCount', outcome.retryCount, 0, MAX_INT),
-    nextRunAt: requireTime('nextRunAt', outcome.nextRunAt),
-    lastError: errorText(outcome.lastError),
-  };
+function failureValues(outcome: FailureOutcome): FailureValues {
+  const o = requireFailureOutcome(outcome);
+  return { ...o, nextRunAt: requireTime('nextRunAt', o.nextRunAt), lastError: errorText(o.lastError) };
 }
+
+type FailureValues = Omit<FailureOutcome, 'nextRunAt'> & { readonly nextRunAt: string };
 
 /** claimById's checked values, or null when `types` is given and empty (nothing can be claimed). */
 function claimByIdValues(p: ClaimByIdParams): {

@@ -619,38 +619,6 @@ describe('PostgresCommandStore', () => {
     expect((await store.get(b!.id))!.finishedAt).not.toBeNull();
   });
 
-  it('fails many attempts in one statement, each fenced by its own token, checking every outcome first', async () => {
-    const ids = await store.transaction((tx) =>
-      store.insert(tx, [command('fail.many'), command('fail.many'), command('fail.many')]),
-    );
-    const [a, b, c] = await claim(['fail.many']);
-    const later = new Date(Date.now() + 3_600_000);
-    const retry = { status: 'PENDING' as const, retryCount: 1, nextRunAt: later, lastError: 'retry me' };
-    const dead = { status: 'DEAD' as const, retryCount: 6, nextRunAt: new Date(), lastError: 'gave up' };
-    // A bad outcome anywhere in the batch: refused with a typed error, nothing written.
-    await expect(
-      store.failMany([
-        { ref: { id: a!.id, token: a!.claimToken }, outcome: retry },
-        { ref: { id: b!.id, token: b!.claimToken }, outcome: { ...dead, status: 'SUCCESS' as 'DEAD' } },
-      ]),
-    ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    expect((await store.getMany(ids)).map((r) => r.status)).toEqual(['RUNNING', 'RUNNING', 'RUNNING']);
-    const written = await store.failMany([
-      { ref: { id: c!.id, token: 'not-the-token' }, outcome: retry },
-      { ref: { id: b!.id, token: b!.claimToken }, outcome: dead },
-      { ref: { id: a!.id, token: a!.claimToken }, outcome: retry },
-    ]);
-    expect(written).toEqual([b!.id, a!.id]);
-    const [ra, rb, rc] = await store.getMany(ids);
-    expect(ra).toMatchObject({ status: 'PENDING', retryCount: 1, lastError: 'retry me', claimToken: null });
-    expect(ra!.nextRunAt.getTime()).toBe(later.getTime());
-    expect(ra!.finishedAt).toBeNull();
-    expect(rb).toMatchObject({ status: 'DEAD', retryCount: 6, lastError: 'gave up', claimToken: null });
-    expect(rb!.finishedAt).not.toBeNull();
-    expect(rc).toMatchObject({ status: 'RUNNING', claimToken: c!.claimToken });
-    expect(await store.failMany([])).toEqual([]);
-  });
-
   it('reclaims expired leases on the database clock, leaves live ones, and kills past the rescue limit', async () => {
     const [hungId, liveId] = await store.transaction((tx) =>
       store.insert(tx, [command('hung'), command('live')]),

@@ -74,11 +74,16 @@ export function sqliteSql(t: string) {
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
-    fail: `UPDATE ${t}
-       SET status = :status, retry_count = :retryCount, next_run_at = :nextRunAt, last_error = :lastError,
-           claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW},
-           finished_at = CASE WHEN :status = 'DEAD' THEN ${DB_NOW} ELSE NULL END
-       WHERE id = :id AND status = 'RUNNING' AND claim_token = :token`,
+    /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */
+    failMany: `UPDATE ${t}
+       SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
+           last_error = f.last_error, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW},
+           finished_at = CASE WHEN f.status = 'DEAD' THEN ${DB_NOW} ELSE NULL END
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS status,
+                    value ->> 3 AS retry_count, value ->> 4 AS next_run_at, value ->> 5 AS last_error
+             FROM json_each(:attempts)) AS f
+       WHERE ${t}.id = f.id AND ${t}.status = 'RUNNING' AND ${t}.claim_token = f.token
+       RETURNING CAST(${t}.id AS TEXT) AS id`,
     release: `UPDATE ${t}
        SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}

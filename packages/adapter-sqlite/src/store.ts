@@ -20,6 +20,7 @@ import {
   requireInt,
   requirePayloadJson,
   requireStatuses,
+  requireFailureOutcome,
   requireToken,
   requireTypes,
   rescueLimitMessage,
@@ -37,6 +38,7 @@ import type {
   CommandRecord,
   CommandStatus,
   CommandStore,
+  FailedAttempt,
   FailureOutcome,
   InsertResult,
   ListPage,
@@ -248,19 +250,27 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean> {
-    if (outcome.status !== 'PENDING' && outcome.status !== 'DEAD') {
-      throw new InvalidArgumentError(`a failed attempt ends PENDING or DEAD, not ${String(outcome.status)}`);
-    }
-    const params = {
-      id: toKey(ref.id),
-      token: requireToken(ref.token),
-      status: outcome.status,
-      retryCount: requireInt('retryCount', outcome.retryCount, 0),
-      nextRunAt: requireTime('nextRunAt', outcome.nextRunAt),
-      lastError: truncateErrorText(String(outcome.lastError)),
-    };
+    return (await this.failMany([{ ref, outcome }])).length === 1;
+  }
+
+  async failMany(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
+    const rows = attempts.map(({ ref, outcome }) => {
+      const o = requireFailureOutcome(outcome);
+      // The id as its decimal literal, as refsJson writes it: SQLite reads it back exactly.
+      const rest = JSON.stringify([
+        requireToken(ref.token),
+        o.status,
+        o.retryCount,
+        requireTime('nextRunAt', o.nextRunAt),
+        truncateErrorText(o.lastError),
+      ]);
+      return `[${requireId(ref.id)},${rest.slice(1)}`;
+    });
+    if (rows.length === 0) return [];
+    const json = `[${rows.join(',')}]`;
     return this.run(() => {
-      return this.stmt('fail').run(params).changes === 1;
+      const done = new Set(this.stmt('failMany').pluck().all({ attempts: json }) as string[]);
+      return [...new Set(attempts.map((a) => a.ref.id))].filter((id) => done.has(id));
     });
   }
 

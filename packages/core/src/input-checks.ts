@@ -4,6 +4,7 @@ import { InvalidArgumentError, PayloadNotSerialisableError, PayloadTooLargeError
 import { isCommandStatus } from './status.js';
 import type { CommandStatus } from './status.js';
 import { parseCommandId } from './command.js';
+import type { FailureOutcome } from './transitions.js';
 
 /*
  * The input checks every store adapter makes before any SQL runs (so bad input gets a typed error
@@ -30,6 +31,21 @@ export function requireDate(what: string, value: unknown): Date {
     throw new InvalidArgumentError(`${what} must be a valid Date`);
   }
   return value;
+}
+
+/** A failed attempt's outcome as stores write it (from decideFailure): PENDING or DEAD. */
+export function requireFailureOutcome(outcome: unknown): FailureOutcome {
+  const o = outcome as Partial<FailureOutcome> | null | undefined;
+  if (o?.status !== 'PENDING' && o?.status !== 'DEAD') {
+    throw new InvalidArgumentError(`a failed attempt ends PENDING or DEAD, not ${String(o?.status)}`);
+  }
+  if (typeof o.lastError !== 'string') throw new InvalidArgumentError('lastError must be a string');
+  return {
+    status: o.status,
+    retryCount: requireInt('retryCount', o.retryCount, 0, 2 ** 31 - 1),
+    nextRunAt: requireDate('nextRunAt', o.nextRunAt),
+    lastError: o.lastError,
+  };
 }
 
 export function requireToken(token: unknown): string {

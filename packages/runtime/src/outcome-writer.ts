@@ -13,13 +13,13 @@ const MAX_BATCH = 500;
  * the caller keeps the lease alive meanwhile — so a database blip never re-runs a finished command.
  * Outcomes are coalesced: those that arrive in the same event-loop turn (a claimed batch that
  * finishes together) and those that arrive while a write is in flight go out in one call, so a
- * drain costs one complete statement per batch rather than per command, and so does a batch that
- * fails together (a downstream outage) where the store has `failMany`.
+ * drain costs one complete statement per batch rather than per command, and a batch that fails
+ * together (a downstream outage) one failMany.
  */
 export class OutcomeWriter {
   readonly #giveUp = new AbortController();
   readonly #completes: CoalescedWrites<ClaimRef>;
-  readonly #fails: CoalescedWrites<FailedAttempt> | null;
+  readonly #fails: CoalescedWrites<FailedAttempt>;
 
   constructor(
     private readonly store: CommandStore,
@@ -29,13 +29,10 @@ export class OutcomeWriter {
       (refs) => this.#persist('complete', () => store.complete(refs)),
       (ref) => ref.id,
     );
-    const failMany = store.failMany?.bind(store);
-    this.#fails = failMany
-      ? new CoalescedWrites(
-          (attempts) => this.#persist('fail', () => failMany(attempts)),
-          (attempt) => attempt.ref.id,
-        )
-      : null;
+    this.#fails = new CoalescedWrites(
+      (attempts) => this.#persist('fail', () => store.failMany(attempts)),
+      (attempt) => attempt.ref.id,
+    );
   }
 
   /** True when the claim still held and the command is now SUCCESS; false when it was fenced out. */
@@ -45,8 +42,7 @@ export class OutcomeWriter {
 
   /** True when the claim still held and the outcome (PENDING for a retry, or DEAD) was written. */
   fail(ref: ClaimRef, outcome: FailureOutcome): Promise<WriteResult> {
-    if (this.#fails) return this.#fails.add({ ref, outcome });
-    return this.#persist('fail', () => this.store.fail(ref, outcome));
+    return this.#fails.add({ ref, outcome });
   }
 
   /** Stops retrying writes that are failing (shutdown deadline): they resolve as ABANDONED. */

@@ -17,7 +17,8 @@ describe('ExecutionContext', () => {
       reclaimHung: async () => [],
       claimDue: async () => (claimed ? [] : ((claimed = true), [claimedRow('1', 't.slow')])),
       heartbeat: async (refs) => [...refs],
-      fail: async (ref, outcome) => (failed.push(`${ref.id}:${outcome.lastError}`), true),
+      failMany: async (attempts) =>
+        attempts.map(({ ref, outcome }) => (failed.push(`${ref.id}:${outcome.lastError}`), ref.id)),
       close: async () => undefined,
     });
     let reason: unknown = null;

@@ -29,7 +29,7 @@ describe('OutcomeWriter', () => {
     ]);
   });
 
-  it('coalesces failures of one turn into one failMany where the store has it, else fails each', async () => {
+  it('coalesces failures of one turn into one failMany, reports fenced ones', async () => {
     const outcome = (n: number) => ({
       status: 'PENDING' as const,
       retryCount: n,
@@ -51,20 +51,6 @@ describe('OutcomeWriter', () => {
       true,
     ]);
     expect(batches).toEqual([['1:boom 0', '2:boom 1', '3:boom 2']]);
-    // A store without failMany: one fail() per attempt.
-    const single: string[] = [];
-    const one = stubStore({
-      fail: async (r) => {
-        single.push(r.id);
-        return r.id !== '5';
-      },
-    });
-    const fallback = new OutcomeWriter(one, outage);
-    expect(await Promise.all(['4', '5'].map((id) => fallback.fail(ref(id), outcome(1))))).toEqual([
-      true,
-      false,
-    ]);
-    expect(single).toEqual(['4', '5']);
   });
 
   it('retries a completion through a lost connection instead of abandoning it', async () => {

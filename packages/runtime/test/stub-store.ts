@@ -11,8 +11,7 @@ export function stubStore(overrides: Partial<CommandStore>): CommandStore {
       if (prop in target) return target[prop as keyof CommandStore];
       if (prop === 'dialect') return 'stub';
       if (prop === 'capabilities') return { skipLocked: false, wakeups: false };
-      // Optional members a stub does not have unless given.
-      if (prop === 'wakeups' || prop === 'then' || prop === 'failMany') return undefined;
+      if (prop === 'wakeups' || prop === 'then') return undefined;
       return missing(prop);
     },
   });

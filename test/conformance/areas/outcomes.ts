@@ -122,6 +122,57 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       expect(await claim(store, type, { now: new Date(8.64e15) })).toEqual([]);
     });
 
+    it('failMany writes each attempt its own outcome, fenced by its own token, checking all first', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const ids = await submit(
+        store,
+        Array.from({ length: 5 }, () => newCommand(type)),
+      );
+      const claimed = await claim(store, type, { limit: 5 });
+      expect(claimed.map((c) => c.id)).toEqual(ids);
+      const [a, b, c, d] = claimed;
+      const now = new Date();
+      const retry = decideFailure({ maxRetry: 5, retryCount: 0 }, new Error('retry me'), now, backoff);
+      const dead = decideFailure({ maxRetry: 2, retryCount: 2 }, new Error('gave up ☃'), now, backoff);
+      const bogus = { ...dead, status: 'SUCCESS' } as never;
+      // One bad outcome anywhere: a typed error, and nothing written.
+      await expect(
+        store.failMany([
+          { ref: { id: a!.id, token: a!.claimToken }, outcome: retry },
+          { ref: { id: b!.id, token: b!.claimToken }, outcome: bogus },
+        ]),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      expect((await store.getMany(ids)).map((r) => r.status)).toEqual(Array(5).fill('RUNNING'));
+      const written = await store.failMany([
+        { ref: { id: c!.id, token: freshToken() }, outcome: retry }, // fenced out
+        { ref: { id: b!.id, token: b!.claimToken }, outcome: dead },
+        { ref: { id: a!.id, token: a!.claimToken }, outcome: retry },
+        { ref: { id: d!.id, token: d!.claimToken }, outcome: retry },
+      ]);
+      expect(written).toEqual([b!.id, a!.id, d!.id]);
+      const [ra, rb, rc, rd, re] = await store.getMany(ids);
+      for (const r of [ra, rd]) {
+        expect(r).toMatchObject({
+          status: 'PENDING',
+          retryCount: 1,
+          lastError: 'retry me',
+          claimToken: null,
+        });
+        expect(r!.nextRunAt.getTime()).toBe(retry.nextRunAt.getTime());
+        expect(r!.finishedAt).toBeNull();
+      }
+      expect(rb).toMatchObject({ status: 'DEAD', retryCount: 3, lastError: 'gave up ☃', claimToken: null });
+      expect(rb!.finishedAt).toBeInstanceOf(Date);
+      expect(rc).toMatchObject({ status: 'RUNNING', claimToken: c!.claimToken });
+      expect(re!.status).toBe('RUNNING');
+      // Writing them again finds no claim to fence them by.
+      expect(await store.failMany([{ ref: { id: a!.id, token: a!.claimToken }, outcome: retry }])).toEqual(
+        [],
+      );
+      expect(await store.failMany([])).toEqual([]);
+    });
+
     it('lastError survives the round trip: truncated without splitting multibyte characters', async () => {
       const store = ctx.store();
       const type = uniqueType();

@@ -91,12 +91,11 @@ export interface CommandStore<Tx = unknown> {
   fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean>;
 
   /**
-   * Optional: fail() for many attempts in one statement, each fenced by its own claim token.
-   * Returns the ids whose outcome was written (in the attempts' order, each once); the others were
-   * fenced out. Every outcome is checked before anything is written. Without it, the runtime calls
-   * fail() for each attempt.
+   * fail() for many attempts at once (one statement where the database allows), each fenced by its
+   * own claim token. Returns the ids whose outcome was written, in the attempts' order, each once;
+   * the others were fenced out. Every outcome is checked before anything is written.
    */
-  failMany?(attempts: readonly FailedAttempt[]): Promise<CommandId[]>;
+  failMany(attempts: readonly FailedAttempt[]): Promise<CommandId[]>;
 
   /**
    * RUNNING → PENDING for claims that were never started (shutdown), counting nothing against
