@@ -17,7 +17,7 @@ interface Waiting {
 }
 
 /**
- * The store's hot-path statements (claims, completions, releases, heartbeats) asked for in one
+ * The store's hot-path statements (claims, completions, failures, releases, heartbeats) asked for in one
  * turn of the event loop go out together: one batch on one pooled connection, one round trip, one
  * commit. Under load a runtime asks for the next claim in the same turn as the completion of the
  * last batch; sent apart they keep two backends busy per process and cost two wake-ups, which a
