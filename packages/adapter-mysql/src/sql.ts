@@ -125,12 +125,12 @@ export function mysqlSql(t: string) {
     /** The rows one complete call finished (SUCCESS is final, so the marker stays put). */
     completedBy: `SELECT id FROM ${table} WHERE claim_token = ? AND status = 'SUCCESS'`,
     /** Bound: status, retry_count, next_run_at, last_error, status again (for finished_at), id, token. */
-    fail: `UPDATE ${byId}
+    failOne: `UPDATE ${byId}
        SET status = ?, retry_count = ?, next_run_at = ?, last_error = ?, claim_token = NULL, lease_until = NULL,
            finished_at = CASE WHEN ? = 'DEAD' THEN ${DB_NOW} ELSE NULL END, updated_at = ${DB_NOW}
        WHERE id = ? AND status = 'RUNNING' AND claim_token = ?`,
     /**
-     * failMany of more than one attempt runs in a transaction: lock the rows still held (lockHeld),
+     * fail of more than one attempt runs in a transaction: lock the rows still held (lockHeld),
      * then write each one's outcome in this one statement. Bound: for each of status, retry_count,
      * next_run_at, last_error and the status again (for finished_at), n pairs of (id, value); then
      * the ids.
@@ -144,7 +144,7 @@ export function mysqlSql(t: string) {
            claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'RUNNING'`;
     },
-    /** release and failMany run in a transaction: lock the rows still held, then move exactly those. */
+    /** release and fail (of several attempts) run in a transaction: lock the rows still held, then move exactly those. */
     lockHeld: (n: number) =>
       `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
     release: `UPDATE ${byId} SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}

@@ -283,11 +283,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return ids.filter((id) => done.has(id));
   }
 
-  async fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean> {
-    return (await this.failMany([{ ref, outcome }])).length === 1;
-  }
-
-  async failMany(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
+  async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
     const checked = attempts.map(({ ref, outcome }) => ({
       id: requireId(ref.id),
       token: requireToken(ref.token),
@@ -305,7 +301,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
         one.id,
         one.token,
       ];
-      const updated = await retryLockConflicts(() => write(this.pool, this.sql.fail, values));
+      const updated = await retryLockConflicts(() => write(this.pool, this.sql.failOne, values));
       return updated.affectedRows === 1 ? [one.id] : [];
     }
     // Many: lock the rows whose claim still holds, then write each one's outcome in one statement.

@@ -177,8 +177,8 @@ describe('query plans with finished history in the table', () => {
     const due = pending[0] as string;
     const cases: Case[] = [
       {
-        name: 'fail',
-        statement: sql.fail,
+        name: 'failOne',
+        statement: sql.failOne,
         values: ['PENDING', 1, now, 'boom', 'PENDING', id, TOKEN],
         key: 'PRIMARY',
       },

@@ -42,8 +42,8 @@ export interface PostgresStoreOptions {
    * release, fail) run on a second pool of its own (and, for claims, the LISTEN connection) with
    * `synchronous_commit = off`, so they do not wait for the WAL flush. If the database server
    * crashes, the last few hundred ms of those writes may be undone: a claim or outcome is lost and
-   * the command runs again (at-least-once; executors are idempotent). Submits (in your transaction), `transaction()`, admin transitions, reclaim,
-   * purge and migrations stay durable. True runs everything on one pool, durably. A `pool` you pass
+   * the command runs again (at-least-once; executors are idempotent). Submits (in your
+   * transaction), `transaction()`, admin transitions, reclaim, purge and migrations stay durable. True runs everything on one pool, durably. A `pool` you pass
    * in is always used as it is (durable unless you configured it otherwise).
    */
   readonly durableClaims?: boolean;

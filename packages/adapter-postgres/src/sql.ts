@@ -148,7 +148,7 @@ export function buildSql(n: TableNames) {
       RETURNING c.id`,
 
     /** Failed attempts' outcomes: unnest of ids, tokens, statuses, retry counts, next run times, errors. */
-    failMany: `
+    fail: `
       UPDATE ${t} AS c SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
         last_error = f.last_error, claim_token = NULL, lease_until = NULL,
         finished_at = CASE WHEN f.status = 'DEAD' THEN ${NOW} END, updated_at = ${NOW}

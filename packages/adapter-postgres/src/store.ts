@@ -271,15 +271,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return this.fencedBatch(this.sql.release, refs);
   }
 
-  async fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean> {
-    return (await this.failMany([{ ref, outcome }])).length === 1;
-  }
-
-  async failMany(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
+  async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
     const [ids, tokens] = refArrays(attempts.map((a) => a.ref));
     const outcomes = attempts.map((a) => failureValues(a.outcome));
     if (ids.length === 0) return [];
-    const rows = await this.hot<{ id: string }>(this.sql.failMany, [
+    const rows = await this.hot<{ id: string }>(this.sql.fail, [
       ids,
       tokens,
       outcomes.map((o) => o.status),

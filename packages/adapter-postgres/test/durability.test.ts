@@ -67,7 +67,7 @@ describe('PostgreSQL durability of the store own writes', () => {
       expect(await store.complete([refs[0]!])).toEqual([refs[0]!.id]);
       expect(await store.release([refs[1]!])).toEqual([refs[1]!.id]);
       const outcome = decideFailure(c!, 'boom', new Date(), exponentialBackoff());
-      expect(await store.fail(refs[2]!, outcome)).toBe(true);
+      expect(await store.fail([{ ref: refs[2]!, outcome }])).toEqual([refs[2]!.id]);
     });
     expect([durable, hot]).toEqual([0, 7]);
     const statuses = (await store.getMany(ids)).map((r) => r.status);

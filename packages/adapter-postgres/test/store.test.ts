@@ -605,8 +605,8 @@ describe('PostgresCommandStore', () => {
       { id: b!.id, token: b!.claimToken },
     ]);
     const outcome = decideFailure(a!, new Error('boom ☃'), new Date(), exponentialBackoff());
-    expect(await store.fail(stale, outcome)).toBe(false);
-    expect(await store.fail({ id: a!.id, token: a!.claimToken }, outcome)).toBe(true);
+    expect(await store.fail([{ ref: stale, outcome }])).toEqual([]);
+    expect(await store.fail([{ ref: { id: a!.id, token: a!.claimToken }, outcome }])).toEqual([a!.id]);
     const failed = await store.get(a!.id);
     expect(failed).toMatchObject({ status: 'PENDING', retryCount: 1, lastError: 'boom ☃', claimToken: null });
     expect(failed!.nextRunAt.getTime()).toBe(outcome.nextRunAt.getTime());
@@ -679,10 +679,12 @@ describe('PostgresCommandStore', () => {
     const illegal = await store.retry(id!, new Date());
     expect(E.isLeft(illegal) && illegal.left.code).toBe('ILLEGAL_TRANSITION');
     const [c] = await claim(['admin']);
-    await store.fail(
-      { id: id!, token: c!.claimToken },
-      decideFailure(c!, 'nope', new Date(), exponentialBackoff()),
-    );
+    await store.fail([
+      {
+        ref: { id: id!, token: c!.claimToken },
+        outcome: decideFailure(c!, 'nope', new Date(), exponentialBackoff()),
+      },
+    ]);
     expect((await store.get(id!))?.status).toBe('DEAD');
     const retried = await store.retry(id!, new Date());
     expect(E.isRight(retried) && retried.right).toMatchObject({
@@ -708,10 +710,12 @@ describe('PostgresCommandStore', () => {
       store.insertIdempotent(tx, { ...command('idem-retry', {}, { maxRetry: 0 }), bizKey: 'k' }),
     );
     const [c] = await claim(['idem-retry']);
-    await store.fail(
-      { id: first.id, token: c!.claimToken },
-      decideFailure(c!, 'x', new Date(), exponentialBackoff()),
-    );
+    await store.fail([
+      {
+        ref: { id: first.id, token: c!.claimToken },
+        outcome: decideFailure(c!, 'x', new Date(), exponentialBackoff()),
+      },
+    ]);
     const second = await store.transaction((tx) =>
       store.insertIdempotent(tx, { ...command('idem-retry'), bizKey: 'k' }),
     );
@@ -742,10 +746,12 @@ describe('PostgresCommandStore', () => {
       });
       await purgeStore.complete(claimed.slice(0, 4).map((c) => ({ id: c.id, token: 't' })));
       const last = claimed[4]!;
-      await purgeStore.fail(
-        { id: last.id, token: 't' },
-        decideFailure(last, 'x', new Date(), exponentialBackoff()),
-      );
+      await purgeStore.fail([
+        {
+          ref: { id: last.id, token: 't' },
+          outcome: decideFailure(last, 'x', new Date(), exponentialBackoff()),
+        },
+      ]);
       const cutoff = new Date(Date.now() + 60_000);
       expect(await purgeStore.purge({ olderThan: new Date(Date.now() - 60_000), limit: 10 })).toBe(0);
       expect(await purgeStore.purge({ olderThan: cutoff, limit: 3 })).toBe(3);

@@ -75,7 +75,7 @@ export function sqliteSql(t: string) {
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */
-    failMany: `UPDATE ${t}
+    fail: `UPDATE ${t}
        SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
            last_error = f.last_error, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW},
            finished_at = CASE WHEN f.status = 'DEAD' THEN ${DB_NOW} ELSE NULL END

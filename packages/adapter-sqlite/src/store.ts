@@ -39,7 +39,6 @@ import type {
   CommandStatus,
   CommandStore,
   FailedAttempt,
-  FailureOutcome,
   InsertResult,
   ListPage,
   ListQuery,
@@ -249,11 +248,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     return this.fencedBatch('release', refs);
   }
 
-  async fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean> {
-    return (await this.failMany([{ ref, outcome }])).length === 1;
-  }
-
-  async failMany(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
+  async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
     const rows = attempts.map(({ ref, outcome }) => {
       const o = requireFailureOutcome(outcome);
       // The id as its decimal literal, as refsJson writes it: SQLite reads it back exactly.
@@ -269,7 +264,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     if (rows.length === 0) return [];
     const json = `[${rows.join(',')}]`;
     return this.run(() => {
-      const done = new Set(this.stmt('failMany').pluck().all({ attempts: json }) as string[]);
+      const done = new Set(this.stmt('fail').pluck().all({ attempts: json }) as string[]);
       return [...new Set(attempts.map((a) => a.ref.id))].filter((id) => done.has(id));
     });
   }

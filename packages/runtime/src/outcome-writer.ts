@@ -14,7 +14,7 @@ const MAX_BATCH = 500;
  * Outcomes are coalesced: those that arrive in the same event-loop turn (a claimed batch that
  * finishes together) and those that arrive while a write is in flight go out in one call, so a
  * drain costs one complete statement per batch rather than per command, and a batch that fails
- * together (a downstream outage) one failMany.
+ * together (a downstream outage) one fail call.
  */
 export class OutcomeWriter {
   readonly #giveUp = new AbortController();
@@ -30,7 +30,7 @@ export class OutcomeWriter {
       (ref) => ref.id,
     );
     this.#fails = new CoalescedWrites(
-      (attempts) => this.#persist('fail', () => store.failMany(attempts)),
+      (attempts) => this.#persist('fail', () => store.fail(attempts)),
       (attempt) => attempt.ref.id,
     );
   }

@@ -101,7 +101,7 @@ describe('Dispatcher', () => {
       [{ type: 'slow', mode: 'ASYNC_POOL', pool: 'slow', execute: () => hold }],
       defaults,
     );
-    const store = stubStore({ heartbeat: async () => [], failMany: async () => [] });
+    const store = stubStore({ heartbeat: async () => [], fail: async () => [] });
     const pools = new PoolSet(
       { concurrency: 1 },
       { slow: { concurrency: 1, queueSize: 1 } },

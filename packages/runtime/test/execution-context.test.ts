@@ -17,7 +17,7 @@ describe('ExecutionContext', () => {
       reclaimHung: async () => [],
       claimDue: async () => (claimed ? [] : ((claimed = true), [claimedRow('1', 't.slow')])),
       heartbeat: async (refs) => [...refs],
-      failMany: async (attempts) =>
+      fail: async (attempts) =>
         attempts.map(({ ref, outcome }) => (failed.push(`${ref.id}:${outcome.lastError}`), ref.id)),
       close: async () => undefined,
     });

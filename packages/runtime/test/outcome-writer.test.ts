@@ -29,7 +29,7 @@ describe('OutcomeWriter', () => {
     ]);
   });
 
-  it('coalesces failures of one turn into one failMany, reports fenced ones', async () => {
+  it('coalesces failures of one turn into one store fail call, reports fenced ones', async () => {
     const outcome = (n: number) => ({
       status: 'PENDING' as const,
       retryCount: n,
@@ -38,7 +38,7 @@ describe('OutcomeWriter', () => {
     });
     const batches: string[][] = [];
     const many = stubStore({
-      failMany: async (attempts) => {
+      fail: async (attempts) => {
         batches.push(attempts.map((a) => `${a.ref.id}:${a.outcome.lastError}`));
         return attempts.filter((a) => a.ref.id !== '2').map((a) => a.ref.id);
       },

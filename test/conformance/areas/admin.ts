@@ -30,7 +30,7 @@ export async function commandIn<Tx>(
   if (status === 'SUCCESS') expect(await store.complete([{ id, token: c.claimToken }])).toEqual([id]);
   if (status === 'DEAD') {
     const outcome = decideFailure(c, new Error('set up as dead'), new Date(), immediateBackoff);
-    expect(await store.fail({ id, token: c.claimToken }, outcome)).toBe(true);
+    expect(await store.fail([{ ref: { id, token: c.claimToken }, outcome }])).toEqual([id]);
   }
   return { id, type, token: status === 'RUNNING' ? c.claimToken : null };
 }
@@ -121,16 +121,13 @@ export function adminArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       expect(E.isRight(r) && r.right.finishedAt).toBeInstanceOf(Date);
       expect(await store.complete([{ id, token: token! }])).toEqual([]);
       expect(
-        await store.fail(
-          { id, token: token! },
+        await store.fail([
           {
-            status: 'PENDING',
-            retryCount: 1,
-            nextRunAt: new Date(),
-            lastError: 'late',
+            ref: { id, token: token! },
+            outcome: { status: 'PENDING', retryCount: 1, nextRunAt: new Date(), lastError: 'late' },
           },
-        ),
-      ).toBe(false);
+        ]),
+      ).toEqual([]);
       expect((await store.get(id))!.status).toBe('CANCELLED');
     });
 

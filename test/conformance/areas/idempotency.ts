@@ -11,11 +11,13 @@ function submitIdempotent<Tx>(
   return store.transaction((tx) => store.insertIdempotent(tx, command));
 }
 
-function failAsDead<Tx>(store: CommandStore<Tx>, id: string, token: string): Promise<boolean> {
-  return store.fail(
-    { id, token },
-    { status: 'DEAD', retryCount: 1, nextRunAt: new Date(), lastError: 'boom' },
-  );
+function failAsDead<Tx>(store: CommandStore<Tx>, id: string, token: string): Promise<string[]> {
+  return store.fail([
+    {
+      ref: { id, token },
+      outcome: { status: 'DEAD', retryCount: 1, nextRunAt: new Date(), lastError: 'boom' },
+    },
+  ]);
 }
 
 export function idempotencyArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string): void {
@@ -69,7 +71,7 @@ export function idempotencyArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: s
         const c = await claimOne(store, type);
         if (end === 'SUCCESS') await store.complete([{ id: first.id, token: c.claimToken }]);
         if (end === 'DEAD') {
-          expect(await failAsDead(store, first.id, c.claimToken)).toBe(true);
+          expect(await failAsDead(store, first.id, c.claimToken)).toEqual([first.id]);
         }
         if (end === 'CANCELLED') expect(E.isRight(await store.kill(first.id))).toBe(true);
         expect((await store.get(first.id))?.status).toBe(end);
@@ -128,7 +130,7 @@ export function idempotencyArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: s
       const type = uniqueType();
       const dead = await submitIdempotent(store, { ...newCommand(type, { maxRetry: 0 }), bizKey: 'held' });
       const c = await claimOne(store, type);
-      expect(await failAsDead(store, dead.id, c.claimToken)).toBe(true);
+      expect(await failAsDead(store, dead.id, c.claimToken)).toEqual([dead.id]);
       const holder = await submitIdempotent(store, { ...newCommand(type), bizKey: 'held' });
       expect(holder.duplicate).toBe(false);
       const refused = await store.retry(dead.id, new Date());

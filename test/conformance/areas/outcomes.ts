@@ -63,7 +63,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const second = await claimOne(store, type);
       expect(second.claimToken).not.toBe(first.claimToken);
       const failure = decideFailure(first, new Error('late'), new Date(), backoff);
-      expect(await store.fail({ id, token: first.claimToken }, failure)).toBe(false);
+      expect(await store.fail([{ ref: { id, token: first.claimToken }, outcome: failure }])).toEqual([]);
       expect(await store.complete([{ id, token: first.claimToken }])).toEqual([]);
       expect(await store.heartbeat([{ id, token: first.claimToken }], 60_000)).toEqual([]);
       expect(await store.release([{ id, token: first.claimToken }])).toEqual([]);
@@ -83,7 +83,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const now = new Date(Date.UTC(2030, 5, 1, 12, 0, 0, 250));
       const outcome = decideFailure(c, new TypeError('downstream said 503'), now, backoff);
       expect(outcome.status).toBe('PENDING');
-      expect(await store.fail({ id, token: c.claimToken }, outcome)).toBe(true);
+      expect(await store.fail([{ ref: { id, token: c.claimToken }, outcome }])).toEqual([id]);
       const after = await store.get(id);
       expect(after).toMatchObject({
         status: 'PENDING',
@@ -98,7 +98,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const again = await claimOne(store, type, { now: new Date(now.getTime() + 60_000) });
       // The second failure backs off twice as long.
       const second = decideFailure(again, new Error('still down'), now, backoff);
-      expect(await store.fail({ id, token: again.claimToken }, second)).toBe(true);
+      expect(await store.fail([{ ref: { id, token: again.claimToken }, outcome: second }])).toEqual([id]);
       expect((await store.get(id))!.nextRunAt.getTime()).toBe(now.getTime() + 120_000);
       expect((await store.get(id))!.retryCount).toBe(2);
     });
@@ -110,7 +110,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const c = await claimOne(store, type);
       const outcome = decideFailure(c, new Error('card declined'), new Date(), backoff);
       expect(outcome.status).toBe('DEAD');
-      expect(await store.fail({ id, token: c.claimToken }, outcome)).toBe(true);
+      expect(await store.fail([{ ref: { id, token: c.claimToken }, outcome }])).toEqual([id]);
       const dead = await store.get(id);
       expect(dead).toMatchObject({
         status: 'DEAD',
@@ -122,7 +122,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       expect(await claim(store, type, { now: new Date(8.64e15) })).toEqual([]);
     });
 
-    it('failMany writes each attempt its own outcome, fenced by its own token, checking all first', async () => {
+    it('fail writes many attempts at once, each its own outcome, fenced by its own token, checking all first', async () => {
       const store = ctx.store();
       const type = uniqueType();
       const ids = await submit(
@@ -138,13 +138,13 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const bogus = { ...dead, status: 'SUCCESS' } as never;
       // One bad outcome anywhere: a typed error, and nothing written.
       await expect(
-        store.failMany([
+        store.fail([
           { ref: { id: a!.id, token: a!.claimToken }, outcome: retry },
           { ref: { id: b!.id, token: b!.claimToken }, outcome: bogus },
         ]),
       ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
       expect((await store.getMany(ids)).map((r) => r.status)).toEqual(Array(5).fill('RUNNING'));
-      const written = await store.failMany([
+      const written = await store.fail([
         { ref: { id: c!.id, token: freshToken() }, outcome: retry }, // fenced out
         { ref: { id: b!.id, token: b!.claimToken }, outcome: dead },
         { ref: { id: a!.id, token: a!.claimToken }, outcome: retry },
@@ -167,10 +167,8 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       expect(rc).toMatchObject({ status: 'RUNNING', claimToken: c!.claimToken });
       expect(re!.status).toBe('RUNNING');
       // Writing them again finds no claim to fence them by.
-      expect(await store.failMany([{ ref: { id: a!.id, token: a!.claimToken }, outcome: retry }])).toEqual(
-        [],
-      );
-      expect(await store.failMany([])).toEqual([]);
+      expect(await store.fail([{ ref: { id: a!.id, token: a!.claimToken }, outcome: retry }])).toEqual([]);
+      expect(await store.fail([])).toEqual([]);
     });
 
     it('lastError survives the round trip: truncated without splitting multibyte characters', async () => {
@@ -192,7 +190,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const claimed = await claim(store, type, { limit: messages.length });
       for (const [i, c] of claimed.entries()) {
         const outcome = decideFailure(c, messages[i], new Date(), backoff);
-        expect(await store.fail({ id: c.id, token: c.claimToken }, outcome)).toBe(true);
+        expect(await store.fail([{ ref: { id: c.id, token: c.claimToken }, outcome }])).toEqual([c.id]);
         const stored = (await store.get(c.id))!.lastError!;
         expect(stored).toBe(truncateErrorText(messages[i]!));
         expect(stored.length).toBeLessThanOrEqual(LAST_ERROR_MAX_CHARS);
@@ -208,7 +206,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       await submitOne(store, newCommand(type, { maxRetry: 5 }));
       const c = await claimOne(store, type);
       const outcome = decideFailure(c, new Error('driver said \u0000 in the middle'), new Date(), backoff);
-      expect(await store.fail({ id: c.id, token: c.claimToken }, outcome)).toBe(true);
+      expect(await store.fail([{ ref: { id: c.id, token: c.claimToken }, outcome }])).toEqual([c.id]);
       const stored = (await store.get(c.id))!;
       expect(stored.status).toBe('PENDING');
       expect(stored.retryCount).toBe(1);
@@ -267,7 +265,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const id = await submitOne(store, newCommand(type));
       const c = await claimOne(store, type);
       const bogus = { status: 'SUCCESS', retryCount: 1, nextRunAt: new Date(), lastError: 'x' } as never;
-      await expect(store.fail({ id, token: c.claimToken }, bogus)).rejects.toMatchObject({
+      await expect(store.fail([{ ref: { id, token: c.claimToken }, outcome: bogus }])).rejects.toMatchObject({
         code: 'INVALID_ARGUMENT',
       });
       await expect(store.complete([{ id: 'nope', token: 't' }])).rejects.toMatchObject({

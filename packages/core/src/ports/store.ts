@@ -85,17 +85,12 @@ export interface CommandStore<Tx = unknown> {
   complete(refs: readonly ClaimRef[]): Promise<CommandId[]>;
 
   /**
-   * Writes a failed attempt's outcome (from core `decideFailure`): PENDING with the retry time, or
-   * DEAD (finishedAt set). Fenced by the claim token: returns false when the claim no longer holds.
+   * Writes failed attempts' outcomes (from core `decideFailure`): PENDING with the retry time, or
+   * DEAD (finishedAt set) — many at once, in one statement where the database allows, each fenced by
+   * its own claim token. Returns the ids whose outcome was written, in the attempts' order, each
+   * once; the others were fenced out. Every outcome is checked before anything is written.
    */
-  fail(ref: ClaimRef, outcome: FailureOutcome): Promise<boolean>;
-
-  /**
-   * fail() for many attempts at once (one statement where the database allows), each fenced by its
-   * own claim token. Returns the ids whose outcome was written, in the attempts' order, each once;
-   * the others were fenced out. Every outcome is checked before anything is written.
-   */
-  failMany(attempts: readonly FailedAttempt[]): Promise<CommandId[]>;
+  fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]>;
 
   /**
    * RUNNING → PENDING for claims that were never started (shutdown), counting nothing against

@@ -118,11 +118,13 @@ export async function makeDead(
 /** Claims a command with no retries left and fails it: a dead letter. */
 async function failLastAttempt(store: CommandStore, id: CommandId, error: string): Promise<CommandId> {
   const c = await claim(store, id);
-  const written = await store.fail(
-    { id: c.id, token: c.claimToken },
-    decideFailure(c, new Error(error), new Date(), immediateBackoff),
-  );
-  if (!written) throw new Error('fail() was fenced');
+  const written = await store.fail([
+    {
+      ref: { id: c.id, token: c.claimToken },
+      outcome: decideFailure(c, new Error(error), new Date(), immediateBackoff),
+    },
+  ]);
+  if (!written.includes(c.id)) throw new Error('fail() was fenced');
   return id;
 }
 
