@@ -2,7 +2,7 @@ import type { NewCommand } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClaimStrategyName } from '../src/index.js';
 import type { MysqlCommandStore } from '../src/store.js';
-import { admin, freshDatabase, openStore } from './databases.js';
+import { admin, freshDatabase, openStore, perProcess } from './databases.js';
 
 async function deadlocks(): Promise<number> {
   return admin(async (c) => {
@@ -23,7 +23,7 @@ describe.each<ClaimStrategyName>(['skip-locked', 'legacy'])('concurrent claims (
   const stores: MysqlCommandStore[] = [];
 
   beforeAll(async () => {
-    db = await freshDatabase(`asynccmd_mysql_claims_${strategy.replace('-', '_')}`);
+    db = await freshDatabase(perProcess(`asynccmd_mysql_claims_${strategy.replace('-', '_')}`));
     for (let i = 0; i < CLAIMERS; i++) {
       stores.push(await openStore(db.url, { claimStrategy: strategy, connectionLimit: 2 }));
     }

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MysqlCommandStore } from '../src/store.js';
-import { admin, freshDatabase, openStore } from './databases.js';
+import { admin, freshDatabase, openStore, perProcess } from './databases.js';
 
-const DATABASE = 'asynccmd_mysql_claim_isolation';
+const DATABASE = perProcess('asynccmd_mysql_claim_isolation');
 
 /** MySQL 8 names it transaction_isolation; MariaDB 10.11 only knows tx_isolation. */
 async function isolationVariable(): Promise<string> {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MysqlCommandStore } from '../src/store.js';
-import { admin, freshDatabase, openStore } from './databases.js';
+import { admin, freshDatabase, openStore, perProcess } from './databases.js';
 
-const DATABASE = 'asynccmd_mysql_connection_loss';
+const DATABASE = perProcess('asynccmd_mysql_connection_loss');
 const ROWS = 2000;
 
 /** Kills every connection the stores hold on this test's database, as a failover or a DBA would. */

@@ -19,6 +19,11 @@ export async function admin<T>(
   }
 }
 
+/** A database name of this process's own: two checkouts running one file at once never share it. */
+export function perProcess(base: string): string {
+  return `${base}_${process.pid.toString(36)}`;
+}
+
 /** A fresh database for one test file: created empty, dropped by the returned function. */
 export async function freshDatabase(name: string): Promise<{ url: string; drop: () => Promise<void> }> {
   await admin(async (c) => {

@@ -4,7 +4,7 @@ import { createConnection } from 'mysql2/promise';
 import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MysqlCommandStore } from '../src/store.js';
-import { freshDatabase, openStore } from './databases.js';
+import { freshDatabase, openStore, perProcess } from './databases.js';
 
 const batch = (n: number, type: string): NewCommand[] =>
   Array.from({ length: n }, (_, i) => ({
@@ -20,7 +20,7 @@ describe('insert on a caller connection', () => {
   let conn: Connection;
 
   beforeAll(async () => {
-    db = await freshDatabase('asynccmd_mysql_insert');
+    db = await freshDatabase(perProcess('asynccmd_mysql_insert'));
     store = await openStore(db.url);
     // mysql2's defaults: no big-number strings, no date strings, local time zone.
     conn = await createConnection(db.url);

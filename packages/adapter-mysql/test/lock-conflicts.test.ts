@@ -2,9 +2,9 @@ import type { Connection, Pool } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMysqlStore } from '../src/index.js';
 import type { MysqlCommandStore } from '../src/store.js';
-import { admin, freshDatabase, poolWithSession } from './databases.js';
+import { admin, freshDatabase, poolWithSession, perProcess } from './databases.js';
 
-const DATABASE = 'asynccmd_mysql_lock_conflicts';
+const DATABASE = perProcess('asynccmd_mysql_lock_conflicts');
 
 /**
  * Real deadlocks and lock-wait timeouts, provoked by another connection holding row locks: the

@@ -3,7 +3,7 @@ import { createConnection } from 'mysql2/promise';
 import type { Connection } from 'mysql2/promise';
 import { mysqlSql } from '../src/sql.js';
 import type { MysqlCommandStore } from '../src/store.js';
-import { freshDatabase, openStore } from './databases.js';
+import { freshDatabase, openStore, perProcess } from './databases.js';
 
 interface PlanRow {
   table: string | null;
@@ -50,7 +50,7 @@ describe('query plans with finished history in the table', () => {
   const now = new Date(Date.now() + 60_000).toISOString().slice(0, 23).replace('T', ' ');
 
   beforeAll(async () => {
-    db = await freshDatabase('asynccmd_mysql_plans');
+    db = await freshDatabase(perProcess('asynccmd_mysql_plans'));
     store = await openStore(db.url);
     conn = await createConnection({ uri: db.url, supportBigNumbers: true, bigNumberStrings: true });
     for (let i = 0; i < FINISHED / 2000; i++) {

@@ -1,9 +1,9 @@
 import { isAsyncCommandError } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMysqlStore, MIGRATIONS, strategyForServer } from '../src/index.js';
-import { admin, freshDatabase, openStore, poolWithSession } from './databases.js';
+import { admin, freshDatabase, openStore, poolWithSession, perProcess } from './databases.js';
 
-const DATABASE = 'asynccmd_mysql_schema';
+const DATABASE = perProcess('asynccmd_mysql_schema');
 
 describe('schema, options and strategy choice', () => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;

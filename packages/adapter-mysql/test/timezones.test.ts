@@ -2,7 +2,7 @@ import type { Pool } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMysqlStore } from '../src/index.js';
 import type { MysqlCommandStore } from '../src/store.js';
-import { admin, freshDatabase, poolWithSession } from './databases.js';
+import { admin, freshDatabase, perProcess, poolWithSession } from './databases.js';
 
 /**
  * DATETIME has no time zone: the store writes and reads UTC and takes the database clock from
@@ -18,7 +18,7 @@ describe.each(['+09:00', '-05:00'])('session time zone %s', (zone) => {
   beforeAll(async () => {
     process.env.TZ = 'America/Sao_Paulo';
     db = await freshDatabase(
-      `asynccmd_mysql_tz_${zone.replace(/[^0-9]/g, '')}${zone[0] === '-' ? 'w' : 'e'}`,
+      perProcess(`asynccmd_mysql_tz_${zone.replace(/[^0-9]/g, '')}${zone[0] === '-' ? 'w' : 'e'}`),
     );
     pool = poolWithSession(db.url, `SET time_zone = '${zone}'`, 3);
     store = await createMysqlStore({ pool, table: 'tz_commands' });

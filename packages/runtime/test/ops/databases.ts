@@ -8,6 +8,9 @@ import { openTempSqlite } from './support.js';
 
 /** The real databases the ops suites run on; each test file passes its own namespace. */
 
+/** Two checkouts running the same file at once must not share a schema or database. */
+const perProcess = (base: string): string => `${base}_${process.pid.toString(36)}`;
+
 export const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 export const MYSQL_SERVER_URL = 'mysql://root@127.0.0.1:3306';
 
@@ -25,7 +28,8 @@ export async function openSqlite(): Promise<OpsDatabase> {
 }
 
 /** A migrated store in its own PostgreSQL schema, dropped first and on dispose. */
-export async function openPostgres(schema: string): Promise<OpsDatabase> {
+export async function openPostgres(base: string): Promise<OpsDatabase> {
+  const schema = perProcess(base);
   const dropSchema = async () => {
     const client = new pg.Client({ connectionString: POSTGRES_URL });
     await client.connect();
@@ -56,7 +60,8 @@ export async function openPostgres(schema: string): Promise<OpsDatabase> {
 }
 
 /** A migrated store in its own MariaDB database, dropped first and on dispose. */
-export async function openMysql(database: string): Promise<OpsDatabase> {
+export async function openMysql(base: string): Promise<OpsDatabase> {
+  const database = perProcess(base);
   const run = async (sql: string) => {
     const conn = await mysql.createConnection({ uri: MYSQL_SERVER_URL });
     try {
