@@ -1,0 +1,209 @@
+import type { ClaimedCommand, CommandEvent, CommandId, CommandStore, Logger } from '@asynccmd/core';
+import {
+  CommandEvents,
+  CommandRunner,
+  LeaseKeeper,
+  OutcomeWriter,
+  StoreOutage,
+  type CommandRunnerDeps,
+} from '@asynccmd/runtime';
+
+interface AttemptFacts {
+  readonly id: CommandId;
+  readonly type: string;
+  readonly payload: unknown;
+  /** 1 for the first attempt, 2 for the first retry, … (the executor's `ctx.attempt`). */
+  readonly attempt: number;
+  /** The drain round it ran in (1 for runOnce). */
+  readonly round: number;
+}
+
+/**
+ * How one attempt ended:
+ * - `succeeded`: the command is SUCCESS;
+ * - `retried`: it failed with retries left; PENDING again, due at `nextRunAt`;
+ * - `dead`: it failed with no retry left; a dead letter;
+ * - `fenced`: its outcome was refused because the claim had been taken away while it ran
+ *   (an admin kill or requeue, or a reclaim);
+ * - `hung`: it had not settled after `hangTimeoutMs` and its executor has no `timeoutMs`; the kit
+ *   treats the instance running it as dead (see drainUntilIdle).
+ */
+export type AttemptReport = AttemptFacts &
+  (
+    | { readonly outcome: 'succeeded' }
+    | { readonly outcome: 'retried'; readonly error: string; readonly nextRunAt: Date }
+    | { readonly outcome: 'dead'; readonly error: string }
+    | { readonly outcome: 'fenced' }
+    | { readonly outcome: 'hung' }
+  );
+
+export type AttemptOutcome = AttemptReport['outcome'];
+
+/** What the runner needs of the kit; `events` are the kit's, what `kit.on` listeners see. */
+export type AttemptRunnerDeps = Pick<
+  CommandRunnerDeps,
+  'store' | 'registry' | 'events' | 'clock' | 'logger' | 'interceptors'
+>;
+
+type OutcomeEvent = Extract<CommandEvent, { kind: 'succeeded' | 'retried' | 'dead' | 'fenced' }>;
+
+/**
+ * Runs claimed commands one at a time through the runtime's own CommandRunner (interceptors,
+ * timeouts, fenced outcome writes, backoff and dead letters as in production), on a simulated
+ * instance that can die: once an attempt hangs, nothing that instance does reaches the store any
+ * more, as with a process that stopped, and a fresh instance runs what comes next.
+ */
+export class AttemptRunner {
+  #instance: Instance;
+
+  constructor(private readonly deps: AttemptRunnerDeps) {
+    this.#instance = new Instance(deps);
+  }
+
+  async run(row: ClaimedCommand, round: number, hangTimeoutMs: number): Promise<AttemptReport> {
+    const instance = this.#instance;
+    const execution = instance.runner.track(row, 'poll');
+    let ended = null as OutcomeEvent | null; // set by the listener below
+    let hung = false;
+    const stop = instance.events.on((event) => {
+      if (isOutcome(event) && event.command.id === row.id) ended = event;
+    });
+    try {
+      const ran = instance.runner.execute(execution, 'inline');
+      if (!(await settlesWithin(ran, hangTimeoutMs))) {
+        const { timeoutMs } = execution.entry;
+        if (timeoutMs !== undefined) {
+          // What the runtime's own timer would do after timeoutMs: a failed attempt, retried.
+          execution.abort('timeout', namedError('TimeoutError', `command timed out after ${timeoutMs} ms`));
+        } else {
+          hung = true;
+          instance.die();
+          this.#instance = new Instance(this.deps);
+          execution.abort(
+            'lease-lost',
+            namedError(
+              'HungAttemptError',
+              `the test kit stopped waiting after ${hangTimeoutMs} ms and treats this instance as dead`,
+            ),
+          );
+        }
+        await ran;
+      }
+    } finally {
+      stop();
+    }
+    if (hung) return { ...facts(row, round), outcome: 'hung' };
+    if (ended === null) {
+      // The runner could not record it (e.g. a backoff policy threw): a bug the test should see.
+      const cause = instance.lastLoggedError;
+      throw new Error(
+        `the outcome of command ${row.id} (${row.type}) was not recorded` +
+          (cause instanceof Error ? `: ${cause.message}` : ''),
+        { cause },
+      );
+    }
+    return report(row, round, ended);
+  }
+}
+
+/** One simulated process: its runner, outcome writer and leases, and a switch that kills it. */
+class Instance {
+  readonly events: CommandEvents;
+  readonly runner: CommandRunner;
+  readonly #outcomes: OutcomeWriter;
+  #alive = true;
+  /** The `err` of the runner's last error log line: why an outcome could not be recorded. */
+  lastLoggedError: unknown = undefined;
+
+  constructor(deps: AttemptRunnerDeps) {
+    const store = cutOffWhenDead(deps.store, () => this.#alive);
+    const logger: Logger = {
+      debug: (obj, msg) => deps.logger.debug(obj, msg),
+      info: (obj, msg) => deps.logger.info(obj, msg),
+      warn: (obj, msg) => deps.logger.warn(obj, msg),
+      error: (obj, msg) => {
+        if ('err' in obj) this.lastLoggedError = obj.err;
+        deps.logger.error(obj, msg);
+      },
+    };
+    this.events = new CommandEvents(logger);
+    this.events.on((event) => {
+      if (this.#alive) deps.events.emit(event);
+    });
+    const outage = new StoreOutage(this.events, logger);
+    this.#outcomes = new OutcomeWriter(store, outage);
+    this.runner = new CommandRunner({
+      store,
+      registry: deps.registry,
+      events: this.events,
+      clock: deps.clock,
+      logger,
+      interceptors: deps.interceptors,
+      // Never started: the kit holds claims only while it runs them, and leases follow the test
+      // clock, so nothing lapses unless the test advances past a lease.
+      leases: new LeaseKeeper(store, outage, 1_000),
+      outcomes: this.#outcomes,
+      outage,
+    });
+  }
+
+  die(): void {
+    this.#alive = false;
+    this.#outcomes.giveUp();
+  }
+}
+
+/** The store as a dead instance sees it: every call fails, so none of its writes lands. */
+function cutOffWhenDead<Tx>(store: CommandStore<Tx>, alive: () => boolean): CommandStore<Tx> {
+  return new Proxy(store, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]): unknown =>
+        alive()
+          ? (value as (...a: unknown[]) => unknown).apply(target, args)
+          : Promise.reject(new Error('this test instance was declared dead: it no longer reaches the store'));
+    },
+  });
+}
+
+function isOutcome(event: CommandEvent): event is OutcomeEvent {
+  return (
+    event.kind === 'succeeded' || event.kind === 'retried' || event.kind === 'dead' || event.kind === 'fenced'
+  );
+}
+
+function facts(row: ClaimedCommand, round: number): AttemptFacts {
+  return { id: row.id, type: row.type, payload: row.payload, attempt: row.retryCount + 1, round };
+}
+
+function report(row: ClaimedCommand, round: number, ended: OutcomeEvent): AttemptReport {
+  const base = facts(row, round);
+  switch (ended.kind) {
+    case 'succeeded':
+      return { ...base, outcome: 'succeeded' };
+    case 'retried':
+      return { ...base, outcome: 'retried', error: ended.error, nextRunAt: ended.nextRunAt };
+    case 'dead':
+      return { ...base, outcome: 'dead', error: ended.error };
+    case 'fenced':
+      return { ...base, outcome: 'fenced' };
+  }
+}
+
+/** Whether `work` settles within `ms` of real time (it is never rejected: the runner never rejects). */
+async function settlesWithin(work: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function namedError(name: string, message: string): Error {
+  const error = new Error(message);
+  error.name = name;
+  return error;
+}
