@@ -83,14 +83,14 @@ async function main(): Promise<number> {
 async function healthLine(service: DemoService): Promise<string> {
   const health = (await httpJson(`${service.url}/health`, 'GET')).body as {
     status: string;
-    reasons: string[];
+    reasons: { message: string }[];
   };
   const dead = await service.store.list({ status: 'DEAD', limit: 1 });
   const first = dead.items[0];
   return (
-    `  health            ${health.status}${health.reasons.length ? ` — ${health.reasons.join('; ')}` : ''}\n` +
+    `  health            ${health.status}${health.reasons.length ? ` — ${health.reasons.map((r) => r.message).join('; ')}` : ''}\n` +
     (first
-      ? `                    retry it: curl -s -X POST ${service.url}${ADMIN_BASE}/commands/${first.id}/retry\n`
+      ? `                    retry it: curl -s -X POST -H 'content-type: application/json' ${service.url}${ADMIN_BASE}/commands/${first.id}/retry\n`
       : '')
   );
 }
@@ -105,7 +105,7 @@ function printUrls(service: DemoService, operationId: string | null): void {
       `  place an order   curl -si -X POST ${u}/orders -H 'content-type: application/json' -H 'idempotency-key: my-first-order' -d '${body}'`,
       `  made to order    same with "items":[{"sku":"custom-print","quantity":1}]  → 202 Accepted, follow the Location`,
       `  an operation     ${u}/operations/${operationId ?? '<operationId>'}`,
-      `  dead letters     ${u}${ADMIN_BASE}/commands?status=DEAD   (retry: POST ${u}${ADMIN_BASE}/commands/<id>/retry)`,
+      `  dead letters     ${u}${ADMIN_BASE}/commands?status=DEAD   (retry: POST ${u}${ADMIN_BASE}/commands/<id>/retry, Content-Type: application/json)`,
       `  stats            ${u}${ADMIN_BASE}/stats`,
       `  health, metrics  ${u}/health   ${u}/metrics`,
       '',

@@ -74,9 +74,9 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
   const admin = createAdminHandler({
     store,
     prefix: ADMIN_BASE,
-    // Loopback demo: the status resource and metrics are readable without a token.
-    publicStatus: true,
-    publicMetrics: true,
+    // Loopback demo: no token, so every admin route is open to this machine (and only to it: the
+    // handler serves loopback Host names and the page's own Origin only).
+    auth: 'none',
     metrics,
   });
 
