@@ -5,7 +5,7 @@ import { DEFAULT_PROFILES, scaleProfiles } from './downstream.js';
 import { httpJson } from './load/http-client.js';
 import { runLoad } from './load/run-load.js';
 import { ProgressBar } from './load/progress.js';
-import { ADMIN_BASE, startDemoService, type DemoService } from './service.js';
+import { ADMIN_BASE, PortTakenError, startDemoService, type DemoService } from './service.js';
 import { formatSummary, summarise } from './summary.js';
 
 /** Printed once the server listens; the experiment's parent process waits for this line. */
@@ -26,13 +26,22 @@ async function main(): Promise<number> {
     process.stdout.write(`${helpText()}\n`);
     return 0;
   }
-  const service = await startDemoService({
-    filename: config.dbFile,
-    port: config.port,
-    profiles: scaleProfiles(DEFAULT_PROFILES, config.latencyScale, config.failureScale),
-    seed: config.seed,
-  });
   const { freshDb, dbFile } = config;
+  let service: DemoService;
+  try {
+    service = await startDemoService({
+      filename: config.dbFile,
+      port: config.port,
+      movePortIfTaken: config.movePortIfTaken,
+      profiles: scaleProfiles(DEFAULT_PROFILES, config.latencyScale, config.failureScale),
+      seed: config.seed,
+    });
+  } catch (e) {
+    if (freshDb) rmSync(dirname(dbFile), { recursive: true, force: true });
+    if (!(e instanceof PortTakenError)) throw e;
+    process.stderr.write(`${e.message}: choose another with --port N (0: any free port)\n`);
+    return 1;
+  }
   const cleanup = async () => {
     await service.close();
     if (freshDb) rmSync(dirname(dbFile), { recursive: true, force: true });
