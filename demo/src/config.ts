@@ -4,6 +4,8 @@ import { join } from 'node:path';
 
 export interface DemoConfig {
   readonly port: number;
+  /** Only the default port may move to a free one when taken; a port asked for is that port. */
+  readonly movePortIfTaken: boolean;
   readonly orders: number;
   readonly concurrency: number;
   readonly load: boolean;
@@ -23,7 +25,7 @@ export interface DemoConfig {
 export class ConfigError extends Error {}
 
 const HELP = `npm start -- [options]
-  --port N            HTTP port on 127.0.0.1 (env PORT; default 3000; a taken port falls back to a free one)
+  --port N            HTTP port on 127.0.0.1 (env PORT; default 3000, or a free one when 3000 is taken)
   --orders N          orders of the built-in load (env DEMO_ORDERS; default 300)
   --concurrency N     concurrent load clients (default 16)
   --no-load           skip the built-in load
@@ -85,6 +87,7 @@ export function parseConfig(
   const given = values.get('--db') ?? env.DEMO_DB;
   return {
     port: int('--port', Number(env.PORT ?? 3000), 0, 65_535),
+    movePortIfTaken: !values.has('--port') && env.PORT === undefined,
     orders: int('--orders', Number(env.DEMO_ORDERS ?? 300), 0, 100_000),
     concurrency: int('--concurrency', 16, 1, 1_000),
     load: !flags.has('--no-load'),

@@ -5,7 +5,7 @@ import { DEFAULT_PROFILES, scaleProfiles } from './downstream.js';
 import { httpJson } from './load/http-client.js';
 import { runLoad } from './load/run-load.js';
 import { ProgressBar } from './load/progress.js';
-import { ADMIN_BASE, startDemoService, type DemoService } from './service.js';
+import { ADMIN_BASE, PortTakenError, startDemoService, type DemoService } from './service.js';
 import { formatSummary, summarise } from './summary.js';
 
 /** Printed once the server listens; the experiment's parent process waits for this line. */
@@ -26,13 +26,22 @@ async function main(): Promise<number> {
     process.stdout.write(`${helpText()}\n`);
     return 0;
   }
-  const service = await startDemoService({
-    filename: config.dbFile,
-    port: config.port,
-    profiles: scaleProfiles(DEFAULT_PROFILES, config.latencyScale, config.failureScale),
-    seed: config.seed,
-  });
   const { freshDb, dbFile } = config;
+  let service: DemoService;
+  try {
+    service = await startDemoService({
+      filename: config.dbFile,
+      port: config.port,
+      movePortIfTaken: config.movePortIfTaken,
+      profiles: scaleProfiles(DEFAULT_PROFILES, config.latencyScale, config.failureScale),
+      seed: config.seed,
+    });
+  } catch (e) {
+    if (freshDb) rmSync(dirname(dbFile), { recursive: true, force: true });
+    if (!(e instanceof PortTakenError)) throw e;
+    process.stderr.write(`${e.message}: choose another with --port N (0: any free port)\n`);
+    return 1;
+  }
   const cleanup = async () => {
     await service.close();
     if (freshDb) rmSync(dirname(dbFile), { recursive: true, force: true });
@@ -83,14 +92,14 @@ async function main(): Promise<number> {
 async function healthLine(service: DemoService): Promise<string> {
   const health = (await httpJson(`${service.url}/health`, 'GET')).body as {
     status: string;
-    reasons: string[];
+    reasons: { message: string }[];
   };
   const dead = await service.store.list({ status: 'DEAD', limit: 1 });
   const first = dead.items[0];
   return (
-    `  health            ${health.status}${health.reasons.length ? ` — ${health.reasons.join('; ')}` : ''}\n` +
+    `  health            ${health.status}${health.reasons.length ? ` — ${health.reasons.map((r) => r.message).join('; ')}` : ''}\n` +
     (first
-      ? `                    retry it: curl -s -X POST ${service.url}${ADMIN_BASE}/commands/${first.id}/retry\n`
+      ? `                    retry it: curl -s -X POST -H 'content-type: application/json' ${service.url}${ADMIN_BASE}/commands/${first.id}/retry\n`
       : '')
   );
 }
@@ -105,7 +114,7 @@ function printUrls(service: DemoService, operationId: string | null): void {
       `  place an order   curl -si -X POST ${u}/orders -H 'content-type: application/json' -H 'idempotency-key: my-first-order' -d '${body}'`,
       `  made to order    same with "items":[{"sku":"custom-print","quantity":1}]  → 202 Accepted, follow the Location`,
       `  an operation     ${u}/operations/${operationId ?? '<operationId>'}`,
-      `  dead letters     ${u}${ADMIN_BASE}/commands?status=DEAD   (retry: POST ${u}${ADMIN_BASE}/commands/<id>/retry)`,
+      `  dead letters     ${u}${ADMIN_BASE}/commands?status=DEAD   (retry: POST ${u}${ADMIN_BASE}/commands/<id>/retry, Content-Type: application/json)`,
       `  stats            ${u}${ADMIN_BASE}/stats`,
       `  health, metrics  ${u}/health   ${u}/metrics`,
       '',

@@ -21,13 +21,23 @@ import { getOperation, getOrder, postOrder, type OrderBoundary } from './http/or
 
 export const ADMIN_BASE = '/admin';
 
+/** The port asked for is taken, and moving to another was not allowed. */
+export class PortTakenError extends Error {
+  constructor(readonly port: number) {
+    super(`port ${port} on 127.0.0.1 is already in use`);
+    this.name = 'PortTakenError';
+  }
+}
+
 export interface DemoServiceOptions {
   /** The SQLite file holding the orders and the command table. */
   readonly filename: string;
   /** 'split' (commands, the product) or 'synchronous' (the experiment's baseline). Default 'split'. */
   readonly boundary?: 'split' | 'synchronous';
-  /** Default 0: any free port. A taken port falls back to a free one. */
+  /** Default 0: any free port. */
   readonly port?: number;
+  /** When `port` is taken, listen on a free one instead of failing (PortTakenError). Default false. */
+  readonly movePortIfTaken?: boolean;
   readonly profiles?: DownstreamProfiles;
   readonly seed?: number;
   readonly retry?: RetryProfile;
@@ -74,9 +84,9 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
   const admin = createAdminHandler({
     store,
     prefix: ADMIN_BASE,
-    // Loopback demo: the status resource and metrics are readable without a token.
-    publicStatus: true,
-    publicMetrics: true,
+    // Loopback demo: no token, so every admin route is open to this machine (and only to it: the
+    // handler serves loopback Host names and the page's own Origin only).
+    auth: 'none',
     metrics,
   });
 
@@ -153,7 +163,17 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
   }
 
   const server = createServer((req, res) => void route(boundary, admin, req, res));
-  const { port, fallback } = await listen(server, options.port ?? 0);
+  let listening: { port: number; fallback: boolean };
+  try {
+    listening = await listen(server, options.port ?? 0, options.movePortIfTaken ?? false);
+  } catch (e) {
+    // Nothing may outlive a failed start: the runtime is already polling the store.
+    if (runtime) await runtime.stop();
+    await store.close();
+    if (db.open) db.close();
+    throw e;
+  }
+  const { port, fallback } = listening;
   const url = `http://127.0.0.1:${port}`;
   let closing: Promise<void> | null = null;
   return {
@@ -226,7 +246,11 @@ async function route(
   }
 }
 
-async function listen(server: Server, port: number): Promise<{ port: number; fallback: boolean }> {
+async function listen(
+  server: Server,
+  port: number,
+  movePortIfTaken: boolean,
+): Promise<{ port: number; fallback: boolean }> {
   const attempt = (p: number) =>
     new Promise<number>((resolve, reject) => {
       server.once('error', reject);
@@ -239,6 +263,7 @@ async function listen(server: Server, port: number): Promise<{ port: number; fal
     return { port: await attempt(port), fallback: false };
   } catch (e) {
     if ((e as { code?: string }).code !== 'EADDRINUSE' || port === 0) throw e;
+    if (!movePortIfTaken) throw new PortTakenError(port);
     return { port: await attempt(0), fallback: true };
   }
 }

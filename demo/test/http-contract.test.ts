@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperationView } from '../src/domain/operation-view.js';
 import { QUIET_PROFILES } from '../src/experiment/checks.js';
-import { pollOperation } from '../src/experiment/observe.js';
+import { pollHealth, pollOperation } from '../src/experiment/observe.js';
 import { httpJson } from '../src/load/http-client.js';
 import { startDemoService, type DemoService } from '../src/service.js';
 
@@ -221,7 +221,8 @@ describe('a 202 whose confirmation dead-letters', () => {
       expect(failed.failedFacts).toEqual(['inventory.confirmed']);
       expect(failed.pendingFacts).toEqual([]);
       expect(failed.order.status).toBe('AWAITING_INVENTORY');
-      expect((await httpJson(`${service.url}/health`, 'GET')).status).toBe(503);
+      // /health serves one answer per second to every caller: the dead letter shows within that.
+      expect((await pollHealth(service.url, 503)).status).toBe(503);
     } finally {
       service.downstreams.inventory.recover();
     }
@@ -231,7 +232,7 @@ describe('a 202 whose confirmation dead-letters', () => {
     const done = await pollOperation(service.url, operationId, (v) => v.state === 'completed');
     expect(done.state).toBe('completed');
     expect(done.completedFacts).toHaveLength(6);
-    expect((await httpJson(`${service.url}/health`, 'GET')).status).toBe(200);
+    expect((await pollHealth(service.url, 200)).status).toBe(200);
   });
 });
 

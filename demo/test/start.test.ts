@@ -87,21 +87,38 @@ describe('serving', () => {
     }
   });
 
-  it('falls back to a free port when the one asked for is taken', async () => {
+  it('moves to a free port only when allowed to (the default port); a port asked for is that port or an error', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const taken = (blocker.address() as AddressInfo).port;
-    const service = await startDemoService({
-      filename: join(dir, 'port.db'),
-      port: taken,
-      boundary: 'synchronous',
-    });
     try {
-      expect(service.portFallback).toBe(true);
-      expect(service.port).not.toBe(taken);
-      expect((await httpJson(`${service.url}/health`, 'GET')).status).toBe(200);
+      const service = await startDemoService({
+        filename: join(dir, 'port.db'),
+        port: taken,
+        movePortIfTaken: true,
+        boundary: 'synchronous',
+      });
+      try {
+        expect(service.portFallback).toBe(true);
+        expect(service.port).not.toBe(taken);
+        expect((await httpJson(`${service.url}/health`, 'GET')).status).toBe(200);
+      } finally {
+        await service.close();
+      }
+      await expect(
+        startDemoService({ filename: join(dir, 'port-explicit.db'), port: taken, boundary: 'synchronous' }),
+      ).rejects.toThrow(`port ${taken} on 127.0.0.1 is already in use`);
+      const { code, stdout, stderr } = await runMain([
+        '--no-load',
+        '--port',
+        String(taken),
+        '--db',
+        join(dir, 'main-port.db'),
+      ]);
+      expect(code, stdout).toBe(1);
+      expect(stderr).toContain(`port ${taken} on 127.0.0.1 is already in use`);
+      expect(stdout).not.toContain('listening on');
     } finally {
-      await service.close();
       await new Promise((resolve) => blocker.close(resolve));
     }
   });
@@ -112,6 +129,10 @@ describe('parseConfig', () => {
     const c = parseConfig(['--orders', '5', '--no-load', '--port=0'], { PORT: '4000', DEMO_ORDERS: '9' });
     expect(c).toMatchObject({ orders: 5, port: 0, load: false, exitAfterLoad: false, freshDb: true });
     expect(parseConfig([], { PORT: '4000' })).toMatchObject({ port: 4000, orders: 300, load: true });
+    // Only the default port may move when taken; one asked for (flag or PORT) is that port.
+    expect(parseConfig([], {})).toMatchObject({ port: 3000, movePortIfTaken: true });
+    expect(parseConfig(['--port', '3000'], {})).toMatchObject({ port: 3000, movePortIfTaken: false });
+    expect(parseConfig([], { PORT: '3000' })).toMatchObject({ port: 3000, movePortIfTaken: false });
     expect(() => parseConfig(['--orders', '-1'])).toThrow(/--orders must be an integer/);
     expect(parseConfig(['--help'])).toBe('help');
   });

@@ -2,6 +2,7 @@ import { describe } from 'vitest';
 import type { StoreHarnessFactory } from './harness.js';
 import { adminArea } from './areas/admin.js';
 import { claimArea } from './areas/claim.js';
+import { healthArea } from './areas/health.js';
 import { idempotencyArea } from './areas/idempotency.js';
 import { insertArea } from './areas/insert.js';
 import { migrationArea } from './areas/migration.js';
@@ -31,6 +32,7 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     adminArea(factory, name);
     readArea(factory, name);
     statsArea(factory, name);
+    healthArea(factory, name);
     purgeArea(factory, name);
     idempotencyArea(factory, name);
     migrationArea(factory, name);

@@ -9,7 +9,9 @@ import {
   commandCountsByStatus,
   errorMessage,
   formatCounts,
+  healthReasons,
   pollCommand,
+  pollHealth,
   pollOperation,
   readDatabase,
 } from './observe.js';
@@ -121,13 +123,13 @@ export async function checkDownstreamFailure(dir: string): Promise<CheckResult> 
     const operationId = (answer.body as { operationId: string }).operationId;
     const failed = await pollOperation(service.url, operationId, (v) => v.state === 'follow_up_failed');
     const sync = failed.commands.find((c) => c.fact === 'external.synced');
-    const healthDown = await httpJson(`${service.url}/health`, 'GET');
-    const downReasons = (healthDown.body as { reasons?: string[] }).reasons ?? [];
+    const healthDown = await pollHealth(service.url, 503);
+    const downReasons = healthReasons(healthDown);
 
     service.downstreams.external.recover();
     const retry = sync ? await httpJson(`${service.url}/admin/commands/${sync.id}/retry`, 'POST') : null;
     const done = await pollOperation(service.url, operationId, (v) => v.state === 'completed');
-    const healthUp = await httpJson(`${service.url}/health`, 'GET');
+    const healthUp = await pollHealth(service.url, 200);
     const passed =
       answer.status === 201 &&
       failed.state === 'follow_up_failed' &&
@@ -144,7 +146,7 @@ export async function checkDownstreamFailure(dir: string): Promise<CheckResult> 
       observed:
         `order answered ${answer.status}; external.synced failed ${sync ? sync.failedAttempts : '?'} times → ${sync?.status ?? '?'} ` +
         `(lastError "${sync?.lastError ?? ''}"), operation ${failed.state}; GET /health → ${healthDown.status} ` +
-        `(${downReasons.join('; ') || 'no reason'}); downstream recovered, POST /admin/commands/${sync?.id ?? '?'}/retry → ` +
+        `(${downReasons || 'no reason'}); downstream recovered, POST /admin/commands/${sync?.id ?? '?'}/retry → ` +
         `${retry?.status ?? '—'}; operation ${done.state}; GET /health → ${healthUp.status}`,
       passed,
       details: {

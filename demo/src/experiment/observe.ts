@@ -35,6 +35,25 @@ export async function pollCommand(
   }
 }
 
+/**
+ * GET /health until it answers `status`, or `timeoutMs` passes (then the last answer): the admin
+ * handler serves one cached answer per second, so a change shows within about that.
+ */
+export async function pollHealth(baseUrl: string, status: number, timeoutMs = 5_000): Promise<HttpAnswer> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = await httpJson(`${baseUrl}/health`, 'GET');
+    if (answer.status === status || Date.now() > deadline) return answer;
+    await sleep(50);
+  }
+}
+
+/** The reasons' messages of a /health answer, joined. */
+export function healthReasons(answer: HttpAnswer): string {
+  const reasons = (answer.body as { reasons?: { message: string }[] } | null)?.reasons ?? [];
+  return reasons.map((r) => r.message).join('; ');
+}
+
 export function errorMessage(answer: HttpAnswer): string {
   const body = answer.body as { error?: { message?: string } | string; message?: string } | null;
   if (typeof body?.error === 'object' && body.error?.message) return body.error.message;

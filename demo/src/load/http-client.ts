@@ -6,7 +6,10 @@ export interface HttpAnswer {
   readonly body: unknown;
 }
 
-/** One JSON request over a fresh loopback connection (what a client across the network does). */
+/**
+ * One JSON request over a fresh loopback connection (what a client across the network does). A
+ * POST always says it is JSON, body or not: the admin API takes mutations only so.
+ */
 export function httpJson(
   url: string,
   method: 'GET' | 'POST',
@@ -21,9 +24,8 @@ export function httpJson(
       {
         method,
         headers: {
-          ...(text === undefined
-            ? {}
-            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }),
+          ...(text === undefined && method === 'GET' ? {} : { 'content-type': 'application/json' }),
+          ...(text === undefined ? {} : { 'content-length': Buffer.byteLength(text) }),
           ...headers,
         },
         timeout: timeoutMs,

@@ -194,6 +194,14 @@ export function mysqlSql(t: string) {
        ORDER BY id DESC LIMIT ?`,
     counts: `SELECT status, type, COUNT(*) AS count FROM ${table} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT MIN(next_run_at) AS oldest FROM ${table} WHERE status = 'PENDING' AND next_run_at <= ?`,
+    /**
+     * Dead letters counted up to a limit (?1) and the oldest due PENDING time at now (?2), both
+     * from status-leading indexes: the probe reads at most ?1 + 1 index entries however big the
+     * table is.
+     */
+    healthProbe: `
+      SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM ${table} WHERE status = 'DEAD' LIMIT ?) AS dead) AS dead_letters,
+             (SELECT MIN(next_run_at) FROM ${table} WHERE status = 'PENDING' AND next_run_at <= ?) AS oldest`,
     /** One status at a time: (status, finished_at) then serves the order without sorting every match. */
     purge: `DELETE FROM ${table} WHERE status = ? AND finished_at < ? ORDER BY finished_at LIMIT ?`,
   };

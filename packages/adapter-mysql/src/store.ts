@@ -11,6 +11,8 @@ import type {
   CommandStore,
   FailedAttempt,
   FailureOutcome,
+  HealthProbe,
+  HealthProbeParams,
   InsertResult,
   ListPage,
   ListQuery,
@@ -32,6 +34,7 @@ import {
   optionalText,
   requireHeadersJson,
   requireFailureOutcome,
+  requireHealthProbeParams,
   requireId,
   requireInt,
   requirePayloadJson,
@@ -440,6 +443,21 @@ export class MysqlCommandStore implements CommandStore<Connection> {
         oldestDueAt: oldest?.oldest ? fromUtcText(oldest.oldest) : null,
       };
     });
+  }
+
+  async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
+    const { now, deadLetterLimit } = requireHealthProbeParams(params);
+    const at = requireInstant('now', now);
+    const [row] = await retryConnectionLoss(() =>
+      select<{ dead_letters: string | number; oldest: string | null }>(this.pool, this.sql.healthProbe, [
+        deadLetterLimit,
+        at,
+      ]),
+    );
+    return {
+      deadLetters: Number(row?.dead_letters ?? 0),
+      oldestDueAt: row?.oldest ? fromUtcText(row.oldest) : null,
+    };
   }
 
   async purge(params: PurgeParams): Promise<number> {

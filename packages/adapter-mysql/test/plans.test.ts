@@ -253,6 +253,20 @@ describe('query plans with finished history in the table', () => {
     expect(p?.type).not.toBe('ALL');
   });
 
+  it('the health probe counts dead letters and finds the oldest due command on status-leading indexes', async () => {
+    const rows = await plan(sql.healthProbe, [100, now]);
+    const deadLetters = rows.find((r) => r.table === 'async_command');
+    expect(deadLetters?.Extra ?? '', JSON.stringify(rows)).toMatch(/Using index/);
+    // MIN(next_run_at) on the (status, next_run_at, id) prefix is one index lookup, done while planning.
+    expect(rows.map((r) => r.Extra).join(), JSON.stringify(rows)).toMatch(/Select tables optimized away/);
+    await expectKeyed({
+      name: 'healthProbe',
+      statement: sql.healthProbe,
+      values: [100, now],
+      key: '(idx_due|idx_finished)',
+    });
+  });
+
   it('a purge batch walks (status, finished_at) without sorting every match', async () => {
     const [p] = await plan(sql.purge, ['SUCCESS', now, 100]);
     expect(p?.key).toBe('idx_finished');

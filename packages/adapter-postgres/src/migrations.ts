@@ -4,9 +4,9 @@ import { runInTransaction } from './transaction.js';
 
 /**
  * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
- * indexes). Every statement is idempotent (`IF NOT EXISTS`), so a half-applied version re-runs
- * cleanly; versions run in one transaction under an advisory lock, so two processes migrating at
- * once take turns instead of racing on the catalog.
+ * indexes, 3 = the dead-letter lookup). Every statement is idempotent (`IF NOT EXISTS`), so a
+ * half-applied version re-runs cleanly; versions run in one transaction under an advisory lock, so
+ * two processes migrating at once take turns instead of racing on the catalog.
  */
 export interface Migration {
   readonly version: number;
@@ -54,6 +54,15 @@ export const MIGRATIONS: readonly Migration[] = [
       // At most one unfinished idempotent command per (type, bizKey): the atomic idempotent submit.
       `CREATE UNIQUE INDEX IF NOT EXISTS ${n.index('active_key')} ON ${n.table} (type, biz_key)
          WHERE idempotent AND status IN ('PENDING', 'RUNNING')`,
+    ],
+  },
+  {
+    version: 3,
+    name: 'dead-letter index',
+    statements: (n) => [
+      // The health probe asks whether dead letters exist: a partial index holds only those, so the
+      // answer never depends on how many finished commands the table keeps.
+      `CREATE INDEX IF NOT EXISTS ${n.index('dead_idx')} ON ${n.table} (id) WHERE status = 'DEAD'`,
     ],
   },
 ];

@@ -218,6 +218,14 @@ export function buildSql(n: TableNames) {
       LIMIT $5`,
     counts: `SELECT status, type, count(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT min(next_run_at) AS oldest FROM ${t} WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz`,
+    /**
+     * $1 now, $2 how many dead letters to count at most. Both from partial indexes (dead_idx,
+     * due_idx), so the probe reads at most $2 + 1 index entries however big the table is.
+     */
+    healthProbe: `
+      SELECT (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE status = 'DEAD' LIMIT $2) AS dead) AS dead_letters,
+             (SELECT min(next_run_at) FROM ${t}
+              WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz) AS oldest`,
     /** $1 statuses, $2 cutoff, $3 limit. */
     purge: `
       DELETE FROM ${t} WHERE id IN (

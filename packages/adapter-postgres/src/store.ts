@@ -11,6 +11,7 @@ import {
   requireInt,
   requireStatuses,
   requireFailureOutcome,
+  requireHealthProbeParams,
   requireToken,
   requireTypes,
   rescueLimitMessage,
@@ -29,6 +30,8 @@ import type {
   CommandStore,
   FailedAttempt,
   FailureOutcome,
+  HealthProbe,
+  HealthProbeParams,
   InsertResult,
   ListPage,
   ListQuery,
@@ -354,6 +357,19 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return {
       counts: counts.map((r) => ({ status: r.status, type: r.type, count: Number(r.count) })),
       oldestDueAt: first === null ? null : toDate(first),
+    };
+  }
+
+  async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
+    const { now, deadLetterLimit } = requireHealthProbeParams(params);
+    const [row] = await this.query<{ dead_letters: string; oldest: string | null }>(
+      this.pool,
+      this.sql.healthProbe,
+      [requireTime('now', now), deadLetterLimit],
+    );
+    return {
+      deadLetters: Number(row?.dead_letters ?? 0),
+      oldestDueAt: row?.oldest == null ? null : toDate(row.oldest),
     };
   }
 

@@ -3,7 +3,9 @@ import * as E from 'fp-ts/lib/Either.js';
 import { decideFailure, exponentialBackoff, isAsyncCommandError, rescueLimitMessage } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commit } from '../src/commit.js';
-import { createPostgresStore } from '../src/index.js';
+import { tableNames } from '../src/names.js';
+import { buildSql } from '../src/sql.js';
+import { createPostgresStore, MIGRATIONS } from '../src/index.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import pg from 'pg';
 import { adminQuery, command, DATABASE_URL, dropSchema, openStore, uniqueSchema } from './helpers.js';
@@ -98,8 +100,10 @@ describe('PostgresCommandStore', () => {
     const peers = await Promise.all([openStore(schema), openStore(schema), openStore(schema)]);
     await Promise.all(peers.map((p) => p.migrate()));
     await Promise.all(peers.map((p) => p.close()));
-    const versions = await adminQuery(`SELECT version FROM "${schema}".async_command_migrations`);
-    expect(versions).toEqual([{ version: 1 }]);
+    const versions = await adminQuery(
+      `SELECT version FROM "${schema}".async_command_migrations ORDER BY version`,
+    );
+    expect(versions).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
       [schema],
@@ -107,6 +111,7 @@ describe('PostgresCommandStore', () => {
     expect(indexes.map((i) => i.indexname)).toEqual(
       [
         'async_command_active_key',
+        'async_command_dead_idx',
         'async_command_due_idx',
         'async_command_lease_idx',
         'async_command_pkey',
@@ -764,21 +769,42 @@ describe('PostgresCommandStore', () => {
     }
   });
 
-  it('keeps claims on the partial due index when many finished rows sit in the table', async () => {
+  /** 20,000 finished rows of `type`, analysed: the history an index has to keep a statement clear of. */
+  async function addFinishedHistory(type: string): Promise<string> {
     const t = `"${schema}".async_command`;
     await adminQuery(
       `INSERT INTO ${t} (type, payload, status, max_retry, next_run_at, created_at, updated_at, finished_at)
-       SELECT 'work', '{}', 'SUCCESS', 0, now(), now(), now(), now() FROM generate_series(1, 20000)`,
+       SELECT $1, '{}', 'SUCCESS', 0, now(), now(), now(), now() FROM generate_series(1, 20000)`,
+      [type],
     );
     await adminQuery(`ANALYZE ${t}`);
-    const plan = await adminQuery<{ 'QUERY PLAN': string }>(
-      `EXPLAIN WITH due AS (
+    return t;
+  }
+
+  /** The plan of a statement, as text. */
+  async function planOf(statement: string, values: unknown[] = []): Promise<string> {
+    const plan = await adminQuery<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement}`, values);
+    return plan.map((p) => p['QUERY PLAN']).join('\n');
+  }
+
+  it('keeps claims on the partial due index when many finished rows sit in the table', async () => {
+    const t = await addFinishedHistory('work');
+    const text = await planOf(
+      `WITH due AS (
          SELECT id FROM ${t}
          WHERE status = 'PENDING' AND next_run_at <= now() AND type = ANY('{work}'::text[])
          ORDER BY next_run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED)
        UPDATE ${t} AS c SET status = 'RUNNING' FROM due WHERE c.id = due.id RETURNING c.id`,
     );
-    const text = plan.map((p) => p['QUERY PLAN']).join('\n');
+    expect(text).toContain('async_command_due_idx');
+    expect(text).not.toContain('Seq Scan');
+  });
+
+  it('answers the health probe from the partial dead-letter and due indexes, whatever the history', async () => {
+    await addFinishedHistory('probe');
+    const sql = buildSql(tableNames(schema, 'async_command'));
+    const text = await planOf(sql.healthProbe, [new Date().toISOString(), 100]);
+    expect(text).toContain('async_command_dead_idx');
     expect(text).toContain('async_command_due_idx');
     expect(text).not.toContain('Seq Scan');
   });

@@ -149,6 +149,9 @@ export function sqliteSql(t: string) {
        LIMIT :limit`,
     counts: `SELECT status, type, COUNT(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT MIN(next_run_at) FROM ${t} INDEXED BY ${t}_due WHERE status = 'PENDING' AND next_run_at <= ?`,
+    /** Dead letters counted up to a limit, from the (status, id) index: the cost stays that limit. */
+    deadLettersUpTo: `SELECT COUNT(*) FROM (
+         SELECT 1 FROM ${t} INDEXED BY ${t}_status WHERE status = 'DEAD' LIMIT ?)`,
     purge: `DELETE FROM ${t} WHERE id IN (
          SELECT id FROM ${t} INDEXED BY ${t}_finished
          WHERE finished_at < :olderThan AND status IN (SELECT value FROM json_each(:statuses))

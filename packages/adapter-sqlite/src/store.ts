@@ -21,6 +21,7 @@ import {
   requirePayloadJson,
   requireStatuses,
   requireFailureOutcome,
+  requireHealthProbeParams,
   requireToken,
   requireTypes,
   rescueLimitMessage,
@@ -39,6 +40,8 @@ import type {
   CommandStatus,
   CommandStore,
   FailedAttempt,
+  HealthProbe,
+  HealthProbeParams,
   InsertResult,
   ListPage,
   ListQuery,
@@ -350,6 +353,15 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       const counts = this.stmt('counts').all() as { status: CommandStatus; type: string; count: number }[];
       const oldest = this.stmt('oldestDue').pluck().get(at) as number | null;
       return { counts, oldestDueAt: oldest === null ? null : new Date(oldest) };
+    });
+  }
+
+  async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
+    const { now, deadLetterLimit } = requireHealthProbeParams(params);
+    return this.run(() => {
+      const deadLetters = this.stmt('deadLettersUpTo').pluck().get(deadLetterLimit) as number;
+      const oldest = this.stmt('oldestDue').pluck().get(now.getTime()) as number | null;
+      return { deadLetters, oldestDueAt: oldest === null ? null : new Date(oldest) };
     });
   }
 

@@ -5,6 +5,7 @@ import { isCommandStatus } from './status.js';
 import type { CommandStatus } from './status.js';
 import { parseCommandId } from './command.js';
 import type { FailureOutcome } from './transitions.js';
+import { MAX_HEALTH_PROBE_DEAD_LETTERS, type HealthProbeParams } from './ports/store.js';
 
 /*
  * The input checks every store adapter makes before any SQL runs (so bad input gets a typed error
@@ -23,6 +24,18 @@ export function requireInt(what: string, value: unknown, min: number, max = Numb
     throw new InvalidArgumentError(`${what} must be an integer in [${min}, ${max}], got ${String(value)}`);
   }
   return value;
+}
+
+/** A health probe's parameters; the adapter formats `now` for its own column type. */
+export function requireHealthProbeParams(params: unknown): HealthProbeParams {
+  if (typeof params !== 'object' || params === null) {
+    throw new InvalidArgumentError('a health probe takes { now, deadLetterLimit }');
+  }
+  const { now, deadLetterLimit } = params as Record<string, unknown>;
+  return {
+    now: requireDate('now', now),
+    deadLetterLimit: requireInt('deadLetterLimit', deadLetterLimit, 1, MAX_HEALTH_PROBE_DEAD_LETTERS),
+  };
 }
 
 /** A valid Date (each adapter formats it for its own column type). */

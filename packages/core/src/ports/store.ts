@@ -121,6 +121,12 @@ export interface CommandStore<Tx = unknown> {
   /** Counts by (status, type), and the nextRunAt of the oldest due PENDING command. */
   stats(now: Date): Promise<StoreStats>;
   /**
+   * What a health check needs, read from indexes so it costs the same at millions of rows (unlike
+   * `stats`, which counts everything): the DEAD commands counted up to `deadLetterLimit` and never
+   * further, and the nextRunAt of the oldest PENDING command due at `now`.
+   */
+  healthProbe(params: HealthProbeParams): Promise<HealthProbe>;
+  /**
    * Deletes up to `limit` finished commands (finishedAt < olderThan) with the given statuses
    * (default SUCCESS and CANCELLED; DEAD only when listed). Returns the number deleted; call again
    * until it returns less than `limit`.
@@ -210,6 +216,22 @@ export interface StatsRow {
 
 export interface StoreStats {
   readonly counts: StatsRow[];
+  /** nextRunAt of the oldest PENDING command that is due at `now`; null when none is waiting. */
+  readonly oldestDueAt: Date | null;
+}
+
+/** The largest `deadLetterLimit` a health probe takes: beyond it, a probe would no longer be cheap. */
+export const MAX_HEALTH_PROBE_DEAD_LETTERS = 100_000;
+
+export interface HealthProbeParams {
+  readonly now: Date;
+  /** 1..MAX_HEALTH_PROBE_DEAD_LETTERS: dead letters are counted up to this many. */
+  readonly deadLetterLimit: number;
+}
+
+export interface HealthProbe {
+  /** DEAD commands, counted up to the probe's `deadLetterLimit`. */
+  readonly deadLetters: number;
   /** nextRunAt of the oldest PENDING command that is due at `now`; null when none is waiting. */
   readonly oldestDueAt: Date | null;
 }

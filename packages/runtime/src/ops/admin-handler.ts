@@ -10,24 +10,30 @@ import {
 import * as E from 'fp-ts/lib/Either.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { applyAdminTransition } from './admin-actions.js';
-import { bearerMatches, validateToken } from './auth.js';
-import { checkHealth, type HealthOptions } from './health.js';
+import { bearerMatches, resolveAdminAuth, type AdminAuthOptions } from './auth.js';
+import { createHealthCheck, publicHealthReport, type HealthOptions } from './health.js';
 import { describeHttpError, HttpError, sendJson, sendText } from './http-response.js';
 import { createMetrics, type CommandMetrics } from './metrics.js';
+import {
+  resolvePublicStatusReference,
+  toPublicStatus,
+  validateStatusSecret,
+  type PublicStatusOptions,
+} from './public-status.js';
+import { createRequestGuard, type RequestGuardOptions } from './request-guard.js';
 import { readStats } from './stats-view.js';
 import { toStatusResource } from './status-resource.js';
-import { parseListQuery, parseReason, requireCommandId } from './validation.js';
+import { parseListQuery, parseMountPath, parseReason, requireCommandId } from './validation.js';
 
-export interface AdminHandlerOptions {
+/** Everything but how callers authenticate (see AdminAuthOptions: a token, or `auth: 'none'`). */
+export interface AdminHandlerSettings extends RequestGuardOptions {
   readonly store: CommandStore;
   /**
-   * Bearer token guarding listing, stats, metrics and every mutation. Without one the handler does
-   * no authentication of its own: mount it behind yours (startAdminServer refuses to listen on the
-   * network without one).
+   * Let anyone holding a link read `GET /status/<reference>`: the status an API client follows
+   * after a 202, without error text, addressed by an unguessable reference made with this secret
+   * (build the link with `publicStatusPath`). `GET /commands/:id` stays behind the token.
    */
-  readonly token?: string;
-  /** Let anyone read `GET /commands/:id` (API clients follow it after a 202). Default false. */
-  readonly publicStatus?: boolean;
+  readonly publicStatus?: PublicStatusOptions;
   /** Let anyone scrape `GET /metrics`. Default false. `GET /health` is always public, for probes. */
   readonly publicMetrics?: boolean;
   /** Path the routes live under, e.g. '/ops' → '/ops/commands/42'. Default ''. */
@@ -48,6 +54,8 @@ export interface AdminHandlerOptions {
   readonly logger?: Logger;
 }
 
+export type AdminHandlerOptions = AdminHandlerSettings & AdminAuthOptions;
+
 /**
  * A plain Node handler. With `next` (Express/Connect style) it passes on requests outside its
  * routes; without, it answers them 404.
@@ -61,17 +69,27 @@ export type AdminHandler = (
 const MAX_BODY_BYTES = 16 * 1024;
 
 type Access = 'public' | 'protected';
+/** What a route knows of its caller: whether they showed the token (always false without one). */
+interface Caller {
+  readonly authenticated: boolean;
+}
 interface Route {
   readonly method: 'GET' | 'POST';
   readonly access: Access;
-  readonly handle: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+  readonly handle: (req: IncomingMessage, res: ServerResponse, url: URL, caller: Caller) => Promise<void>;
 }
+
+// Form posts and fetches without a preflight can send no other type (nor none): a page on another
+// origin cannot make a mutation look like JSON.
+const JSON_TYPE = /^application\/json[ \t]*(;|$)/i;
 
 export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   const { store } = options;
-  const token = options.token === undefined ? undefined : validateToken(options.token);
-  const prefix = normalisePrefix(options.prefix ?? '');
-  const linkBase = normalisePrefix(options.linkBase ?? prefix);
+  const token = resolveAdminAuth(options);
+  const guard = createRequestGuard(options, token === null);
+  const prefix = parseMountPath('prefix', options.prefix ?? '');
+  const linkBase = parseMountPath('linkBase', options.linkBase ?? prefix);
+  const statusSecret = options.publicStatus === undefined ? null : validateStatusSecret(options.publicStatus);
   const logger = options.logger ?? silentLogger;
   const retryAfterSeconds = options.statusRetryAfterSeconds ?? 2;
   if (!Number.isSafeInteger(retryAfterSeconds) || retryAfterSeconds < 0) {
@@ -79,12 +97,22 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   }
   const retryAfter = String(retryAfterSeconds);
   const metrics = options.metrics ?? createMetrics({ store });
+  const health = createHealthCheck(store, options.health, logger);
 
   const showStatus = async (_req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
     const commandId = requireCommandId(id);
     const command = await store.get(commandId);
     if (command === null) throw new CommandNotFoundError(commandId);
     const view = toStatusResource(command, linkBase);
+    sendJson(res, 200, view, view.terminal ? {} : { 'Retry-After': retryAfter });
+  };
+
+  // A forged, foreign or stale reference and a missing command answer alike: nothing to count on.
+  const showPublicStatus = async (res: ServerResponse, reference: string, secret: string): Promise<void> => {
+    const id = resolvePublicStatusReference(reference, secret);
+    const command = id === null ? null : await store.get(id);
+    if (command === null) throw new HttpError(404, 'NOT_FOUND', 'no such status resource');
+    const view = toPublicStatus(command, reference, `${linkBase}/status/${reference}`);
     sendJson(res, 200, view, view.terminal ? {} : { 'Retry-After': retryAfter });
   };
 
@@ -112,9 +140,13 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
       '/health': {
         method: 'GET',
         access: 'public',
-        handle: async (_req, res) => {
-          const report = await checkHealth(store, options.health);
-          sendJson(res, report.status === 'UP' ? 200 : 503, report);
+        handle: async (_req, res, _url, caller) => {
+          const report = await health();
+          sendJson(
+            res,
+            report.status === 'UP' ? 200 : 503,
+            caller.authenticated ? report : publicHealthReport(report),
+          );
         },
       },
       '/metrics': {
@@ -148,16 +180,21 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   const route = (path: string): Route | undefined => {
     const known = fixed.get(path);
     if (known !== undefined) return known;
+    const reference = /^\/status\/([^/]+)$/.exec(path);
+    if (reference !== null && statusSecret !== null) {
+      const text = decodeSegment(reference[1] ?? '');
+      return {
+        method: 'GET',
+        access: 'public',
+        handle: (_req, res) => showPublicStatus(res, text, statusSecret),
+      };
+    }
     const m = /^\/commands\/([^/]+)(?:\/([^/]+))?$/.exec(path);
     if (m === null) return undefined;
     const id = decodeSegment(m[1] ?? '');
     const action = m[2];
     if (action === undefined) {
-      return {
-        method: 'GET',
-        access: options.publicStatus ? 'public' : 'protected',
-        handle: (req, res) => showStatus(req, res, id),
-      };
+      return { method: 'GET', access: 'protected', handle: (req, res) => showStatus(req, res, id) };
     }
     if (!(ADMIN_TRANSITIONS as readonly string[]).includes(action)) return undefined;
     const act = transition(action as AdminTransition);
@@ -175,25 +212,34 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
     const inside = prefix === '' || path === prefix || path.startsWith(`${prefix}/`);
     try {
       const r = inside ? route(path.slice(prefix.length) || '/') : undefined;
-      if (r === undefined) {
-        if (next !== undefined) return next();
-        throw new HttpError(404, 'ROUTE_NOT_FOUND', `no route ${req.method ?? ''} ${path.slice(0, 200)}`);
-      }
-      if (req.method !== r.method && !(r.method === 'GET' && req.method === 'HEAD')) {
-        throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${path} answers ${r.method} only`, {
-          Allow: r.method,
-        });
-      }
-      if (
-        r.access === 'protected' &&
-        token !== undefined &&
-        !bearerMatches(req.headers.authorization, token)
-      ) {
+      // Requests outside these routes are the application's: none of the checks below are ours to make.
+      if (r === undefined && next !== undefined) return next();
+      guard.check(req);
+      const authenticated = token !== null && bearerMatches(req.headers.authorization, token);
+      const fits =
+        r !== undefined && (req.method === r.method || (r.method === 'GET' && req.method === 'HEAD'));
+      // The token first: without it, a 404 or 405 would tell a stranger which routes exist.
+      if (token !== null && !authenticated && !(fits && r.access === 'public')) {
         throw new HttpError(401, 'UNAUTHORIZED', 'a valid bearer token is required', {
           'WWW-Authenticate': 'Bearer realm="asynccmd"',
         });
       }
-      await r.handle(req, res, url);
+      if (r === undefined) {
+        throw new HttpError(404, 'ROUTE_NOT_FOUND', `no route ${req.method ?? ''} ${path.slice(0, 200)}`);
+      }
+      if (!fits) {
+        throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${path} answers ${r.method} only`, {
+          Allow: r.method,
+        });
+      }
+      if (r.method === 'POST' && !JSON_TYPE.test(req.headers['content-type'] ?? '')) {
+        throw new HttpError(
+          415,
+          'UNSUPPORTED_MEDIA_TYPE',
+          'send mutations with Content-Type: application/json',
+        );
+      }
+      await r.handle(req, res, url, { authenticated });
     } catch (e) {
       respondError(res, e, logger);
     }
@@ -208,15 +254,6 @@ function respondError(res: ServerResponse, e: unknown, logger: Logger): void {
     return;
   }
   sendJson(res, answer.status, answer.body, answer.headers);
-}
-
-function normalisePrefix(prefix: string): string {
-  const p = prefix.trim().replace(/\/+$/, '');
-  if (p === '') return '';
-  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(p)) {
-    throw new InvalidArgumentError(`prefix ${JSON.stringify(prefix)} must look like /ops or /admin/commands`);
-  }
-  return p;
 }
 
 function decodeSegment(segment: string): string {

@@ -2,14 +2,15 @@ import { InvalidArgumentError } from '@asynccmd/core';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminHandler, type AdminHandlerOptions } from './admin-handler.js';
-import { isLoopbackHost } from './auth.js';
+import { isLoopbackHost, resolveAdminAuth } from './auth.js';
+import { parseMountPath } from './validation.js';
 
-export interface AdminServerOptions extends AdminHandlerOptions {
+export type AdminServerOptions = AdminHandlerOptions & {
   /** Default '127.0.0.1'. Any other address than loopback requires `token`. */
   readonly host?: string;
   /** Default 0: a free port (read it from the result). */
   readonly port?: number;
-}
+};
 
 export interface AdminServer {
   /** e.g. 'http://127.0.0.1:41234' (plus the prefix, when there is one). */
@@ -26,8 +27,18 @@ export interface AdminServer {
  * token: an open admin API on the network lets anyone kill or replay commands.
  */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
-  const host = options.host ?? '127.0.0.1';
-  if (options.token === undefined && !isLoopbackHost(host)) {
+  const host: unknown = options.host === undefined ? '127.0.0.1' : options.host;
+  if (typeof host !== 'string' || host.trim() === '') {
+    throw new InvalidArgumentError('host must be an address or host name such as 127.0.0.1');
+  }
+  const port: unknown = options.port === undefined ? 0 : options.port;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new InvalidArgumentError(
+      `port must be a whole number from 0 to 65535, not ${JSON.stringify(port)}`,
+    );
+  }
+  const token = resolveAdminAuth(options);
+  if (token === null && !isLoopbackHost(host)) {
     throw new InvalidArgumentError(
       `refusing to serve the asynccmd admin API on ${JSON.stringify(host)} without a token: ` +
         'pass `token` (clients then send "Authorization: Bearer <token>") or listen on 127.0.0.1',
@@ -37,15 +48,29 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   const server = createServer((req, res) => void handler(req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${shownHost}:${address.port}${parseMountPath('prefix', options.prefix ?? '')}`;
+  if (token === null) {
+    options.logger?.warn(
+      { url, auth: 'none' },
+      `asynccmd admin API listening on ${url}, unauthenticated (auth: 'none'): every route is open to ` +
+        'whoever reaches it from this machine',
+    );
+  } else {
+    options.logger?.info(
+      { url, auth: 'token' },
+      `asynccmd admin API listening on ${url}; a bearer token is required except for /health` +
+        `${options.publicStatus ? ', /status/<reference>' : ''}${options.publicMetrics ? ', /metrics' : ''}`,
+    );
+  }
   return {
-    url: `http://${shownHost}:${address.port}${(options.prefix ?? '').replace(/\/+$/, '')}`,
+    url,
     host: address.address,
     port: address.port,
     server,

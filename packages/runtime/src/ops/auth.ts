@@ -4,8 +4,56 @@ import { isIP } from 'node:net';
 
 export const MIN_TOKEN_LENGTH = 16;
 
+/**
+ * How the admin API authenticates: a bearer token, or — asked for by name — nothing. A token read
+ * from an unset environment variable must not open the API by accident.
+ */
+export type AdminAuthOptions =
+  | {
+      /**
+       * Bearer token guarding listing, stats, metrics and every mutation (at least 16 characters);
+       * clients send `Authorization: Bearer <token>`.
+       */
+      readonly token: string;
+      readonly auth?: undefined;
+    }
+  | {
+      /**
+       * No authentication: the handler is mounted behind the application's own, or serves only
+       * this machine (startAdminServer then listens on loopback only, and only loopback Host
+       * names or `allowedHosts` are served).
+       */
+      readonly auth: 'none';
+      readonly token?: undefined;
+    };
+
+/** The token to require, or null for `auth: 'none'`; anything else is an INVALID_ARGUMENT. */
+export function resolveAdminAuth(options: {
+  readonly token?: unknown;
+  readonly auth?: unknown;
+}): string | null {
+  const { token, auth } = options;
+  if (auth === 'none') {
+    if (token !== undefined) {
+      throw new InvalidArgumentError("pass either `token` or `auth: 'none'`, not both");
+    }
+    return null;
+  }
+  if (auth !== undefined) {
+    throw new InvalidArgumentError(`auth must be 'none' when given, not ${JSON.stringify(String(auth))}`);
+  }
+  if (token === undefined || token === null) {
+    throw new InvalidArgumentError(
+      "the admin API needs a `token` (is the variable it is read from unset?), or `auth: 'none'` to " +
+        'run without authentication',
+    );
+  }
+  return validateToken(token);
+}
+
 /** A bearer token worth the name: long enough not to be guessed, and sendable in a header. */
-export function validateToken(token: string): string {
+export function validateToken(token: unknown): string {
+  if (typeof token !== 'string') throw new InvalidArgumentError('the admin token must be a string');
   if (token.length < MIN_TOKEN_LENGTH) {
     throw new InvalidArgumentError(`the admin token must be at least ${MIN_TOKEN_LENGTH} characters long`);
   }

@@ -3,7 +3,14 @@ import type { ServerResponse } from 'node:http';
 
 /** Codes the HTTP layer adds to the core's: conditions of the request, not of a command. */
 export type HttpErrorCode =
-  'UNAUTHORIZED' | 'ROUTE_NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'BODY_TOO_LARGE' | 'INTERNAL';
+  | 'UNAUTHORIZED'
+  | 'HOST_NOT_ALLOWED'
+  | 'ORIGIN_NOT_ALLOWED'
+  | 'ROUTE_NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'BODY_TOO_LARGE'
+  | 'INTERNAL';
 
 /** Every error answer has this shape. */
 export interface ErrorBody {
@@ -13,7 +20,7 @@ export interface ErrorBody {
 export class HttpError extends Error {
   constructor(
     readonly status: number,
-    readonly code: HttpErrorCode,
+    readonly code: HttpErrorCode | AsyncCommandErrorCode,
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
   ) {

@@ -6,6 +6,8 @@ export * from './duration.js';
 export * from './health.js';
 export * from './http-response.js';
 export * from './metrics.js';
+export * from './public-status.js';
+export * from './request-guard.js';
 export * from './retention.js';
 export * from './stats-view.js';
 export * from './status-resource.js';

@@ -1,4 +1,5 @@
 import {
+  COMMAND_STATUSES,
   systemClock,
   type ClaimedCommand,
   type Clock,
@@ -190,11 +191,20 @@ function registerStoreGauges(store: CommandStore, p: string, registry: Registry)
   );
   const storeUp = gauge('store_up', '1 when the last scrape could read the store, else 0.');
 
+  // Every type seen since start keeps a series per status, zero included: a series that vanished
+  // when its last dead letter went would leave an alert on it hanging instead of resolving. Types
+  // are the executors' few names, so the set stays small.
+  const typesSeen = new Set<string>();
+
   async function refreshFromStore(): Promise<void> {
     try {
       const stats = await readStats(store);
       commands.reset();
-      for (const row of stats.rows) commands.inc({ status: row.status, type: row.type }, row.count);
+      for (const type of Object.keys(stats.byType)) typesSeen.add(type);
+      for (const type of typesSeen) {
+        const counts = stats.byType[type];
+        for (const status of COMMAND_STATUSES) commands.set({ status, type }, counts?.[status] ?? 0);
+      }
       deadLetters.set(stats.byStatus.DEAD);
       pendingAge.set((stats.oldestPendingAgeMs ?? 0) / 1_000);
       storeUp.set(1);

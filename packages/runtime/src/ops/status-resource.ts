@@ -5,12 +5,13 @@ import {
   type CommandStatus,
   type OperationState,
 } from '@asynccmd/core';
+import { parseMountPath, requireCommandId } from './validation.js';
 
 /**
- * The command as an API client following a 202 Accepted sees it (seed 2, §3: a stable operation id,
- * the current state, where to look next). The payload, headers and claim token are left out on
- * purpose: this resource may be public, and a payload can carry data its submitter never meant to
- * publish.
+ * The command as a caller with the admin token sees it (seed 2, §3: a stable operation id, the
+ * current state, where to look next), error text included. The payload, headers and claim token
+ * are left out all the same: a payload can carry data its submitter never meant to show an
+ * operator. What anyone may see is `PublicCommandStatus` (public-status.ts).
  */
 export interface CommandStatusResource {
   readonly id: string;
@@ -61,7 +62,10 @@ export function toStatusResource(c: CommandRecord, basePath = ''): CommandStatus
   };
 }
 
-/** The status URI an API returns in `Location` with its 202. */
+/**
+ * The authenticated status URI of a command (`GET /commands/:id` needs the token). A 202 for API
+ * clients points at `publicStatusPath` instead. Refuses a malformed id or base path.
+ */
 export function statusPath(id: string, basePath = ''): string {
-  return `${basePath.replace(/\/+$/, '')}/commands/${encodeURIComponent(id)}`;
+  return `${parseMountPath('basePath', basePath)}/commands/${encodeURIComponent(requireCommandId(id))}`;
 }

@@ -83,6 +83,26 @@ export function parseReason(input: unknown): string | undefined {
   return requireText('reason', input, MAX_REASON_LENGTH);
 }
 
+/**
+ * Where routes are mounted ('' or e.g. '/ops', '/admin/commands'): plain path segments only, never
+ * '.' or '..', which a URL parser would fold into another path than the one configured.
+ */
+export function parseMountPath(what: string, input: unknown): string {
+  if (typeof input !== 'string') throw new InvalidArgumentError(`${what} must be a string such as /ops`);
+  const path = input.trim().replace(/\/+$/, '');
+  if (path === '') return '';
+  const segments = path.split('/').slice(1);
+  if (
+    !path.startsWith('/') ||
+    !segments.every((s) => /^[A-Za-z0-9._~-]+$/.test(s) && s !== '.' && s !== '..')
+  ) {
+    throw new InvalidArgumentError(
+      `${what} ${JSON.stringify(input.slice(0, 80))} must look like /ops or /admin/commands`,
+    );
+  }
+  return path;
+}
+
 const LIST_PARAMETERS = new Set(['status', 'type', 'bizKey', 'cursor', 'limit']);
 
 /**

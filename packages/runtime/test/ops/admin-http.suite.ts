@@ -1,16 +1,28 @@
-import type { CommandStore } from '@asynccmd/core';
+import { describeFailure, type CommandStore } from '@asynccmd/core';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createAdminHandler,
   createMetrics,
+  publicStatusPath,
   startAdminServer,
+  statusPath,
+  type AdminHandlerOptions,
   type AdminServer,
+  type AdminServerOptions,
   type CommandMetrics,
 } from '../../src/ops/index.js';
-import { client, errorCode } from './http-client.js';
-import { claim, makeDead, submit, submitIdempotent, succeed } from './support.js';
+import { client, errorCode, rawRequest, type Answer } from './http-client.js';
+import {
+  claim,
+  countingStore,
+  makeDead,
+  recordingLogger,
+  submit,
+  submitIdempotent,
+  succeed,
+} from './support.js';
 
 export interface OpsDatabase {
   readonly store: CommandStore;
@@ -24,6 +36,24 @@ export interface OpsDatabase {
 }
 
 export const TOKEN = 'test-token-0123456789abcdef';
+const STATUS_SECRET = 'status-secret-0123456789abcdef-0123';
+
+/** The code of what `fn` throws (or 'returned'). */
+function thrownCode(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (e) {
+    return (e as { code?: string }).code ?? `not an asynccmd error: ${String(e)}`;
+  }
+  return 'returned';
+}
+
+interface HealthBody {
+  status: 'UP' | 'DOWN';
+  reasons: { code: string; message: string; detail?: string }[];
+  checks: { database: string; deadLetters: number | null; oldestPendingAgeMs: number | null };
+  checkedAt: string;
+}
 
 interface StatusBody {
   id: string;
@@ -52,7 +82,8 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       db = await open();
       store = db.store;
       metrics = createMetrics({ store });
-      server = await startAdminServer({ store, token: TOKEN, metrics });
+      // Health answers are not cached here: these tests watch it change from one request to the next.
+      server = await startAdminServer({ store, token: TOKEN, metrics, health: { cacheMs: 0 } });
       api = client(server.url, TOKEN);
     });
 
@@ -265,13 +296,208 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       expect([200, 503]).toContain((await api.anonymous.get('/health')).status);
     });
 
+    it('answers 401 before 404 or 405 without the token, so the routes cannot be mapped', async () => {
+      for (const [method, path] of [
+        ['GET', '/commands/1/retry'],
+        ['POST', '/stats'],
+        ['POST', '/health'],
+        ['DELETE', '/commands/1'],
+        ['GET', '/nowhere'],
+        ['POST', '/commands/1/explode'],
+      ] as const) {
+        const a = await api.call(method, path, undefined, '');
+        expect(a.status, `${method} ${path}`).toBe(401);
+        expect(errorCode(a)).toBe('UNAUTHORIZED');
+      }
+      expect((await api.get('/commands/1/retry')).status).toBe(405);
+      expect((await api.get('/nowhere')).status).toBe(404);
+    });
+
+    it('a tokenless server serves nothing a web page could send: only JSON mutations, its own Origin, loopback Hosts', async () => {
+      const open = await startAdminServer({ store, auth: 'none' });
+      try {
+        const dead = await makeDead(store, 'web.page');
+        const retry = `/commands/${dead}/retry`;
+        // What a cross-site form or a fetch without a preflight can send: these types, or none.
+        for (const type of [
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          '',
+        ]) {
+          const a = await rawRequest(open.url, 'POST', retry, type ? { 'Content-Type': type } : {});
+          expect(a.status, type).toBe(415);
+          expect(errorCode(a)).toBe('UNSUPPORTED_MEDIA_TYPE');
+        }
+        for (const origin of ['https://evil.example', 'null', `http://127.0.0.1:${open.port + 1}`]) {
+          const a = await rawRequest(open.url, 'POST', retry, {
+            'Content-Type': 'application/json',
+            Origin: origin,
+          });
+          expect(a.status, origin).toBe(403);
+          expect(errorCode(a)).toBe('ORIGIN_NOT_ALLOWED');
+        }
+        expect((await store.get(dead))?.status).toBe('DEAD');
+
+        // A DNS-rebinding page reaches the port under its own name: refused, reads too.
+        for (const host of ['evil.example', `evil.example:${open.port}`, '192.0.2.1', '[2001:db8::1]:80']) {
+          const a = await rawRequest(open.url, 'GET', '/commands', { Host: host });
+          expect(a.status, host).toBe(403);
+          expect(errorCode(a)).toBe('HOST_NOT_ALLOWED');
+          expect(a.text).not.toContain('web.page');
+        }
+        for (const host of [
+          `127.0.0.1:${open.port}`,
+          `localhost:${open.port}`,
+          `[::1]:${open.port}`,
+          'LOCALHOST',
+        ]) {
+          expect((await rawRequest(open.url, 'GET', '/commands', { Host: host })).status, host).toBe(200);
+        }
+        const own = await rawRequest(open.url, 'POST', retry, {
+          'Content-Type': 'application/json; charset=utf-8',
+          Origin: `http://127.0.0.1:${open.port}`,
+        });
+        expect(own.status).toBe(200);
+        expect((await store.get(dead))?.status).toBe('PENDING');
+        await client(open.url).post(`/commands/${dead}/cancel`);
+      } finally {
+        await open.close();
+      }
+    });
+
+    it('allow-lists let named Hosts and Origins in; with a token the Origin is still checked', async () => {
+      const listed = await startAdminServer({
+        store,
+        auth: 'none',
+        allowedHosts: ['ops.internal'],
+        allowedOrigins: ['https://console.example'],
+      });
+      try {
+        const id = await submit(store, 'allow.list');
+        expect(
+          (await rawRequest(listed.url, 'GET', '/stats', { Host: `ops.internal:${listed.port}` })).status,
+        ).toBe(200);
+        expect((await rawRequest(listed.url, 'GET', '/stats', { Host: 'other.internal' })).status).toBe(403);
+        const headers = { Host: 'ops.internal', 'Content-Type': 'application/json' };
+        const foreign = await rawRequest(listed.url, 'POST', `/commands/${id}/cancel`, {
+          ...headers,
+          Origin: 'https://console.example.evil',
+        });
+        expect(errorCode(foreign)).toBe('ORIGIN_NOT_ALLOWED');
+        const console = await rawRequest(listed.url, 'POST', `/commands/${id}/cancel`, {
+          ...headers,
+          Origin: 'https://console.example',
+        });
+        expect(console.status).toBe(200);
+      } finally {
+        await listed.close();
+      }
+      const id = await submit(store, 'allow.list');
+      const auth = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' };
+      // With a token, any Host name may reach it (the token is the guard), but no foreign page may post.
+      expect(
+        (await rawRequest(server.url, 'GET', '/stats', { ...auth, Host: 'ops.example.com' })).status,
+      ).toBe(200);
+      const page = await rawRequest(server.url, 'POST', `/commands/${id}/cancel`, {
+        ...auth,
+        Origin: 'https://evil.example',
+      });
+      expect(errorCode(page)).toBe('ORIGIN_NOT_ALLOWED');
+      expect((await store.get(id))?.status).toBe('PENDING');
+      await api.post(`/commands/${id}/cancel`);
+      for (const bad of [
+        { allowedOrigins: ['not a url'] },
+        { allowedOrigins: ['https://a.example/path'] },
+        { allowedHosts: [''] },
+        { allowedHosts: ['a b'] },
+        { allowedHosts: 'ops.internal' },
+      ]) {
+        const options = { store, auth: 'none', ...bad } as unknown as AdminHandlerOptions;
+        expect(
+          thrownCode(() => createAdminHandler(options)),
+          JSON.stringify(bad),
+        ).toBe('INVALID_ARGUMENT');
+      }
+    });
+
+    it('running without authentication is asked for by name, and the start-up line says so', async () => {
+      const unset: Record<string, unknown>[] = [
+        {},
+        { token: undefined },
+        { token: null },
+        { token: 42 },
+        { auth: 'nobody' },
+        { auth: 'none', token: TOKEN },
+      ];
+      for (const auth of unset) {
+        const options = { store, ...auth } as unknown as AdminServerOptions;
+        await expect(startAdminServer(options), JSON.stringify(auth)).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+        });
+        expect(
+          thrownCode(() => createAdminHandler(options)),
+          JSON.stringify(auth),
+        ).toBe('INVALID_ARGUMENT');
+      }
+      const open = recordingLogger();
+      const unauthenticated = await startAdminServer({ store, auth: 'none', logger: open.logger });
+      await unauthenticated.close();
+      const [line] = open.entries;
+      expect(line?.msg).toContain(unauthenticated.url);
+      expect(line?.msg).toMatch(/unauthenticated/i);
+      expect(line?.level).toBe('warn');
+      const guarded = recordingLogger();
+      const withToken = await startAdminServer({ store, token: TOKEN, logger: guarded.logger });
+      await withToken.close();
+      expect(guarded.entries[0]?.msg).toContain(withToken.url);
+      expect(guarded.entries[0]?.msg).toContain('bearer token');
+      expect(guarded.entries[0]?.msg).not.toMatch(/unauthenticated/i);
+    });
+
+    it('refuses a malformed port, host, prefix or status path with a typed error', async () => {
+      for (const port of ['abc', -1, 65_536, 1.5, Number.NaN, '8080', null]) {
+        const options = { store, token: TOKEN, port } as unknown as AdminServerOptions;
+        await expect(startAdminServer(options), String(port)).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+          message: expect.stringContaining('port'),
+        });
+      }
+      for (const host of ['', 42]) {
+        const options = { store, token: TOKEN, host } as unknown as AdminServerOptions;
+        await expect(startAdminServer(options), String(host)).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+        });
+      }
+      for (const prefix of ['/../x', '/a/../b', '/./x', '/..', 'ops', '/a b', 42]) {
+        for (const key of ['prefix', 'linkBase']) {
+          const options = { store, token: TOKEN, [key]: prefix } as unknown as AdminHandlerOptions;
+          expect(
+            thrownCode(() => createAdminHandler(options)),
+            `${key} ${String(prefix)}`,
+          ).toBe('INVALID_ARGUMENT');
+        }
+      }
+      expect(thrownCode(() => statusPath('abc'))).toBe('INVALID_ID');
+      expect(thrownCode(() => statusPath('0'))).toBe('INVALID_ID');
+      expect(thrownCode(() => statusPath('42', '/../x'))).toBe('INVALID_ARGUMENT');
+      expect(thrownCode(() => statusPath('42', 7 as unknown as string))).toBe('INVALID_ARGUMENT');
+      expect(statusPath('42', '/ops/')).toBe('/ops/commands/42');
+    });
+
     it('can make the status resource (and metrics) public while mutations stay guarded', async () => {
-      const open = await startAdminServer({ store, token: TOKEN, publicStatus: true, publicMetrics: true });
+      const open = await startAdminServer({
+        store,
+        token: TOKEN,
+        publicStatus: { secret: STATUS_SECRET },
+        publicMetrics: true,
+      });
       try {
         const anon = client(open.url);
         const id = await submit(store, 'public.t');
-        expect((await anon.get(`/commands/${id}`)).status).toBe(200);
+        expect((await anon.get(publicStatusPath(id, { secret: STATUS_SECRET }))).status).toBe(200);
         expect((await anon.get('/metrics')).status).toBe(200);
+        expect((await anon.get(`/commands/${id}`)).status).toBe(401);
         expect((await anon.get('/commands')).status).toBe(401);
         expect((await anon.post(`/commands/${id}/cancel`)).status).toBe(401);
       } finally {
@@ -279,9 +505,94 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       }
     });
 
+    it('public status: an unguessable reference, no error text; by id it stays behind the token', async () => {
+      const open = await startAdminServer({ store, token: TOKEN, publicStatus: { secret: STATUS_SECRET } });
+      try {
+        const anon = client(open.url);
+        const dead = await makeDead(
+          store,
+          'public.ref',
+          'connect to postgres://billing:hunter2@db.internal/x',
+        );
+        const path = publicStatusPath(dead, { secret: STATUS_SECRET });
+        expect(path).toMatch(new RegExp(`^/status/${dead}\\.[A-Za-z0-9_-]{22}$`));
+        const seen = await anon.get(path);
+        expect(seen.status).toBe(200);
+        expect(seen.body).toMatchObject({
+          type: 'public.ref',
+          status: 'DEAD',
+          operation: 'follow_up_failed',
+          terminal: true,
+          attempts: { failed: 1, maxRetry: 0 },
+          links: { self: path },
+        });
+        expect(seen.text).not.toContain('hunter2');
+        for (const key of ['id', 'lastError', 'owner', 'bizKey', 'payload'])
+          expect(seen.body, key).not.toHaveProperty(key);
+        expect((await anon.get(`/commands/${dead}`)).status).toBe(401);
+        const byId = await client(open.url, TOKEN).get(`/commands/${dead}`);
+        expect((byId.body as StatusBody).lastError).toContain('hunter2');
+
+        // Counting does not reach other commands: a neighbour's id with this tag, a bare id, a
+        // forged or foreign tag all answer the same 404.
+        const neighbour = await submit(store, 'public.ref');
+        const tag = path.slice(path.indexOf('.') + 1);
+        const foreign = publicStatusPath(dead, { secret: `${STATUS_SECRET}-other` });
+        const notFound: Answer[] = [];
+        for (const guess of [
+          `/status/${neighbour}.${tag}`,
+          `/status/${dead}`,
+          `/status/${dead}.${'A'.repeat(22)}`,
+          `/status/${dead}.${tag}A`,
+          `/status/abc`,
+          foreign,
+        ]) {
+          notFound.push(await anon.get(guess));
+        }
+        for (const a of notFound) {
+          expect(a.status).toBe(404);
+          expect(a.body).toEqual({ error: { code: 'NOT_FOUND', message: 'no such status resource' } });
+        }
+        await client(open.url, TOKEN).post(`/commands/${neighbour}/cancel`);
+        await client(open.url, TOKEN).post(`/commands/${dead}/kill`);
+      } finally {
+        await open.close();
+      }
+
+      // The link an application builds for its 202 resolves where the handler is mounted.
+      const app = await serve(
+        createAdminHandler({ store, token: TOKEN, prefix: '/ops', publicStatus: { secret: STATUS_SECRET } }),
+      );
+      try {
+        const id = await submit(store, 'public.ref');
+        const location = publicStatusPath(id, { secret: STATUS_SECRET, basePath: '/ops' });
+        const a = await client(app.url).get(location);
+        expect(a.status).toBe(200);
+        expect(a.body).toMatchObject({ status: 'PENDING', operation: 'accepted', links: { self: location } });
+        expect(a.headers.get('retry-after')).toBe('2');
+        await client(app.url, TOKEN).post(`/ops/commands/${id}/cancel`);
+      } finally {
+        await app.close();
+      }
+
+      // A yes/no is no longer enough, and a short secret is refused.
+      for (const publicStatus of [true, { secret: 'short' }, { secret: 42 }, {}]) {
+        const options = { store, token: TOKEN, publicStatus } as unknown as AdminHandlerOptions;
+        expect(
+          thrownCode(() => createAdminHandler(options)),
+          JSON.stringify(publicStatus),
+        ).toBe('INVALID_ARGUMENT');
+      }
+      expect(thrownCode(() => publicStatusPath('1', { secret: 'short' }))).toBe('INVALID_ARGUMENT');
+      expect(thrownCode(() => publicStatusPath('abc', { secret: STATUS_SECRET }))).toBe('INVALID_ID');
+      expect(thrownCode(() => publicStatusPath('1', { secret: STATUS_SECRET, basePath: '/../x' }))).toBe(
+        'INVALID_ARGUMENT',
+      );
+    });
+
     it('refuses to listen on a non-loopback address without a token', async () => {
       for (const host of ['0.0.0.0', '::', '192.0.2.10']) {
-        await expect(startAdminServer({ store, host })).rejects.toMatchObject({
+        await expect(startAdminServer({ store, host, auth: 'none' })).rejects.toMatchObject({
           code: 'INVALID_ARGUMENT',
           message: expect.stringContaining('without a token'),
         });
@@ -291,7 +602,7 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       });
       const withToken = await startAdminServer({ store, host: '0.0.0.0', token: TOKEN });
       await withToken.close();
-      const local = await startAdminServer({ store });
+      const local = await startAdminServer({ store, auth: 'none' });
       expect((await client(local.url).get('/stats')).status).toBe(200);
       await local.close();
     });
@@ -309,10 +620,11 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       const dead = await makeDead(store, 'health.t');
       const down = await api.anonymous.get('/health');
       expect(down.status).toBe(503);
-      expect(down.body).toMatchObject({ status: 'DOWN', checks: { database: 'UP', deadLetters: 1 } });
-      expect((down.body as { reasons: string[] }).reasons[0]).toContain(
-        '1 dead letter(s) need a person (health.t: 1)',
-      );
+      expect(down.body).toMatchObject({
+        status: 'DOWN',
+        reasons: [{ code: 'DEAD_LETTERS', message: '1 dead letter(s) need a person' }],
+        checks: { database: 'UP', deadLetters: 1 },
+      });
 
       expect((await api.post(`/commands/${dead}/kill`)).status).toBe(200);
       expect((await api.anonymous.get('/health')).status).toBe(200);
@@ -329,10 +641,12 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       const overdue = await submit(store, 'health.cfg', { runAt: new Date(Date.now() - 2 * 3_600_000) });
       const handler = createAdminHandler({
         store,
+        auth: 'none',
         health: { deadLettersDown: false, maxPendingAgeMs: null },
       });
       const strict = createAdminHandler({
         store,
+        auth: 'none',
         health: { deadLettersDown: false, maxPendingAgeMs: 30 * 60_000 },
       });
       const tolerant = await serve(handler);
@@ -344,9 +658,9 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
         });
         const late = await client(backlog.url).get('/health');
         expect(late.status).toBe(503);
-        expect((late.body as { reasons: string[] }).reasons.join()).toContain(
-          'oldest due pending command has waited 2h',
-        );
+        const [reason] = (late.body as HealthBody).reasons;
+        expect(reason?.code).toBe('BACKLOG_TOO_OLD');
+        expect(reason?.message).toContain('oldest due pending command has waited 2h');
       } finally {
         await tolerant.close();
         await backlog.close();
@@ -355,12 +669,15 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       await api.post(`/commands/${overdue}/cancel`);
 
       const unreachable = await db.unreachable();
-      const gone = await serve(createAdminHandler({ store: unreachable }));
+      const gone = await serve(createAdminHandler({ store: unreachable, auth: 'none' }));
       try {
         const a = await client(gone.url).get('/health');
         expect(a.status).toBe(503);
-        expect(a.body).toMatchObject({ status: 'DOWN', checks: { database: 'DOWN', deadLetters: null } });
-        expect((a.body as { reasons: string[] }).reasons[0]).toMatch(/^database unreachable: /);
+        expect(a.body).toMatchObject({
+          status: 'DOWN',
+          reasons: [{ code: 'DATABASE_UNREACHABLE' }],
+          checks: { database: 'DOWN', deadLetters: null },
+        });
         // Other routes answer 500 without leaking driver text.
         const stats = await client(gone.url).get('/stats');
         expect(stats.status).toBe(500);
@@ -370,6 +687,99 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       } finally {
         await gone.close();
         await unreachable.close().catch(() => undefined);
+      }
+    });
+
+    it('public health names no type and carries no driver text; the detail goes to the log and to a caller with the token', async () => {
+      const dead = await makeDead(store, 'secret.type.name');
+      const anonymous = await api.anonymous.get('/health');
+      expect(anonymous.status).toBe(503);
+      expect(anonymous.text).not.toContain('secret.type.name');
+      expect(errorCode(await api.anonymous.get('/commands'))).toBe('UNAUTHORIZED');
+      await api.post(`/commands/${dead}/kill`);
+
+      const unreachable = await db.unreachable();
+      const driverText = await unreachable.now().then(
+        () => '',
+        (e: unknown) => describeFailure(e),
+      );
+      expect(driverText).not.toBe('');
+      const log = recordingLogger();
+      const gone = await startAdminServer({ store: unreachable, token: TOKEN, logger: log.logger });
+      try {
+        const a = await client(gone.url).get('/health');
+        expect(a.status).toBe(503);
+        expect(a.body).toMatchObject({
+          status: 'DOWN',
+          reasons: [{ code: 'DATABASE_UNREACHABLE', message: 'the database could not be read' }],
+          checks: { database: 'DOWN', deadLetters: null, oldestPendingAgeMs: null },
+        });
+        expect((a.body as HealthBody).reasons[0]).not.toHaveProperty('detail');
+        expect(a.text).not.toContain(driverText);
+        const authed = await client(gone.url, TOKEN).get('/health');
+        expect((authed.body as HealthBody).reasons[0]?.detail).toContain(driverText);
+        const logged = log.entries.filter((e) => e.level === 'warn' && e.obj['err'] !== undefined);
+        expect(logged.map((e) => describeFailure(e.obj['err'])).join()).toContain(driverText);
+      } finally {
+        await gone.close();
+        await unreachable.close().catch(() => undefined);
+      }
+    });
+
+    it('health: one cached answer per interval for every caller; concurrent probes share one query', async () => {
+      await killAllDead();
+      const counted = countingStore(store);
+      const cached = await startAdminServer({
+        store: counted.store,
+        token: TOKEN,
+        health: { cacheMs: 60_000 },
+      });
+      try {
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, () => client(cached.url).get('/health')),
+        );
+        const stamps = new Set(answers.map((a) => (a.body as HealthBody).checkedAt));
+        expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+        expect(stamps.size).toBe(1);
+        expect(counted.calls.get('healthProbe')).toBe(1);
+        expect(counted.calls.get('stats')).toBeUndefined();
+        // Within the interval, a new dead letter shows at the next interval, not at the next caller.
+        const dead = await makeDead(store, 'health.cache');
+        const later = await client(cached.url).get('/health');
+        expect(later.status).toBe(200);
+        expect((later.body as HealthBody).checkedAt).toBe([...stamps][0]);
+        expect(counted.calls.get('healthProbe')).toBe(1);
+        await api.post(`/commands/${dead}/kill`);
+      } finally {
+        await cached.close();
+      }
+
+      // Without a cache, callers who arrive while a probe runs still wait for that one probe.
+      const held = countingStore(store);
+      let release = (): void => undefined;
+      held.gate = new Promise<void>((resolve) => (release = resolve));
+      const shared = await startAdminServer({ store: held.store, token: TOKEN, health: { cacheMs: 0 } });
+      try {
+        let arrived = 0;
+        shared.server.on('request', () => (arrived += 1));
+        const pending = Promise.all(Array.from({ length: 20 }, () => client(shared.url).get('/health')));
+        while (arrived < 20) await new Promise((r) => setTimeout(r, 5));
+        release();
+        const answers = await pending;
+        expect(new Set(answers.map((a) => (a.body as HealthBody).checkedAt)).size).toBe(1);
+        expect(held.calls.get('healthProbe')).toBe(1);
+        held.gate = null;
+        await client(shared.url).get('/health');
+        expect(held.calls.get('healthProbe')).toBe(2);
+      } finally {
+        await shared.close();
+      }
+      for (const cacheMs of [-1, 1.5, 'soon']) {
+        const options = { store, token: TOKEN, health: { cacheMs } } as unknown as AdminHandlerOptions;
+        expect(
+          thrownCode(() => createAdminHandler(options)),
+          String(cacheMs),
+        ).toBe('INVALID_ARGUMENT');
       }
     });
 
@@ -417,9 +827,10 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       expect(text).toContain('asynccmd_claim_round_duration_seconds_count 1');
 
       await api.post(`/commands/${dead}/kill`);
+      // The last dead letter of the type gone, its series reads 0: an alert on it resolves.
       const after = (await api.get('/metrics')).text;
-      expect(after).not.toContain('asynccmd_commands{status="DEAD",type="metrics.t"}');
-      expect(after).toContain('asynccmd_commands{status="CANCELLED",type="metrics.t"}');
+      expect(after).toContain('asynccmd_commands{status="DEAD",type="metrics.t"} 0');
+      expect(after).toContain('asynccmd_commands{status="CANCELLED",type="metrics.t"} 1');
 
       // A second instance in the same process registers the same names without clashing.
       const second = createMetrics({ store });

@@ -7,8 +7,9 @@ import {
   createTraceHeadersProvider,
   createTracingInterceptor,
   formatTraceparent,
+  publicStatusPath,
+  publicStatusReference,
   startAdminServer,
-  statusPath,
   type AdminServer,
 } from '../../src/ops/index.js';
 import { client, type Answer } from './http-client.js';
@@ -16,6 +17,7 @@ import { AsyncLocalContextManager, RecordingTracer } from './in-memory-tracer.js
 import { openTempSqlite, type TempSqlite } from './support.js';
 
 const TOKEN = 'wiring-token-0123456789';
+const STATUS_SECRET = 'wiring-status-secret-0123456789abcdef';
 
 /**
  * The ops pieces plugged into the real runtime on SQLite: an API submits, answers 202 with the
@@ -56,7 +58,13 @@ describe('ops wired into the runtime (SQLite)', () => {
     context.setGlobalContextManager(new AsyncLocalContextManager());
     db = await openTempSqlite();
     commands = start(db.store);
-    server = await startAdminServer({ store: db.store, token: TOKEN, publicStatus: true, metrics });
+    server = await startAdminServer({
+      store: db.store,
+      token: TOKEN,
+      publicStatus: { secret: STATUS_SECRET },
+      metrics,
+      health: { cacheMs: 0 },
+    });
   });
   afterAll(async () => {
     await commands?.stop({ closeStore: false });
@@ -83,14 +91,15 @@ describe('ops wired into the runtime (SQLite)', () => {
       commands.client.transaction((_tx, submit) => submit(type, { orderId })),
     );
     submitter.end();
-    return { id, location: statusPath(id), submitter };
+    return { id, location: publicStatusPath(id, { secret: STATUS_SECRET }), submitter };
   }
 
   it('a 202 client follows a command to completed; the execution span links to the request', async () => {
     const { id, location, submitter } = await accept('order.ship', 1);
-    expect(location).toBe(`/commands/${id}`);
+    const reference = publicStatusReference(id, { secret: STATUS_SECRET });
+    expect(location).toBe(`/status/${reference}`);
     const done = await follow(location);
-    expect(done.body).toMatchObject({ id, status: 'SUCCESS', operation: 'completed', terminal: true });
+    expect(done.body).toMatchObject({ reference, status: 'SUCCESS', operation: 'completed', terminal: true });
 
     const span = tracer.spans.find((s) => s.attributes['messaging.message.id'] === id);
     expect(span?.name).toBe('process order.ship');
@@ -110,18 +119,16 @@ describe('ops wired into the runtime (SQLite)', () => {
     const api = client(server.url, TOKEN);
     const { id, location } = await accept('order.invoice', 2);
     const failed = await follow(location);
-    expect(failed.body).toMatchObject({
-      status: 'DEAD',
-      operation: 'follow_up_failed',
-      lastError: 'invoice service said no',
-    });
+    expect(failed.body).toMatchObject({ status: 'DEAD', operation: 'follow_up_failed' });
+    expect(failed.text).not.toContain('invoice service said no');
+    expect((await api.get(`/commands/${id}`)).body).toMatchObject({ lastError: 'invoice service said no' });
     const span = tracer.spans.find((s) => s.attributes['messaging.message.id'] === id);
     expect(span?.status.code).toBe(SpanStatusCode.ERROR);
     expect(span?.exceptions).toHaveLength(1);
 
     const down = await api.get('/health');
     expect(down.status).toBe(503);
-    expect((down.body as { reasons: string[] }).reasons[0]).toContain('order.invoice: 1');
+    expect(down.body).toMatchObject({ reasons: [{ code: 'DEAD_LETTERS' }], checks: { deadLetters: 1 } });
     expect(await metrics.metrics()).toContain('asynccmd_commands_dead_total{type="order.invoice"} 1');
 
     expect((await api.post(`/commands/${id}/retry`)).status).toBe(200);

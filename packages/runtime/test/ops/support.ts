@@ -6,6 +6,7 @@ import {
   type CommandHeaders,
   type CommandId,
   type CommandStore,
+  type Logger,
 } from '@asynccmd/core';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -136,4 +137,54 @@ export async function untilDatabaseClockPasses(store: CommandStore, d: Date): Pr
   while ((await store.now()).getTime() <= d.getTime()) {
     await new Promise((r) => setTimeout(r, 2));
   }
+}
+
+export interface LogEntry {
+  readonly level: 'debug' | 'info' | 'warn' | 'error';
+  readonly obj: Record<string, unknown>;
+  readonly msg: string;
+}
+
+/** A logger that keeps what it was told, for tests that read the log. */
+export function recordingLogger(): { readonly logger: Logger; readonly entries: LogEntry[] } {
+  const entries: LogEntry[] = [];
+  const at =
+    (level: LogEntry['level']) =>
+    (obj: object, msg = ''): void => {
+      entries.push({ level, obj: obj as Record<string, unknown>, msg });
+    };
+  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, entries };
+}
+
+const COUNTED_READS = new Set(['healthProbe', 'stats', 'now', 'ping']);
+
+/**
+ * The same real store, counting the calls of its health and stats reads; `gate`, while set, holds
+ * every healthProbe until it resolves, so a test can have many requests wait on one probe.
+ */
+export function countingStore(store: CommandStore): {
+  readonly store: CommandStore;
+  readonly calls: Map<string, number>;
+  gate: Promise<void> | null;
+} {
+  const calls = new Map<string, number>();
+  const counted = {
+    store: store,
+    calls,
+    gate: null as Promise<void> | null,
+  };
+  counted.store = new Proxy(store, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property);
+      if (typeof value !== 'function') return value;
+      const method = value as (...a: unknown[]) => unknown;
+      if (typeof property !== 'string' || !COUNTED_READS.has(property)) return method.bind(target);
+      return async (...args: unknown[]) => {
+        calls.set(property, (calls.get(property) ?? 0) + 1);
+        if (property === 'healthProbe' && counted.gate !== null) await counted.gate;
+        return method.apply(target, args);
+      };
+    },
+  });
+  return counted;
 }
