@@ -60,6 +60,7 @@ import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
 import { CommitRiders } from './commit-riders.js';
+import { rolledBackIfAborted } from './commit.js';
 import { runInTransaction } from './transaction.js';
 import type { PostgresWakeups } from './wakeups.js';
 
@@ -479,12 +480,17 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     text: string,
     values: readonly unknown[],
   ): Promise<R[]> {
-    const result = await on.query<R>({
-      name: this.preparedName(text),
-      text,
-      values: [...values],
-      types: RAW_TYPES,
-    });
+    const result = await on
+      .query<R>({
+        name: this.preparedName(text),
+        text,
+        values: [...values],
+        types: RAW_TYPES,
+      })
+      .catch((e: unknown) => {
+        // A submit in the caller's transaction after a statement of theirs failed there.
+        throw rolledBackIfAborted(e);
+      });
     return result.rows;
   }
 
