@@ -11,6 +11,7 @@ import {
   type NewCommand,
 } from '@asynccmd/core';
 import type { ExecutorRegistry } from './executor-registry.js';
+import { MAX_OWNER_LENGTH, MAX_RETRY_LIMIT } from './options-validation.js';
 
 /** Options of one submit. */
 export interface SubmitOptions {
@@ -61,10 +62,12 @@ export function toNewCommand(
   const { bizKey = null, owner = rules.owner } = options;
   const runAt = requireStoredTime('runAt', options.runAt ?? rules.clock.now());
   checkText('bizKey', bizKey, 128);
-  checkText('owner', owner, 64);
+  checkText('owner', owner, MAX_OWNER_LENGTH);
   const maxRetry = options.maxRetry ?? entry?.maxRetry ?? rules.defaultMaxRetry;
-  if (!(Number.isInteger(maxRetry) && maxRetry >= 0 && maxRetry <= 1000)) {
-    throw new InvalidArgumentError(`maxRetry must be an integer from 0 to 1000, not ${String(maxRetry)}`);
+  if (!(Number.isInteger(maxRetry) && maxRetry >= 0 && maxRetry <= MAX_RETRY_LIMIT)) {
+    throw new InvalidArgumentError(
+      `maxRetry must be an integer from 0 to ${MAX_RETRY_LIMIT}, not ${String(maxRetry)}`,
+    );
   }
   const headers = { ...rules.headers(), ...options.headers };
   requireHeadersJson(headers);
