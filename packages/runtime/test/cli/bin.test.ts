@@ -27,4 +27,11 @@ describe('the asynccmd executable', () => {
     expect(bad.stderr).toContain('is not a command id');
     expect(run('--version')).toMatchObject({ status: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+/) });
   });
+
+  it('exits 1 for a database problem and 2 for bad usage, as a process too', () => {
+    const missing = run('--db', `sqlite:${join(dir, 'missing.db')}`, 'stats');
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('run "asynccmd migrate" to create it');
+    expect(run('--db', `sqlite:${join(dir, 'missing.db')}`, 'stats', '--colour').status).toBe(2);
+  });
 });
