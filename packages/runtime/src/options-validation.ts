@@ -1,4 +1,5 @@
 import { EXECUTION_MODES, InvalidArgumentError } from '@asynccmd/core';
+import type { AnyExecutor } from './executor.js';
 import type { AsyncCommandsOptions } from './options.js';
 import type { PoolOptions } from './work-pool.js';
 
@@ -203,14 +204,14 @@ export function heartbeatPeriod(given: number | undefined, shortestLeaseMs: numb
   return heartbeatMs;
 }
 
-/** The options an executor may carry, with their checks (beyond `type`, checked first). */
-const EXECUTOR_CHECKS: Readonly<Record<string, Check>> = {
+/** Every option of an executor with its check (beyond `type`, checked first; the type makes a new one need one). */
+const EXECUTOR_CHECKS: { readonly [K in Exclude<keyof AnyExecutor, 'type'>]-?: Check } = {
   execute: aFunction('an execute(payload, context) method'),
   mode: (v) =>
     EXECUTION_MODES.includes(v as never)
       ? null
       : `must be one of ${EXECUTION_MODES.join(', ')}, not ${describe(v)}`,
-  pool: text(MAX_TYPE_LENGTH),
+  pool: (v) => (typeof v === 'string' ? null : `must be the name of a pool in \`pools\`, not ${describe(v)}`),
   maxRetry: integer(0, MAX_RETRY_LIMIT),
   backoff: backoffPolicy,
   timeoutMs: duration(1),
