@@ -4,6 +4,7 @@ import { adminArea } from './areas/admin.js';
 import { claimArea } from './areas/claim.js';
 import { healthArea } from './areas/health.js';
 import { idempotencyArea } from './areas/idempotency.js';
+import { inputArea } from './areas/input.js';
 import { insertArea } from './areas/insert.js';
 import { migrationArea } from './areas/migration.js';
 import { modelArea } from './areas/model.js';
@@ -26,6 +27,7 @@ export type { StoreHarness, StoreHarnessFactory } from './harness.js';
 export function describeStoreConformance<Tx>(name: string, factory: StoreHarnessFactory<Tx>): void {
   describe(`store conformance: ${name}`, () => {
     insertArea(factory, name);
+    inputArea(factory, name);
     claimArea(factory, name);
     outcomesArea(factory, name);
     reclaimArea(factory, name);

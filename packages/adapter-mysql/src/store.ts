@@ -31,10 +31,14 @@ import {
   checkTransition,
   decodeListCursor,
   encodeListCursor,
+  optionalReason,
   optionalText,
+  refuseNul,
   requireHeadersJson,
   requireFailureOutcome,
   requireHealthProbeParams,
+  requireInstant as coreRequireInstant,
+  requireStoredTime,
   requireId,
   requireInt,
   requirePayloadJson,
@@ -614,32 +618,19 @@ function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
 
 // ── input checks: bad input is refused with a typed error before it reaches SQL ─────────────────────
 
-/** DATETIME holds years 1000–9999; the time is bound as UTC text. */
+/** A time to write (core's stored range is DATETIME's, years 1000–9999), bound as UTC text. */
 function requireTime(what: string, value: unknown): string {
-  const ms = value instanceof Date ? value.getTime() : NaN;
-  const year = Number.isFinite(ms) ? (value as Date).getUTCFullYear() : NaN;
-  if (!(year >= 1000 && year <= 9999)) {
-    throw new InvalidArgumentError(`${what} must be a valid Date between the years 1000 and 9999`);
-  }
-  return toUtcText(value as Date);
+  return toUtcText(requireStoredTime(what, value));
 }
 
-const DATETIME_MIN = '1000-01-01 00:00:00.000';
-const DATETIME_MAX = '9999-12-31 23:59:59.999';
-
-/**
- * A point in time only compared with (never stored): outside DATETIME's range it compares like the
- * range's end, so it is clamped there (`new Date(8.64e15)` means "everything is due").
- */
+/** A point in time only compared with (never stored), clamped into DATETIME's range. */
 function requireInstant(what: string, value: unknown): string {
-  const ms = value instanceof Date ? value.getTime() : NaN;
-  if (!Number.isFinite(ms)) throw new InvalidArgumentError(`${what} must be a valid Date`);
-  const year = (value as Date).getUTCFullYear();
-  return year < 1000 ? DATETIME_MIN : year > 9999 ? DATETIME_MAX : toUtcText(value as Date);
+  return toUtcText(coreRequireInstant(what, value));
 }
 
 function requireText(what: string, value: unknown, maxChars: number): string {
   if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
+  refuseNul(what, value);
   // Column widths count characters (code points), not UTF-16 units.
   if ([...value].length > maxChars) {
     throw new InvalidArgumentError(`${what} is longer than ${maxChars} characters`);
@@ -654,7 +645,7 @@ function requireToken(token: unknown): string {
 }
 
 function reasonText(reason: unknown): string | null {
-  const text = optionalText('reason', reason);
+  const text = optionalReason(reason);
   return text === null ? null : truncateErrorText(text);
 }
 

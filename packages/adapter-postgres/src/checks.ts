@@ -1,7 +1,8 @@
 import {
   InvalidArgumentError,
-  optionalText as coreOptionalText,
-  requireDate,
+  optionalText,
+  requireInstant as coreRequireInstant,
+  requireStoredTime,
   requireHeadersJson,
   requireId,
   requireInt,
@@ -12,21 +13,21 @@ import {
 import type { ClaimRef, CommandId, NewCommand } from '@asynccmd/core';
 
 /*
- * What PostgreSQL adds to core's input checks (core input-checks.ts): its timestamp text, and text
- * without NUL. Bad input is refused with a typed error before any SQL runs, so it never poisons a
- * caller's transaction with a failed statement.
+ * What PostgreSQL adds to core's input checks (core input-checks.ts): its timestamp text. Bad input
+ * is refused with a typed error before any SQL runs, so it never poisons a caller's transaction
+ * with a failed statement.
  */
 
-/** A valid Date, as text Postgres reads exactly (ISO with zone; years past 9999 lose the '+'). */
+export { optionalText };
+
+/** A time to write (core's stored range), as ISO text with zone, which Postgres reads exactly. */
 export function requireTime(what: string, value: unknown): string {
-  return requireDate(what, value).toISOString().replace(/^\+/, '');
+  return requireStoredTime(what, value).toISOString();
 }
 
-/** Core's optionalText, refusing NUL too: PostgreSQL text cannot hold it. */
-export function optionalText(what: string, value: unknown): string | null {
-  const text = coreOptionalText(what, value);
-  if (text?.includes('\u0000')) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
-  return text;
+/** A time only compared with, clamped into the stored range, as ISO text. */
+export function requireInstant(what: string, value: unknown): string {
+  return coreRequireInstant(what, value).toISOString();
 }
 
 /**

@@ -53,13 +53,27 @@ export async function commit(
     // as a rolled-back transaction when it failed only because an earlier (caught) error had
     // already doomed it.
     await client.query('ROLLBACK').catch(() => undefined);
-    if ((error as { code?: unknown }).code === IN_FAILED_TRANSACTION) throw new TransactionRolledBackError();
-    throw error;
+    throw rolledBackIfAborted(error, new TransactionRolledBackError());
   }
   const tag = tags[before.length];
   if (tag === 'COMMIT') return { afterError: error, rows: error ? [] : rows };
   if (tag === 'ROLLBACK') throw new TransactionRolledBackError();
   throw error ?? new Error(`COMMIT answered ${tag ?? 'nothing'}`);
+}
+
+/**
+ * `error`, unless the server refused the statement only because the transaction had already failed
+ * (25P02: a statement in it failed and its error was caught): then TransactionRolledBackError, the
+ * same answer whether the submit or the COMMIT is the first to hear of it.
+ */
+export function rolledBackIfAborted(
+  error: unknown,
+  rolledBack = new TransactionRolledBackError(
+    'the transaction had already failed (a statement in it failed and its error was caught): ' +
+      'nothing in it, this submit included, will be committed',
+  ),
+): unknown {
+  return (error as { code?: unknown } | null)?.code === IN_FAILED_TRANSACTION ? rolledBack : error;
 }
 
 /** Runs `steps` on `client` as one batch (see Batch). */

@@ -44,7 +44,15 @@ import type {
   StoreStats,
 } from '@asynccmd/core';
 import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
-import { commandValues, errorText, optionalText, reasonText, refArrays, requireTime } from './checks.js';
+import {
+  commandValues,
+  errorText,
+  optionalText,
+  reasonText,
+  refArrays,
+  requireInstant,
+  requireTime,
+} from './checks.js';
 import type { CommandValues } from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
@@ -55,6 +63,7 @@ import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
 import { CommitRiders } from './commit-riders.js';
+import { rolledBackIfAborted } from './commit.js';
 import { runInTransaction } from './transaction.js';
 import type { PostgresWakeups } from './wakeups.js';
 
@@ -224,7 +233,13 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   async claimDue(p: ClaimDueParams): Promise<ClaimedCommand[]> {
     const limit = requireInt('limit', p.limit, 0);
     const types = requireTypes(p.types);
-    const values = [requireTime('now', p.now), types, limit, requireToken(p.token), requireLease(p.leaseMs)];
+    const values = [
+      requireInstant('now', p.now),
+      types,
+      limit,
+      requireToken(p.token),
+      requireLease(p.leaseMs),
+    ];
     if (limit === 0 || types.length === 0) return [];
     // The claim that follows a notification runs on the LISTEN connection that just delivered it.
     const lent = this.wakeups.lendAfterWake((on) => this.prepared<CommandRow>(on, this.sql.claimDue, values));
@@ -303,19 +318,19 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       .sort((a, b) => compareIds(a.id, b.id));
   }
 
-  retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+  async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
     return this.admin('retry', id, this.sql.retry, [requireTime('now', now)]);
   }
 
-  requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+  async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
     return this.admin('requeue', id, this.sql.requeue, [requireTime('now', now)]);
   }
 
-  kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+  async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
     return this.admin('kill', id, this.sql.dispose, [reasonText(reason)]);
   }
 
-  cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+  async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
     return this.admin('cancel', id, this.sql.dispose, [reasonText(reason)]);
   }
 
@@ -348,7 +363,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async stats(now: Date): Promise<StoreStats> {
-    const at = requireTime('now', now);
+    const at = requireInstant('now', now);
     const [counts, oldest] = await Promise.all([
       this.query<{ status: CommandStatus; type: string; count: string }>(this.pool, this.sql.counts, []),
       this.query<{ oldest: string | null }>(this.pool, this.sql.oldestDue, [at]),
@@ -365,7 +380,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const [row] = await this.query<{ dead_letters: string; oldest: string | null }>(
       this.pool,
       this.sql.healthProbe,
-      [requireTime('now', now), deadLetterLimit],
+      [requireInstant('now', now), deadLetterLimit],
     );
     return {
       deadLetters: Number(row?.dead_letters ?? 0),
@@ -381,7 +396,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       }
     }
     const limit = requireInt('limit', p.limit, 0);
-    const olderThan = requireTime('olderThan', p.olderThan);
+    const olderThan = requireInstant('olderThan', p.olderThan);
     if (limit === 0 || statuses.length === 0) return 0;
     const result = await this.pool.query({
       text: this.sql.purge,
@@ -481,12 +496,17 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     text: string,
     values: readonly unknown[],
   ): Promise<R[]> {
-    const result = await on.query<R>({
-      name: this.preparedName(text),
-      text,
-      values: [...values],
-      types: RAW_TYPES,
-    });
+    const result = await on
+      .query<R>({
+        name: this.preparedName(text),
+        text,
+        values: [...values],
+        types: RAW_TYPES,
+      })
+      .catch((e: unknown) => {
+        // A submit in the caller's transaction after a statement of theirs failed there.
+        throw rolledBackIfAborted(e);
+      });
     return result.rows;
   }
 
@@ -542,7 +562,7 @@ function claimByIdValues(p: ClaimByIdParams): {
   const types = p.types === undefined ? null : requireTypes(p.types);
   const values = {
     id: requireId(p.id),
-    now: requireTime('now', p.now),
+    now: requireInstant('now', p.now),
     token: requireToken(p.token),
     leaseMs: requireLease(p.leaseMs),
     types,

@@ -1,6 +1,6 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
-import { commit, runBatch, type AfterCommit, type CommitOutcome } from './commit.js';
+import { commit, rolledBackIfAborted, runBatch, type AfterCommit, type CommitOutcome } from './commit.js';
 import { BEGIN_STEP } from './transaction-statements.js';
 
 /** Takes part in the store's own transactions: may add statements sent with their COMMIT. */
@@ -45,12 +45,12 @@ export class DeferredStatements {
   /**
    * Sends `step` now, with what is held (BEGIN included while it is) ahead of it in the same batch:
    * one round trip. Resolves with its rows; rejects with the first failure, a held statement's or
-   * its own.
+   * its own (TransactionRolledBackError when the transaction had already failed).
    */
   async run(step: BatchStep): Promise<readonly Record<string, string | null>[]> {
     const steps = [...this.#takeAll(), { ...step, rows: true }];
     const { stepRows, error } = await runBatch(this.client, steps);
-    if (error) throw error;
+    if (error) throw rolledBackIfAborted(error);
     return stepRows[steps.length - 1] ?? [];
   }
 

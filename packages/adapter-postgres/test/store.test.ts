@@ -180,6 +180,51 @@ describe('PostgresCommandStore', () => {
     ).resolves.toHaveLength(1);
   });
 
+  it('rejects a submit behind a failed statement the application caught with TRANSACTION_ROLLED_BACK, on every insert path', async () => {
+    // A fresh store: no ids taken ahead yet, so its first single submit goes out at once.
+    const fresh = createPostgresStore({ connectionString: DATABASE_URL, schema, poolConfig: { max: 2 } });
+    type Submit = (tx: pg.PoolClient) => Promise<unknown>;
+    const paths: [string, Submit][] = [
+      ['a first submit, sent at once', (tx) => fresh.insert(tx, [command('doomed.one')])],
+      ['a batch', (tx) => fresh.insert(tx, [command('doomed.many'), command('doomed.many')])],
+      [
+        'an idempotent submit',
+        (tx) => fresh.insertIdempotent(tx, { ...command('doomed.idem'), bizKey: 'doomed-1' }),
+      ],
+    ];
+    try {
+      for (const [label, submit] of paths) {
+        let submitError: unknown = 'resolved';
+        const attempt = fresh.transaction(async (tx) => {
+          await tx.query('SELECT 1/0').catch(() => undefined);
+          await submit(tx).catch((e: unknown) => {
+            submitError = e;
+            throw e;
+          });
+        });
+        await expect(attempt, label).rejects.toMatchObject({ code: 'TRANSACTION_ROLLED_BACK' });
+        expect(submitError, label).toMatchObject({ code: 'TRANSACTION_ROLLED_BACK' });
+      }
+      // In a transaction the application runs itself on its own connection.
+      const client = await fresh.pool.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query('SELECT 1/0').catch(() => undefined);
+        for (const [label, submit] of paths) {
+          await expect(submit(client), label).rejects.toMatchObject({ code: 'TRANSACTION_ROLLED_BACK' });
+        }
+        await client.query('ROLLBACK');
+      } finally {
+        client.release();
+      }
+      for (const type of ['doomed.one', 'doomed.many', 'doomed.idem']) {
+        expect((await fresh.list({ type })).items).toEqual([]);
+      }
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('commits even when the statement sent with COMMIT fails, and says so', async () => {
     const client = await store.pool.connect();
     try {

@@ -13,8 +13,10 @@ import {
   checkTransition,
   decodeListCursor,
   encodeListCursor,
+  optionalReason,
   optionalText,
-  requireDate,
+  requireInstant,
+  requireStoredTime,
   requireHeadersJson,
   requireId,
   requireInt,
@@ -207,7 +209,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     const claim = {
       token: requireToken(params.token),
       leaseMs: requireInt('leaseMs', params.leaseMs, 1),
-      now: requireTime('now', params.now),
+      now: instant('now', params.now),
       types: JSON.stringify(types),
       limit,
     };
@@ -223,7 +225,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       id: toKey(params.id),
       token: requireToken(params.token),
       leaseMs: requireInt('leaseMs', params.leaseMs, 1),
-      now: requireTime('now', params.now),
+      now: instant('now', params.now),
       types: params.types === undefined ? null : JSON.stringify(requireTypes(params.types)),
     };
     return this.run(() => {
@@ -348,7 +350,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async stats(now: Date): Promise<StoreStats> {
-    const at = requireTime('now', now);
+    const at = instant('now', now);
     return this.run(() => {
       const counts = this.stmt('counts').all() as { status: CommandStatus; type: string; count: number }[];
       const oldest = this.stmt('oldestDue').pluck().get(at) as number | null;
@@ -373,7 +375,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       }
     }
     const limit = requireInt('limit', params.limit, 0);
-    const olderThan = requireTime('olderThan', params.olderThan);
+    const olderThan = instant('olderThan', params.olderThan);
     if (limit === 0 || statuses.length === 0) return 0;
     return this.run(() => {
       return this.stmt('purge').run({ olderThan, statuses: JSON.stringify(statuses), limit }).changes;
@@ -486,9 +488,10 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
 
   /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
   private insertParams(c: NewCommand): (string | number | null)[] {
-    if (typeof c.type !== 'string' || c.type === '') throw new InvalidArgumentError('a command needs a type');
+    const type = optionalText('type', c.type);
+    if (!type) throw new InvalidArgumentError('a command needs a type');
     return [
-      c.type,
+      type,
       optionalText('bizKey', c.bizKey),
       requirePayloadJson(c.payloadJson, this.maxPayloadBytes),
       requireInt('maxRetry', c.maxRetry, 0),
@@ -552,13 +555,18 @@ function toKey(id: unknown): bigint {
   return BigInt(requireId(id));
 }
 
-/** Epoch milliseconds, as the time columns hold them. */
+/** A time to write, as the time columns hold it: epoch milliseconds. */
 function requireTime(what: string, value: unknown): number {
-  return requireDate(what, value).getTime();
+  return requireStoredTime(what, value).getTime();
+}
+
+/** A time only compared with, in epoch milliseconds. */
+function instant(what: string, value: unknown): number {
+  return requireInstant(what, value).getTime();
 }
 
 function reasonText(reason: unknown): string | null {
-  const text = optionalText('reason', reason);
+  const text = optionalReason(reason);
   return text === null ? null : truncateErrorText(text);
 }
 

@@ -83,3 +83,10 @@ export interface NewCommand {
   readonly owner?: string | null;
   readonly headers?: CommandHeaders;
 }
+
+/**
+ * The times a store writes (due times, retry times) lie in the years 1000 to 9999, UTC: the range
+ * of MySQL's DATETIME, the narrowest of the databases, so every store keeps the same ones.
+ */
+export const EARLIEST_STORED_TIME = Date.UTC(1000, 0, 1);
+export const LATEST_STORED_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);

@@ -1,9 +1,10 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { CommandId } from './command.js';
 import { InvalidArgumentError, PayloadNotSerialisableError, PayloadTooLargeError } from './errors.js';
+import { jsonNestsDeeperThan, MAX_PAYLOAD_DEPTH } from './payload.js';
 import { isCommandStatus } from './status.js';
 import type { CommandStatus } from './status.js';
-import { parseCommandId } from './command.js';
+import { EARLIEST_STORED_TIME, LATEST_STORED_TIME, parseCommandId } from './command.js';
 import type { FailureOutcome } from './transitions.js';
 import { MAX_HEALTH_PROBE_DEAD_LETTERS, type HealthProbeParams } from './ports/store.js';
 
@@ -46,6 +47,29 @@ export function requireDate(what: string, value: unknown): Date {
   return value;
 }
 
+/** A time a store writes: a valid Date from EARLIEST_STORED_TIME to LATEST_STORED_TIME. */
+export function requireStoredTime(what: string, value: unknown): Date {
+  const ms = value instanceof Date ? value.getTime() : NaN;
+  if (!(ms >= EARLIEST_STORED_TIME && ms <= LATEST_STORED_TIME)) {
+    throw new InvalidArgumentError(
+      `${what} must be a valid Date from ${new Date(EARLIEST_STORED_TIME).toISOString()} to ` +
+        `${new Date(LATEST_STORED_TIME).toISOString()}`,
+    );
+  }
+  return value as Date;
+}
+
+/**
+ * A time a store only compares with (a claim's or a read's "now", a purge cutoff): any valid Date,
+ * clamped into the stored range, beyond whose ends it compares the same.
+ */
+export function requireInstant(what: string, value: unknown): Date {
+  const ms = requireDate(what, value).getTime();
+  if (ms < EARLIEST_STORED_TIME) return new Date(EARLIEST_STORED_TIME);
+  if (ms > LATEST_STORED_TIME) return new Date(LATEST_STORED_TIME);
+  return value as Date;
+}
+
 /** A failed attempt's outcome as stores write it (from decideFailure): PENDING or DEAD. */
 export function requireFailureOutcome(outcome: unknown): FailureOutcome {
   const o = outcome as Partial<FailureOutcome> | null | undefined;
@@ -56,7 +80,7 @@ export function requireFailureOutcome(outcome: unknown): FailureOutcome {
   return {
     status: o.status,
     retryCount: requireInt('retryCount', o.retryCount, 0, 2 ** 31 - 1),
-    nextRunAt: requireDate('nextRunAt', o.nextRunAt),
+    nextRunAt: requireStoredTime('nextRunAt', o.nextRunAt),
     lastError: o.lastError,
   };
 }
@@ -65,13 +89,14 @@ export function requireToken(token: unknown): string {
   if (typeof token !== 'string' || token === '') {
     throw new InvalidArgumentError('a claim token must be a non-empty string');
   }
-  return token;
+  return refuseNul('a claim token', token);
 }
 
 export function requireTypes(types: unknown): string[] {
   if (!Array.isArray(types) || !types.every((t) => typeof t === 'string')) {
     throw new InvalidArgumentError('types must be an array of command type names');
   }
+  for (const t of types as string[]) refuseNul('a command type', t);
   return types as string[];
 }
 
@@ -83,9 +108,27 @@ export function requireStatuses(status: unknown): CommandStatus[] {
   return list as CommandStatus[];
 }
 
+/**
+ * Text a store keeps in a column or matches against one (type, bizKey, owner, tokens): no NUL
+ * character, which PostgreSQL text cannot hold — so no store keeps one, and a filter naming one
+ * is refused rather than matching nothing on some databases and failing on another.
+ */
+export function refuseNul(what: string, text: string): string {
+  if (text.includes('\u0000')) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
+  return text;
+}
+
+/** Optional column text: absent (null), or a string without NUL (see refuseNul). */
 export function optionalText(what: string, value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
+  return refuseNul(what, value);
+}
+
+/** A kill or cancel reason: any string (it is error text, which a store may clean of NUL). */
+export function optionalReason(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw new InvalidArgumentError('reason must be a string');
   return value;
 }
 
@@ -104,18 +147,61 @@ export function requirePayloadJson(payloadJson: unknown, maxBytes: number): stri
   } catch (e) {
     throw new PayloadNotSerialisableError(`payloadJson is not valid JSON (${(e as Error).message})`);
   }
+  if (jsonNestsDeeperThan(payloadJson, MAX_PAYLOAD_DEPTH)) {
+    throw new PayloadNotSerialisableError(
+      `payloadJson is nested deeper than ${MAX_PAYLOAD_DEPTH} levels of arrays and objects`,
+    );
+  }
   return payloadJson;
 }
 
-/** Headers as the JSON text of a string map (default: none). */
+/**
+ * Bounds of a command's headers (trace context and the like, copied with every command): room for
+ * a W3C traceparent, tracestate and a full baggage header, nothing like a document.
+ */
+export const HEADER_LIMITS = {
+  /** Headers per command. */
+  count: 64,
+  /** Characters of a header name (at least 1). */
+  nameLength: 128,
+  /** Characters of a header value. */
+  valueLength: 8192,
+  /** UTF-8 bytes of all the headers as JSON. */
+  totalBytes: 16 * 1024,
+} as const;
+
+/** Headers as the JSON text of a string map within HEADER_LIMITS (default: none). */
 export function requireHeadersJson(headers: unknown): string {
   const map = headers ?? {};
   if (typeof map !== 'object' || Array.isArray(map))
     throw new InvalidArgumentError('headers must be a string map');
-  for (const [k, v] of Object.entries(map)) {
-    if (typeof v !== 'string') throw new InvalidArgumentError(`header ${JSON.stringify(k)} must be a string`);
+  const entries = Object.entries(map);
+  const { count, nameLength, valueLength, totalBytes } = HEADER_LIMITS;
+  if (entries.length > count) {
+    throw new InvalidArgumentError(`a command carries at most ${count} headers, not ${entries.length}`);
   }
-  return JSON.stringify(map);
+  for (const [k, v] of entries) {
+    const name = JSON.stringify(k.length > 40 ? `${k.slice(0, 40)}…` : k);
+    if (k.length === 0 || k.length > nameLength) {
+      throw new InvalidArgumentError(
+        `header ${name} (${k.length} characters): headers have non-empty names of at most ${nameLength} characters`,
+      );
+    }
+    if (typeof v !== 'string') throw new InvalidArgumentError(`header ${name} must be a string`);
+    if (v.length > valueLength) {
+      throw new InvalidArgumentError(
+        `header ${name} is ${v.length} characters long: headers have values of at most ${valueLength} characters`,
+      );
+    }
+  }
+  const json = JSON.stringify(map);
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > totalBytes) {
+    throw new InvalidArgumentError(
+      `headers are ${bytes} bytes as JSON: at most ${totalBytes} bytes are allowed`,
+    );
+  }
+  return json;
 }
 
 const CURSOR_PREFIX = 'id:';

@@ -5,27 +5,84 @@ import { PayloadNotSerialisableError, PayloadTooLargeError } from './errors.js';
 export const DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024;
 
 /**
+ * Deepest nesting of arrays and objects a payload may have (`{}` is 1, `{"a":[]}` is 2). Facts do
+ * not nest deeply; the bound keeps every walk over a payload (here, JSON.stringify, the database's
+ * JSON parser) far from any stack limit.
+ */
+export const MAX_PAYLOAD_DEPTH = 64;
+
+/**
  * Serialises a payload for the payload column, refusing what would not come back the same:
- * undefined (except as an omitted object field), functions, symbols, BigInt, cycles, non-finite numbers, and class instances other
- * than plain objects, arrays and Dates (which become ISO strings, as JSON always does).
+ * undefined (except as an omitted object field), functions, symbols, BigInt, cycles, non-finite
+ * numbers, invalid Dates, fields whose getter throws, nesting deeper than MAX_PAYLOAD_DEPTH, and
+ * class instances other than plain objects, arrays and Dates (which become ISO strings, as JSON
+ * always does).
  */
 export function serialisePayload(
   payload: unknown,
   maxBytes: number = DEFAULT_MAX_PAYLOAD_BYTES,
 ): E.Either<PayloadNotSerialisableError | PayloadTooLargeError, string> {
-  const problem = findUnserialisable(payload, '$', new Set());
+  const problem = findUnserialisable(payload);
   if (problem) return E.left(new PayloadNotSerialisableError(problem));
   let json: string;
   try {
     json = JSON.stringify(payload);
   } catch (e) {
+    // A getter that answered the walk and then threw: still the payload's fault, still typed.
     return E.left(new PayloadNotSerialisableError(e instanceof Error ? e.message : String(e)));
   }
   const bytes = Buffer.byteLength(json, 'utf8');
   return bytes > maxBytes ? E.left(new PayloadTooLargeError(bytes, maxBytes)) : E.right(json);
 }
 
-function findUnserialisable(value: unknown, path: string, seen: Set<object>): string | null {
+/** A value still to look at, with where it sits and how deep. */
+interface Visit {
+  readonly value: unknown;
+  readonly path: string;
+  readonly depth: number;
+  /** Set on the marker pushed after a container's children: the walk has left it. */
+  readonly leaving?: object;
+}
+
+/**
+ * The first problem in document order, or null. Iterative, with an explicit stack, so a hostile
+ * depth is reported rather than overflowing the call stack.
+ */
+function findUnserialisable(root: unknown): string | null {
+  const onPath = new Set<object>();
+  const stack: Visit[] = [{ value: root, path: '$', depth: 0 }];
+  for (let visit = stack.pop(); visit !== undefined; visit = stack.pop()) {
+    if (visit.leaving) {
+      onPath.delete(visit.leaving);
+      continue;
+    }
+    const { value, path, depth } = visit;
+    const scalar = scalarProblem(value, path);
+    if (scalar !== undefined) {
+      if (scalar !== null) return scalar;
+      continue;
+    }
+    const obj = value as object;
+    // Only a container on the current path is a cycle; one shared by two fields is fine.
+    if (onPath.has(obj)) return `${path} refers back to itself (a cycle)`;
+    if (depth >= MAX_PAYLOAD_DEPTH) {
+      return `${path} is nested deeper than ${MAX_PAYLOAD_DEPTH} levels of arrays and objects`;
+    }
+    const children = childrenOf(obj, path);
+    if (typeof children === 'string') return children;
+    onPath.add(obj);
+    stack.push({ value: null, path, depth, leaving: obj });
+    // Pushed last first, so the first child is looked at first.
+    for (let i = children.length - 1; i >= 0; i--) {
+      const [childPath, child] = children[i]!;
+      stack.push({ value: child, path: childPath, depth: depth + 1 });
+    }
+  }
+  return null;
+}
+
+/** null: a fine scalar; a string: its problem; undefined: a container, to be walked. */
+function scalarProblem(value: unknown, path: string): string | null | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -40,30 +97,67 @@ function findUnserialisable(value: unknown, path: string, seen: Set<object>): st
     case 'symbol':
       return `${path} is a ${typeof value}`;
   }
-  if (value === null || value instanceof Date) return null;
-  const obj = value as object;
-  if (seen.has(obj)) return `${path} refers back to itself (a cycle)`;
-  seen.add(obj);
+  if (value === null) return null;
+  if (value instanceof Date) {
+    return Number.isFinite(value.getTime()) ? null : `${path} is an invalid Date, which JSON turns into null`;
+  }
+  return undefined;
+}
+
+/** The (path, value) pairs inside an array or plain object, or what is wrong with it. */
+function childrenOf(obj: object, path: string): [string, unknown][] | string {
   try {
-    if (Array.isArray(obj)) {
-      for (let i = 0; i < obj.length; i++) {
-        const p = findUnserialisable(obj[i], `${path}[${i}]`, seen);
-        if (p) return p;
-      }
-      return null;
-    }
+    if (Array.isArray(obj)) return Array.from(obj, (v: unknown, i) => [`${path}[${i}]`, v]);
     const proto = Object.getPrototypeOf(obj) as unknown;
     if (proto !== Object.prototype && proto !== null) {
       const name = (obj.constructor as { name?: string } | undefined)?.name ?? 'unknown';
       return `${path} is an instance of ${name}, not a plain object (snapshot the facts instead)`;
     }
-    for (const [k, v] of Object.entries(obj)) {
-      if (v === undefined) continue; // an absent optional field: JSON omits it, and so does the reader
-      const p = findUnserialisable(v, `${path}.${k}`, seen);
-      if (p) return p;
+    const children: [string, unknown][] = [];
+    for (const key of Object.keys(obj)) {
+      let v: unknown;
+      try {
+        v = (obj as Record<string, unknown>)[key];
+      } catch (e) {
+        return `${path}.${key} could not be read (${describeThrown(e)})`;
+      }
+      // An absent optional field: JSON omits it, and so does the reader.
+      if (v !== undefined) children.push([`${path}.${key}`, v]);
     }
-    return null;
-  } finally {
-    seen.delete(obj);
+    return children;
+  } catch (e) {
+    // A proxy or an exotic object whose traps throw.
+    return `${path} could not be read (${describeThrown(e)})`;
   }
 }
+
+function describeThrown(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`: one pass over the text, brackets
+ * inside strings not counted. For text that is valid JSON (check that separately).
+ */
+export function jsonNestsDeeperThan(json: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+  }
+  return false;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;

@@ -1,5 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { BackoffPolicy } from './backoff.js';
+import { LATEST_STORED_TIME } from './command.js';
 import { describeFailure, truncateErrorText } from './error-text.js';
 import { IllegalTransitionError, StaleClaimError } from './errors.js';
 import type { CommandStatus } from './status.js';
@@ -118,11 +119,14 @@ export function decideFailure(
   if (s.retryCount >= s.maxRetry) {
     return { status: 'DEAD', retryCount: s.retryCount + 1, nextRunAt: now, lastError };
   }
-  const delay = Math.max(0, backoff.delayMs(s.retryCount));
+  // Whatever the policy answers (NaN, a negative or an absurd delay), the retry time is one every
+  // store can write: recording the failure must never fail because of its backoff.
+  const delay = backoff.delayMs(s.retryCount);
+  const at = now.getTime() + (delay > 0 ? delay : 0);
   return {
     status: 'PENDING',
     retryCount: s.retryCount + 1,
-    nextRunAt: new Date(now.getTime() + delay),
+    nextRunAt: new Date(Math.max(now.getTime(), Math.min(at, LATEST_STORED_TIME))),
     lastError,
   };
 }

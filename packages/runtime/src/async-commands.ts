@@ -31,6 +31,7 @@ import {
   type AsyncCommandsOptions,
   type StopOptions,
 } from './options.js';
+import { heartbeatPeriod, validateOptions } from './options-validation.js';
 import { OutcomeWriter } from './outcome-writer.js';
 import { PoolSet } from './pool-set.js';
 import { Scheduler, type SchedulerState } from './scheduler.js';
@@ -71,7 +72,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   #stopped: Promise<void> | null = null;
 
   constructor(options: AsyncCommandsOptions<Tx>) {
-    if (!options?.store) throw new InvalidArgumentError('asynccmd needs a `store`');
+    validateOptions(options);
     const store = options.store as CommandStore;
     this.store = options.store;
     this.clock = options.clock ?? systemClock;
@@ -92,10 +93,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       options.leaseMs ?? DEFAULT_LEASE_MS,
       ...this.registry.entries().map((e) => e.leaseMs),
     );
-    const heartbeatMs = options.heartbeatIntervalMs ?? Math.floor(shortestLease / 4);
-    if (!(heartbeatMs >= 10 && heartbeatMs < shortestLease)) {
-      throw new InvalidArgumentError('heartbeatIntervalMs must be ≥ 10 ms and shorter than every lease');
-    }
+    const heartbeatMs = heartbeatPeriod(options.heartbeatIntervalMs, shortestLease);
     this.leases = new LeaseKeeper(store, this.#outage, heartbeatMs);
     this.#outcomes = new OutcomeWriter(store, this.#outage);
     const shared = {
@@ -113,20 +111,14 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       outcomes: this.#outcomes,
     });
     const dispatcher = new Dispatcher(this.pools, this.#runner);
-    const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
+    const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.scheduler = new Scheduler(
       { ...shared, pools: this.pools, runner: this.#runner, dispatcher, tokens },
       {
         pollIntervalMs,
-        reclaimIntervalMs: positive('reclaimIntervalMs', options.reclaimIntervalMs ?? pollIntervalMs),
-        scheduledBatchSize: positive(
-          'scheduledBatchSize',
-          options.scheduledBatchSize ?? DEFAULT_SCHEDULED_BATCH_SIZE,
-        ),
-        reclaimBatchSize: positive(
-          'reclaimBatchSize',
-          options.reclaimBatchSize ?? DEFAULT_RECLAIM_BATCH_SIZE,
-        ),
+        reclaimIntervalMs: options.reclaimIntervalMs ?? pollIntervalMs,
+        scheduledBatchSize: options.scheduledBatchSize ?? DEFAULT_SCHEDULED_BATCH_SIZE,
+        reclaimBatchSize: options.reclaimBatchSize ?? DEFAULT_RECLAIM_BATCH_SIZE,
         maxRescues: options.maxRescues ?? DEFAULT_MAX_RESCUES,
       },
     );
@@ -234,9 +226,4 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   #releaseUnstarted(): Promise<void> {
     return this.#runner.release(this.#runner.inflight().filter((e) => e.state === 'claimed'));
   }
-}
-
-function positive(name: string, value: number): number {
-  if (!(Number.isFinite(value) && value >= 1)) throw new InvalidArgumentError(`${name} must be a number ≥ 1`);
-  return value;
 }

@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { ContainerModule, type Newable } from 'inversify';
 import {
-  InvalidArgumentError,
   silentLogger,
   systemClock,
   type Clock,
@@ -12,6 +11,7 @@ import {
 import { AsyncCommands, uuidTokenSource } from './async-commands.js';
 import type { AnyExecutor } from './executor.js';
 import type { AsyncCommandsOptions } from './options.js';
+import { validateOptions } from './options-validation.js';
 
 /** Service identifiers asynccmd binds (and reads: bind Store, Clock, TokenSource, Logger yourself to override). */
 export const AsyncCommandTokens = {
@@ -46,6 +46,7 @@ export interface AsyncCommandModuleOptions<Tx = unknown> extends Omit<
 export function asyncCommandModule<Tx = unknown>(
   options: AsyncCommandModuleOptions<Tx> = {},
 ): ContainerModule {
+  validateOptions(options, true);
   const { store, executors = [], clock, tokens, logger, ...rest } = options;
   const T = AsyncCommandTokens;
   return new ContainerModule(({ bind, isBound }) => {
@@ -58,10 +59,8 @@ export function asyncCommandModule<Tx = unknown>(
       if (typeof executor === 'function') {
         bind(executor).toSelf().inSingletonScope();
         bind<AnyExecutor>(T.Executor).toService(executor);
-      } else if (executor && typeof executor === 'object') {
-        bind<AnyExecutor>(T.Executor).toConstantValue(executor);
       } else {
-        throw new InvalidArgumentError('executors must be classes or objects');
+        bind<AnyExecutor>(T.Executor).toConstantValue(executor);
       }
     }
     bind<AsyncCommands<never, Tx>>(T.Runtime)

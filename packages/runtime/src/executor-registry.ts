@@ -1,11 +1,13 @@
 import {
-  EXECUTION_MODES,
   InvalidArgumentError,
   UnknownCommandTypeError,
   type BackoffPolicy,
   type ExecutionMode,
 } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
+import { validateExecutor } from './options-validation.js';
+
+export { MIN_LEASE_MS } from './options-validation.js';
 
 /** The pool ASYNC_POOL and IMMEDIATE types use unless they name their own. */
 export const SHARED_POOL = 'shared';
@@ -29,9 +31,6 @@ export interface RegistryDefaults {
   /** Names of the declared isolated pools. */
   readonly pools: readonly string[];
 }
-
-/** Smallest lease accepted: heartbeats run at a quarter of it and need a few ms each. */
-export const MIN_LEASE_MS = 200;
 
 /** The command types this instance can run, and how. */
 export class ExecutorRegistry {
@@ -78,45 +77,16 @@ export class ExecutorRegistry {
 }
 
 function register(executor: AnyExecutor, defaults: RegistryDefaults): RegisteredExecutor {
-  const type: unknown = executor?.type;
-  if (typeof type !== 'string' || type.length === 0 || type.length > 64) {
-    throw new InvalidArgumentError('an executor needs a `type` of 1 to 64 characters');
-  }
-  if (typeof executor.execute !== 'function') {
-    throw new InvalidArgumentError(`executor "${type}" has no execute(payload, context) method`);
-  }
+  validateExecutor(executor, defaults.pools);
   const mode = executor.mode ?? 'SCHEDULED';
-  if (!EXECUTION_MODES.includes(mode)) {
-    throw new InvalidArgumentError(`executor "${type}": mode must be one of ${EXECUTION_MODES.join(', ')}`);
-  }
-  if (mode === 'SCHEDULED' && executor.pool !== undefined) {
-    throw new InvalidArgumentError(`executor "${type}" is SCHEDULED (inline) and cannot name a pool`);
-  }
-  if (executor.pool !== undefined && !defaults.pools.includes(executor.pool)) {
-    throw new InvalidArgumentError(
-      `executor "${type}" names pool "${executor.pool}", which is not declared in the runtime's \`pools\``,
-    );
-  }
-  const leaseMs = executor.leaseMs ?? defaults.leaseMs;
-  checkPositive(type, 'leaseMs', leaseMs, MIN_LEASE_MS);
-  if (executor.timeoutMs !== undefined) checkPositive(type, 'timeoutMs', executor.timeoutMs, 1);
-  if (executor.maxRetry !== undefined && !(Number.isInteger(executor.maxRetry) && executor.maxRetry >= 0)) {
-    throw new InvalidArgumentError(`executor "${type}": maxRetry must be an integer ≥ 0`);
-  }
   return {
-    type,
+    type: executor.type,
     mode,
     pool: mode === 'SCHEDULED' ? null : (executor.pool ?? SHARED_POOL),
-    leaseMs,
+    leaseMs: executor.leaseMs ?? defaults.leaseMs,
     backoff: executor.backoff ?? defaults.backoff,
     maxRetry: executor.maxRetry,
     timeoutMs: executor.timeoutMs,
     executor,
   };
-}
-
-function checkPositive(type: string, field: string, value: number, min: number): void {
-  if (!(Number.isFinite(value) && value >= min)) {
-    throw new InvalidArgumentError(`executor "${type}": ${field} must be a number ≥ ${min}`);
-  }
 }

@@ -1,6 +1,9 @@
 import * as E from 'fp-ts/lib/Either.js';
 import {
   InvalidArgumentError,
+  refuseNul,
+  requireHeadersJson,
+  requireStoredTime,
   serialisePayload,
   UnknownCommandTypeError,
   type Clock,
@@ -8,18 +11,19 @@ import {
   type NewCommand,
 } from '@asynccmd/core';
 import type { ExecutorRegistry } from './executor-registry.js';
+import { MAX_OWNER_LENGTH, MAX_RETRY_LIMIT } from './options-validation.js';
 
 /** Options of one submit. */
 export interface SubmitOptions {
   /** Business key for tracing (and for idempotency with submitIdempotent); at most 128 characters. */
   readonly bizKey?: string | null;
-  /** Due time (a delayed command); default: now on the runtime's clock. */
+  /** Due time (a delayed command), in the years 1000 to 9999; default: now on the runtime's clock. */
   readonly runAt?: Date | null;
   /** Retries after the first attempt; default: the executor's, else the runtime's (5). */
   readonly maxRetry?: number;
   /** Submitting service; default: the runtime's `owner`. */
   readonly owner?: string | null;
-  /** Extra headers stored with the command (merged over the headers provider's). */
+  /** Extra headers stored with the command (merged over the headers provider's), within core HEADER_LIMITS. */
   readonly headers?: CommandHeaders;
 }
 
@@ -40,7 +44,8 @@ export interface SubmitRules {
 
 /**
  * Turns a submit into the row to insert, or throws a typed error before anything is written:
- * unknown type, payload not JSON-serialisable or too large, malformed options.
+ * unknown type, payload not JSON-serialisable or too large, malformed options — by the rules every
+ * store holds to (core input-checks), so a submit the client accepts no store refuses.
  */
 export function toNewCommand(
   rules: SubmitRules,
@@ -55,20 +60,17 @@ export function toNewCommand(
   const payloadJson = serialisePayload(payload, rules.maxPayloadBytes);
   if (E.isLeft(payloadJson)) throw payloadJson.left;
   const { bizKey = null, owner = rules.owner } = options;
-  const runAt = options.runAt ?? rules.clock.now();
+  const runAt = requireStoredTime('runAt', options.runAt ?? rules.clock.now());
   checkText('bizKey', bizKey, 128);
-  checkText('owner', owner, 64);
-  if (!(runAt instanceof Date && Number.isFinite(runAt.getTime()))) {
-    throw new InvalidArgumentError('runAt must be a valid Date');
-  }
+  checkText('owner', owner, MAX_OWNER_LENGTH);
   const maxRetry = options.maxRetry ?? entry?.maxRetry ?? rules.defaultMaxRetry;
-  if (!(Number.isInteger(maxRetry) && maxRetry >= 0 && maxRetry <= 1000)) {
-    throw new InvalidArgumentError(`maxRetry must be an integer from 0 to 1000, not ${String(maxRetry)}`);
+  if (!(Number.isInteger(maxRetry) && maxRetry >= 0 && maxRetry <= MAX_RETRY_LIMIT)) {
+    throw new InvalidArgumentError(
+      `maxRetry must be an integer from 0 to ${MAX_RETRY_LIMIT}, not ${String(maxRetry)}`,
+    );
   }
   const headers = { ...rules.headers(), ...options.headers };
-  for (const [k, v] of Object.entries(headers)) {
-    if (typeof v !== 'string') throw new InvalidArgumentError(`header "${k}" must be a string`);
-  }
+  requireHeadersJson(headers);
   return { type, payloadJson: payloadJson.right, bizKey, runAt, maxRetry, owner, headers };
 }
 
@@ -77,4 +79,5 @@ function checkText(name: string, value: unknown, max: number): void {
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {
     throw new InvalidArgumentError(`${name} must be a non-empty string of at most ${max} characters`);
   }
+  refuseNul(name, value);
 }

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type PoolCapacity } from '@asynccmd/core';
+import { poolOptionsProblem } from './options-validation.js';
 
 export interface PoolOptions {
   /** Commands running at once. */
@@ -66,23 +67,11 @@ export class WorkPool {
     options: PoolOptions,
     private readonly onSlotFree: (pool: WorkPool) => void = () => undefined,
   ) {
+    const problem = poolOptionsProblem(options);
+    if (problem) throw new InvalidArgumentError(`pool "${name}": ${problem}`);
     const { concurrency, queueSize = 0 } = options;
-    if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
-      throw new InvalidArgumentError(`pool "${name}": concurrency must be an integer ≥ 1`);
-    }
-    if (!(Number.isInteger(queueSize) && queueSize >= 0)) {
-      throw new InvalidArgumentError(`pool "${name}": queueSize must be an integer ≥ 0`);
-    }
     const refillAt = options.refillAt ?? Math.ceil((concurrency + queueSize) / 2);
-    if (!(Number.isInteger(refillAt) && refillAt >= 1 && refillAt <= concurrency + queueSize)) {
-      throw new InvalidArgumentError(
-        `pool "${name}": refillAt must be an integer from 1 to concurrency + queueSize`,
-      );
-    }
     const refillWaitMs = options.refillWaitMs ?? DEFAULT_REFILL_WAIT_MS;
-    if (!(Number.isFinite(refillWaitMs) && refillWaitMs >= 0)) {
-      throw new InvalidArgumentError(`pool "${name}": refillWaitMs must be a number ≥ 0`);
-    }
     this.concurrency = concurrency;
     this.queueSize = queueSize;
     this.refillAt = refillAt;

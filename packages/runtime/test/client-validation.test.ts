@@ -82,3 +82,46 @@ describe('client validation (before anything is written)', () => {
     expect(inserted[1]?.[0]).toMatchObject({ type: 'report.render', maxRetry: 5 });
   });
 });
+
+describe('client validation: the limits every store holds to', () => {
+  const order = { orderId: 'a', version: 1 };
+
+  it('refuses an invalid Date, deep nesting and a throwing getter in a payload with PAYLOAD_NOT_SERIALISABLE', async () => {
+    const { client, inserted } = setup(1_000_000);
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 100_000; i++) deep = { deep };
+    const hostile = {
+      ...order,
+      get version(): number {
+        throw new Error('no access');
+      },
+    };
+    for (const payload of [{ ...order, at: new Date('nope') }, { ...order, deep }, hostile]) {
+      await expect(client.submit({}, 'order.notify', payload as typeof order)).rejects.toThrow(
+        code('PAYLOAD_NOT_SERIALISABLE'),
+      );
+    }
+    expect(inserted).toEqual([]);
+  });
+
+  it('refuses oversized headers, NUL in bizKey or owner, and a runAt outside years 1000-9999', async () => {
+    const { client, inserted } = setup();
+    for (const options of [
+      { headers: { ['k'.repeat(100_000)]: 'v' } },
+      { headers: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`h${i}`, 'v'])) },
+      { bizKey: 'order\u00001' },
+      { owner: 'svc\u0000' },
+      { runAt: new Date(Date.UTC(-1000, 0, 1)) },
+      { runAt: new Date(Date.UTC(10_000, 0, 1)) },
+    ]) {
+      await expect(
+        client.submit({}, 'order.notify', order, options),
+        JSON.stringify(options).slice(0, 80),
+      ).rejects.toThrow(code('INVALID_ARGUMENT'));
+    }
+    await expect(client.submitIdempotent({}, 'order.notify', 'k\u0000', order)).rejects.toThrow(
+      code('INVALID_ARGUMENT'),
+    );
+    expect(inserted).toEqual([]);
+  });
+});

@@ -1,5 +1,7 @@
 import { InvalidArgumentError, type CommandStore } from '@asynccmd/core';
 import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { CliFailure, EXIT_FAILED } from './failures.js';
 
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -25,10 +27,20 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
     case 'sqlite': {
       if (schema !== undefined) throw new InvalidArgumentError('--schema applies to PostgreSQL only');
       const filename = sqliteFilename(url);
-      if (location.mustExist && filename !== ':memory:' && !existsSync(filename)) {
-        throw new InvalidArgumentError(
-          `no SQLite database at ${JSON.stringify(filename)} (run "asynccmd migrate" to create one)`,
-        );
+      if (filename !== ':memory:') {
+        // A database problem (exit 1), not bad usage: the URL may be right and the file not made yet.
+        if (location.mustExist && !existsSync(filename)) {
+          throw new CliFailure(
+            `no SQLite database at ${JSON.stringify(filename)}: run "asynccmd migrate" to create it`,
+            EXIT_FAILED,
+          );
+        }
+        if (!existsSync(dirname(filename))) {
+          throw new CliFailure(
+            `the directory of the SQLite file ${JSON.stringify(filename)} does not exist`,
+            EXIT_FAILED,
+          );
+        }
       }
       const { createSqliteStore } = await import('@asynccmd/adapter-sqlite');
       return createSqliteStore({ filename, ...(table !== undefined ? { table } : {}) });
@@ -74,13 +86,22 @@ export function sqliteFilename(url: string): string {
   return filename;
 }
 
-/** The URL with its password hidden, for messages. */
+/** Query parameters that carry a secret (password, sslpassword, token, …). */
+const SECRET_PARAMETER = /pass|pwd|secret|token/i;
+
+/** The URL with its password hidden — in the user part and in the query string — for messages. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password !== '') u.password = '***';
+    for (const name of new Set(u.searchParams.keys())) {
+      if (SECRET_PARAMETER.test(name)) u.searchParams.set(name, '***');
+    }
     return u.toString();
   } catch {
-    return url;
+    // Not a URL the parser takes: hide what looks like a secret all the same.
+    return url
+      .replace(/(\/\/[^:/?#@]*:)[^/?#]*@/, '$1***@')
+      .replace(/([?&][^=&#]*(?:pass|pwd|secret|token)[^=&#]*=)[^&#]*/gi, '$1***');
   }
 }

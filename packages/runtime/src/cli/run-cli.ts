@@ -18,14 +18,22 @@ import { readStats } from '../ops/stats-view.js';
 import { toStatusResource } from '../ops/status-resource.js';
 import {
   DEFAULT_LIST_LIMIT,
+  MAX_LIST_LIMIT,
   parseBizKey,
   parseCursor,
-  parseLimit,
   parseReason,
   parseStatuses,
   parseType,
   requireCommandId,
 } from '../ops/validation.js';
+import {
+  CliFailure,
+  databaseFailure,
+  EXIT_FAILED,
+  EXIT_OK,
+  EXIT_USAGE,
+  type FailureContext,
+} from './failures.js';
 import { openStore, redactUrl } from './open-store.js';
 import { clip, renderTable } from './table.js';
 
@@ -39,20 +47,7 @@ export interface CliIo {
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
-/** Exit codes: 0 done, 1 the operation failed (unknown id, illegal transition, database down), 2 bad input. */
-export const EXIT_OK = 0;
-export const EXIT_FAILED = 1;
-export const EXIT_USAGE = 2;
-
-/** A failure the CLI explains in one line and exits with. */
-class CliFailure extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
-  }
-}
+export { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './failures.js';
 
 interface GlobalOptions {
   readonly db?: string;
@@ -88,22 +83,23 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     if (url === undefined || url.trim() === '') {
       throw new CliFailure('no database: pass --db URL or set ASYNCCMD_DB', EXIT_USAGE);
     }
-    const unreachable = (e: unknown) =>
-      new CliFailure(`cannot reach the database at ${redactUrl(url)}: ${describeFailure(e)}`, EXIT_FAILED);
+    const context: FailureContext = {
+      table: [g.schema, g.table ?? 'async_command'].filter((part) => part !== undefined).join('.'),
+    };
+    // Our own errors keep their message (and exit code); a driver's is put in the CLI's words.
+    const explained = (prefix: string) => (e: unknown) => {
+      throw isAsyncCommandError(e) || e instanceof CliFailure ? e : databaseFailure(e, context, prefix);
+    };
+    const unreachable = explained(`cannot reach the database at ${redactUrl(url)}: `);
     const store = await openStore({
       url: url.trim(),
       ...(g.table !== undefined ? { table: g.table } : {}),
       ...(g.schema !== undefined ? { schema: g.schema } : {}),
       mustExist: !create,
-    }).catch((e: unknown) => {
-      // Our own validation errors (bad URL, hostile table name) keep their code and exit 2.
-      throw isAsyncCommandError(e) ? e : unreachable(e);
-    });
+    }).catch(unreachable);
     try {
-      await store.ping().catch((e: unknown) => {
-        throw unreachable(e);
-      });
-      await fn(store);
+      await store.ping().catch(unreachable);
+      await fn(store).catch(explained(''));
     } finally {
       await store.close().catch(() => undefined);
     }
@@ -178,7 +174,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           ...(opts.type !== undefined ? { type: parseType(opts.type) } : {}),
           ...(opts.bizKey !== undefined ? { bizKey: parseBizKey(opts.bizKey) } : {}),
           ...(opts.cursor !== undefined ? { cursor: parseCursor(opts.cursor) } : {}),
-          limit: opts.limit !== undefined ? parseLimit(opts.limit) : DEFAULT_LIST_LIMIT,
+          limit:
+            opts.limit !== undefined ? parseCount('--limit', opts.limit, MAX_LIST_LIMIT) : DEFAULT_LIST_LIMIT,
         };
         await withStore(cmd, async (store) => {
           const page = await store.list(query);
@@ -296,7 +293,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         cmd: Command,
       ) => {
         const olderThanMs = parseDuration(opts.olderThan);
-        const batchSize = opts.batchSize === undefined ? undefined : parseLimit(opts.batchSize, 100_000);
+        const batchSize =
+          opts.batchSize === undefined
+            ? undefined
+            : parseCount('--batch-size', opts.batchSize, MAX_PURGE_BATCH_SIZE);
         await withStore(cmd, async (store) => {
           const r = await purgeFinished(store, {
             olderThanMs,
@@ -332,6 +332,21 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     io.stderr(`asynccmd: ${describeFailure(e)}\n`);
     return EXIT_FAILED;
   }
+}
+
+/** The most rows one purge DELETE may take. */
+const MAX_PURGE_BATCH_SIZE = 100_000;
+
+/** A whole number from 1 to `max` given to `option`, or a usage error naming the option. */
+function parseCount(option: string, text: string, max: number): number {
+  const n = /^\s*\d{1,7}\s*$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= max)) {
+    throw new CliFailure(
+      `${option} must be a whole number from 1 to ${max}, not ${JSON.stringify(text.slice(0, 40))}`,
+      EXIT_USAGE,
+    );
+  }
+  return n;
 }
 
 async function transitionOrFail(
@@ -381,7 +396,11 @@ function describeCommand(c: CommandRecord): string {
     ['type', c.type],
     ['bizKey', c.bizKey ?? '-'],
     ['status', `${c.status} (${view.operation})`],
-    ['attempts', `${c.retryCount} failed of ${c.maxRetry + 1} allowed, rescued ${c.rescueCount}x`],
+    [
+      'attempts',
+      `${c.retryCount} failed of ${c.maxRetry + 1} allowed; reclaimed after a lost lease ` +
+        `${c.rescueCount} time${c.rescueCount === 1 ? '' : 's'}`,
+    ],
     ['nextRunAt', iso(c.nextRunAt)],
     ['lastError', c.lastError ?? '-'],
     ['owner', c.owner ?? '-'],

@@ -10,6 +10,9 @@ const UNIT_MS: Readonly<Record<string, number>> = {
 };
 
 const DURATION = /^(?:\d+(?:ms|s|m|h|d|w))+$/;
+
+/** The longest duration accepted: a cutoff further back than that is a mistake, not a policy. */
+export const MAX_DURATION_MS = 36_500 * UNIT_MS['d']!;
 const PART = /(\d+)(ms|s|m|h|d|w)/g;
 
 /**
@@ -27,8 +30,11 @@ export function parseDuration(text: string): number {
   for (const [, amount, unit] of input.matchAll(PART)) {
     total += Number(amount) * (UNIT_MS[unit ?? ''] ?? 0);
   }
-  if (!Number.isSafeInteger(total) || total <= 0) {
-    throw new InvalidArgumentError(`${JSON.stringify(text)} must be a positive duration`);
+  if (total <= 0) throw new InvalidArgumentError(`${JSON.stringify(text)} must be a positive duration`);
+  if (!(total <= MAX_DURATION_MS)) {
+    throw new InvalidArgumentError(
+      `${JSON.stringify(text)} is too long: the longest duration is 36500d (100 years)`,
+    );
   }
   return total;
 }

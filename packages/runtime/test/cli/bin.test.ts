@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 // The built entry point, as npm links it (`npm test` builds first).
 const MAIN = join(dirname(fileURLToPath(import.meta.url)), '../../dist/cli/main.js');
+const REPOSITORY = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
 describe('the asynccmd executable', () => {
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-bin-'));
@@ -26,5 +27,23 @@ describe('the asynccmd executable', () => {
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('is not a command id');
     expect(run('--version')).toMatchObject({ status: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+  });
+
+  it('exits 1 for a database problem and 2 for bad usage, as a process too', () => {
+    const missing = run('--db', `sqlite:${join(dir, 'missing.db')}`, 'stats');
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain('run "asynccmd migrate" to create it');
+    expect(run('--db', `sqlite:${join(dir, 'missing.db')}`, 'stats', '--colour').status).toBe(2);
+  });
+
+  it('runs from the repository root with `npx asynccmd`, as the README says', () => {
+    const npx = spawnSync('npx', ['--offline', '--no-install', 'asynccmd', '--help'], {
+      cwd: REPOSITORY,
+      encoding: 'utf8',
+      env: { ...process.env, npm_config_update_notifier: 'false' },
+    });
+    expect(npx.stderr).toBe('');
+    expect(npx.status).toBe(0);
+    expect(npx.stdout).toContain('Usage: asynccmd [options] [command]');
   });
 });

@@ -93,6 +93,8 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect(human.out).toMatch(new RegExp(`^id\\s+${id}$`, 'm'));
       expect(human.out).toMatch(/^status\s+PENDING \(accepted\)$/m);
       expect(human.out).toContain('"note": "gift"');
+      expect(human.out).toMatch(/^attempts\s+0 failed of 4 allowed; reclaimed after a lost lease 0 times$/m);
+      expect(human.out).not.toContain('0x');
       const json = JSON.parse((await run('show', id, '--json')).out);
       expect(json).toMatchObject({
         id,
@@ -200,6 +202,48 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
 
       expect((await run('purge', '--older-than', '7')).code).toBe(2);
       expect((await run('purge')).code).toBe(2);
+    });
+
+    it('a missing table says to run asynccmd migrate, exits 1, and never prints the driver', async () => {
+      const table = `no_table_${process.pid}`;
+      // Named as the operator gave it: schema-qualified where --schema was passed.
+      const schemaAt = db.cliArgs.indexOf('--schema');
+      const shown = schemaAt === -1 ? table : `${db.cliArgs[schemaAt + 1]}.${table}`;
+      for (const args of [
+        ['stats'],
+        ['list'],
+        ['show', '1'],
+        ['retry', '--all-dead'],
+        ['purge', '--older-than', '1d'],
+      ]) {
+        const r = await run('--table', table, ...args);
+        expect(r, args.join(' ')).toEqual({
+          code: 1,
+          out: '',
+          err:
+            `asynccmd: the command table ${shown} does not exist in this database: ` +
+            'run "asynccmd migrate" (with the same --db, --table and --schema) to create it\n',
+        });
+      }
+    });
+
+    it('names the option a bad number or duration belongs to, and the bounds', async () => {
+      const batch = await run('purge', '--older-than', '7d', '--batch-size', '0');
+      expect(batch).toMatchObject({
+        code: 2,
+        err: 'asynccmd: --batch-size must be a whole number from 1 to 100000, not "0"\n',
+      });
+      const limit = await run('list', '--limit', '5000');
+      expect(limit).toMatchObject({
+        code: 2,
+        err: 'asynccmd: --limit must be a whole number from 1 to 1000, not "5000"\n',
+      });
+      const long = await run('purge', '--older-than', '99999999999d');
+      expect(long).toMatchObject({
+        code: 2,
+        err: 'asynccmd: "99999999999d" is too long: the longest duration is 36500d (100 years)\n',
+      });
+      expect((await run('purge', '--older-than', '0d')).err).toContain('"0d" must be a positive duration');
     });
 
     it('refuses a hostile table name before touching the database', async () => {

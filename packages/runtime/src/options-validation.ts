@@ -1,0 +1,258 @@
+import { EXECUTION_MODES, InvalidArgumentError } from '@asynccmd/core';
+import type { AnyExecutor } from './executor.js';
+import type { AsyncCommandsOptions } from './options.js';
+import type { PoolOptions } from './work-pool.js';
+
+/*
+ * Every option of the runtime and of its executors, checked when the runtime is built: a wrong one
+ * is an INVALID_ARGUMENT naming it, rather than failures at run time (a backoff that is not a
+ * policy, for one, would make every failed attempt's outcome unrecordable).
+ */
+
+/** Smallest lease accepted: heartbeats run at a quarter of it and need a few ms each. */
+export const MIN_LEASE_MS = 200;
+/** Longest delay Node's timers keep; a longer one fires at once (poll, heartbeat, timeout timers). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Most retries a command may be given (the client refuses more at submit). */
+export const MAX_RETRY_LIMIT = 1000;
+/** Characters of a command type name. */
+export const MAX_TYPE_LENGTH = 64;
+/** Characters of an owner name. */
+export const MAX_OWNER_LENGTH = 64;
+const MAX_BATCH_SIZE = 10_000;
+const MAX_RESCUES_LIMIT = 1000;
+
+/** What is wrong with a value ("must be …"), or null when it is fine. */
+type Check = (value: unknown) => string | null;
+
+const integer =
+  (min: number, max: number): Check =>
+  (v) =>
+    typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max
+      ? null
+      : `must be an integer from ${min} to ${max}, not ${describe(v)}`;
+
+const duration =
+  (min: number, max = MAX_TIMER_MS): Check =>
+  (v) =>
+    typeof v === 'number' && v >= min && v <= max
+      ? null
+      : `must be a number of milliseconds from ${min} to ${max}, not ${describe(v)}`;
+
+const text =
+  (maxLength: number): Check =>
+  (v) => {
+    if (typeof v !== 'string' || v.length === 0 || v.length > maxLength) {
+      return `must be a string of 1 to ${maxLength} characters, not ${describe(v)}`;
+    }
+    return v.includes('\u0000') ? 'must not contain NUL characters' : null;
+  };
+
+const withMethods =
+  (what: string, ...methods: string[]): Check =>
+  (v) =>
+    v !== null &&
+    typeof v === 'object' &&
+    methods.every((m) => typeof (v as Record<string, unknown>)[m] === 'function')
+      ? null
+      : `must be ${what} (an object with ${methods.map((m) => `${m}()`).join(', ')}), not ${describe(v)}`;
+
+const aFunction =
+  (what: string): Check =>
+  (v) =>
+    typeof v === 'function' ? null : `must be ${what}, not ${describe(v)}`;
+
+const listOf =
+  (what: string, item: Check): Check =>
+  (v) => {
+    if (!Array.isArray(v)) return `must be an array of ${what}, not ${describe(v)}`;
+    for (const [i, element] of v.entries()) {
+      const problem = item(element);
+      if (problem) return `[${i}] ${problem}`;
+    }
+    return null;
+  };
+
+const backoffPolicy: Check = (v) =>
+  withMethods('a BackoffPolicy', 'delayMs')(v) === null
+    ? null
+    : `must be a BackoffPolicy, an object with delayMs(retryNumber) such as exponentialBackoff(), not ${describe(v)}`;
+
+/** The methods of the store port the runtime calls: a store missing one is not a CommandStore. */
+const STORE_METHODS = [
+  'transaction',
+  'insert',
+  'insertIdempotent',
+  'claimDue',
+  'claimById',
+  'heartbeat',
+  'complete',
+  'fail',
+  'release',
+  'reclaimHung',
+  'get',
+  'now',
+  'close',
+];
+
+/** What is wrong with one pool's options, or null. */
+export function poolOptionsProblem(options: unknown): string | null {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    return `must be pool options ({ concurrency, queueSize?, refillAt?, refillWaitMs? }), not ${describe(options)}`;
+  }
+  const {
+    concurrency,
+    queueSize = 0,
+    refillAt,
+    refillWaitMs,
+  } = options as Partial<Record<keyof PoolOptions, unknown>>;
+  const field = (name: string, problem: string | null) => (problem ? `${name} ${problem}` : null);
+  const sizes =
+    field('concurrency', integer(1, MAX_BATCH_SIZE)(concurrency)) ??
+    field('queueSize', integer(0, MAX_BATCH_SIZE)(queueSize));
+  if (sizes) return sizes;
+  const places = (concurrency as number) + (queueSize as number);
+  return (
+    (refillAt === undefined ? null : field('refillAt', integer(1, places)(refillAt))) ??
+    (refillWaitMs === undefined ? null : field('refillWaitMs', duration(0)(refillWaitMs)))
+  );
+}
+
+const pools: Check = (v) => {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    return `must map pool names to pool options, not ${describe(v)}`;
+  }
+  for (const [name, options] of Object.entries(v)) {
+    if (name === 'shared')
+      return 'cannot declare "shared": that is the shared pool; configure it with `sharedPool`';
+    const problem = poolOptionsProblem(options);
+    if (problem) return `pool "${name}": ${problem}`;
+  }
+  return null;
+};
+
+/** Every option of AsyncCommandsOptions, with its check (the type makes a new option need one). */
+const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
+  store: withMethods('a CommandStore from an asynccmd adapter', ...STORE_METHODS),
+  executors: listOf('executors', (v) =>
+    v !== null && typeof v === 'object' ? null : `must be an executor object, not ${describe(v)}`,
+  ),
+  submitOnlyTypes: listOf('command type names', text(MAX_TYPE_LENGTH)),
+  clock: withMethods('a Clock', 'now'),
+  tokens: withMethods('a TokenSource', 'next'),
+  logger: withMethods('a pino-compatible Logger', 'debug', 'info', 'warn', 'error'),
+  interceptors: listOf('interceptors', aFunction('an interceptor function (command, next)')),
+  headersProvider: aFunction('a function returning the headers'),
+  owner: text(MAX_OWNER_LENGTH),
+  maxPayloadBytes: integer(1, 2 ** 31 - 1),
+  defaultMaxRetry: integer(0, MAX_RETRY_LIMIT),
+  backoff: backoffPolicy,
+  leaseMs: integer(MIN_LEASE_MS, MAX_TIMER_MS),
+  heartbeatIntervalMs: integer(10, MAX_TIMER_MS),
+  pollIntervalMs: duration(1),
+  sharedPool: poolOptionsProblem,
+  pools,
+  scheduledBatchSize: integer(1, MAX_BATCH_SIZE),
+  reclaimBatchSize: integer(1, MAX_BATCH_SIZE),
+  reclaimIntervalMs: duration(1),
+  maxRescues: integer(0, MAX_RESCUES_LIMIT),
+};
+
+/**
+ * Checks the options of createAsyncCommands / new AsyncCommands (`store` required) or, with
+ * `moduleOptions`, those of asyncCommandModule (the store may be bound separately; executors may
+ * be classes the container resolves, checked when it builds the runtime). An option left undefined
+ * takes its default.
+ */
+export function validateOptions(options: unknown, moduleOptions = false): void {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new InvalidArgumentError(`asynccmd options must be an object, not ${describe(options)}`);
+  }
+  const given = options as Record<string, unknown>;
+  if (!moduleOptions && given['store'] === undefined) {
+    throw new InvalidArgumentError('asynccmd needs a `store` (a CommandStore from an asynccmd adapter)');
+  }
+  for (const [name, value] of Object.entries(given)) {
+    const check = (OPTION_CHECKS as Readonly<Record<string, Check>>)[name];
+    if (check === undefined) {
+      throw new InvalidArgumentError(
+        `asynccmd has no option \`${name}\` (options: ${Object.keys(OPTION_CHECKS).join(', ')})`,
+      );
+    }
+    if (value === undefined) continue;
+    const problem =
+      moduleOptions && name === 'executors'
+        ? listOf('executor classes or objects', (v) =>
+            typeof v === 'function' || (v !== null && typeof v === 'object')
+              ? null
+              : `must be an executor class or object, not ${describe(v)}`,
+          )(value)
+        : check(value);
+    if (problem) throw new InvalidArgumentError(`asynccmd option \`${name}\` ${problem}`);
+  }
+}
+
+/** The heartbeat period: as given, or a quarter of the shortest lease; shorter than every lease. */
+export function heartbeatPeriod(given: number | undefined, shortestLeaseMs: number): number {
+  const heartbeatMs = given ?? Math.floor(shortestLeaseMs / 4);
+  if (!(heartbeatMs >= 10 && heartbeatMs < shortestLeaseMs)) {
+    throw new InvalidArgumentError(
+      `asynccmd option \`heartbeatIntervalMs\` must be at least 10 ms and shorter than every lease ` +
+        `(the shortest is ${shortestLeaseMs} ms), not ${heartbeatMs}`,
+    );
+  }
+  return heartbeatMs;
+}
+
+/** Every option of an executor with its check (beyond `type`, checked first; the type makes a new one need one). */
+const EXECUTOR_CHECKS: { readonly [K in Exclude<keyof AnyExecutor, 'type'>]-?: Check } = {
+  execute: aFunction('an execute(payload, context) method'),
+  mode: (v) =>
+    EXECUTION_MODES.includes(v as never)
+      ? null
+      : `must be one of ${EXECUTION_MODES.join(', ')}, not ${describe(v)}`,
+  pool: (v) => (typeof v === 'string' ? null : `must be the name of a pool in \`pools\`, not ${describe(v)}`),
+  maxRetry: integer(0, MAX_RETRY_LIMIT),
+  backoff: backoffPolicy,
+  timeoutMs: duration(1),
+  leaseMs: integer(MIN_LEASE_MS, MAX_TIMER_MS),
+};
+
+/**
+ * Checks one executor: an object with a `type` of 1 to 64 characters, an `execute` method, and
+ * optional mode, pool (one of `declaredPools`, never for SCHEDULED), maxRetry, backoff, timeoutMs
+ * and leaseMs. Other members (an injected class's dependencies) are its own business.
+ */
+export function validateExecutor(executor: unknown, declaredPools: readonly string[]): void {
+  if (executor === null || typeof executor !== 'object') {
+    throw new InvalidArgumentError(`an executor must be an object, not ${describe(executor)}`);
+  }
+  const e = executor as Record<string, unknown>;
+  const typeProblem = text(MAX_TYPE_LENGTH)(e['type']);
+  if (typeProblem) throw new InvalidArgumentError(`an executor's \`type\` ${typeProblem}`);
+  const type = e['type'] as string;
+  const fail = (name: string, problem: string) =>
+    new InvalidArgumentError(`executor "${type}": \`${name}\` ${problem}`);
+  for (const [name, check] of Object.entries(EXECUTOR_CHECKS)) {
+    const value = e[name];
+    if (value === undefined && name !== 'execute') continue;
+    const problem = check(value);
+    if (problem) throw fail(name, problem);
+  }
+  if (e['pool'] !== undefined) {
+    if ((e['mode'] ?? 'SCHEDULED') === 'SCHEDULED') {
+      throw fail('pool', 'cannot be set: the executor is SCHEDULED (it runs inline in the poll loop)');
+    }
+    if (!declaredPools.includes(e['pool'] as string)) {
+      throw fail('pool', `names "${String(e['pool'])}", which is not declared in the runtime's \`pools\``);
+    }
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (Array.isArray(value)) return 'an array';
+  if (value !== null && typeof value === 'object') return 'an object';
+  return String(value);
+}
