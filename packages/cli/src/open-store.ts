@@ -38,6 +38,10 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
     case 'sqlite': {
       if (schema !== undefined) throw new InvalidArgumentError('--schema applies to PostgreSQL only');
       const filename = sqliteFilename(url);
+      const { createSqliteStore } = await loadAdapter(
+        ADAPTERS.sqlite,
+        () => import('@asynccmd/adapter-sqlite'),
+      );
       if (filename !== ':memory:') {
         // A database problem (exit 1), not bad usage: the URL may be right and the file not made yet.
         if (location.mustExist && !existsSync(filename)) {
@@ -53,10 +57,6 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
           );
         }
       }
-      const { createSqliteStore } = await loadAdapter(
-        ADAPTERS.sqlite,
-        () => import('@asynccmd/adapter-sqlite'),
-      );
       return createSqliteStore({ filename, ...(table !== undefined ? { table } : {}) });
     }
     case 'postgres':
