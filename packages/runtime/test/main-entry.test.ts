@@ -38,7 +38,10 @@ console.log(JSON.stringify({ reflectMetadata: typeof Reflect.getMetadata }));`;
     const at = /^resolved file:\/\/.*\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(line);
     if (at?.[1] !== undefined) packages.add(at[1]);
   }
-  return { packages, reflectMetadata: (JSON.parse(child.stdout) as { reflectMetadata: string }).reflectMetadata };
+  return {
+    packages,
+    reflectMetadata: (JSON.parse(child.stdout) as { reflectMetadata: string }).reflectMetadata,
+  };
 }
 
 describe('the main entry of @asynccmd/runtime', () => {
