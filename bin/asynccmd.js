@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// `npx asynccmd …` in a checkout of this repository: the CLI of packages/runtime, which
+// `npx asynccmd …` in a checkout of this repository: the CLI of packages/cli, which
 // `npm install` builds (the root package's prepare script; `npm run build` does it again).
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const main = new URL('../packages/runtime/dist/cli/main.js', import.meta.url);
+const main = new URL('../packages/cli/dist/main.js', import.meta.url);
 if (existsSync(fileURLToPath(main))) {
   await import(main.href);
 } else {

@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { configureConnection, createSqliteStore, type SqliteCommandStore } from '@asynccmd/adapter-sqlite';
 import type { CommandEvent, Logger } from '@asynccmd/core';
-import { createAdminHandler, createAsyncCommands, createMetrics } from '@asynccmd/runtime';
+import { createAdminHandler, createAsyncCommands } from '@asynccmd/runtime';
+import { createMetrics } from '@asynccmd/runtime/metrics';
 import Database from 'better-sqlite3';
 import {
   createDownstreams,

@@ -5,7 +5,8 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSqliteStore, MIGRATIONS } from '@asynccmd/adapter-sqlite';
+import { createSqliteStore } from '@asynccmd/adapter-sqlite';
+import { MIGRATIONS } from '../../packages/adapter-sqlite/src/migrations.js';
 
 const CLAIMER = join(dirname(fileURLToPath(import.meta.url)), 'sqlite-claimer.mjs');
 

@@ -3,9 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CommandEvent, CommandStore } from '@asynccmd/core';
 import { Container, inject, injectable } from 'inversify';
+import { asyncCommandModule, AsyncCommandTokens } from '@asynccmd/runtime/inversify';
 import {
-  asyncCommandModule,
-  AsyncCommandTokens,
   createAsyncCommands,
   type AsyncCommandClient,
   type AsyncCommands,

@@ -12,12 +12,10 @@ import { CLAIM_STRATEGIES } from './claim-strategies.js';
 import { claimPoolOptions, openPool, ownPoolOptions, READ_COMMITTED_SESSION } from './connection.js';
 import { MysqlCommandStore } from './store.js';
 
-export { MysqlCommandStore } from './store.js';
-export type { ClaimStrategy, ClaimStrategyName } from './claim-strategies.js';
-export { strategyForServer } from './claim-strategies.js';
-export { MIGRATIONS } from './migrations.js';
+export type { MysqlCommandStore } from './store.js';
+export type { ClaimStrategyName } from './claim-strategies.js';
 
-export const DEFAULT_TABLE = 'async_command';
+const DEFAULT_TABLE = 'async_command';
 
 export interface MysqlStoreOptions {
   /**

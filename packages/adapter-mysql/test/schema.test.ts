@@ -1,6 +1,8 @@
 import { isAsyncCommandError } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMysqlStore, MIGRATIONS, strategyForServer } from '../src/index.js';
+import { strategyForServer } from '../src/claim-strategies.js';
+import { createMysqlStore } from '../src/index.js';
+import { MIGRATIONS } from '../src/migrations.js';
 import { admin, freshDatabase, openStore, poolWithSession, perProcess } from './databases.js';
 
 const DATABASE = perProcess('asynccmd_mysql_schema');

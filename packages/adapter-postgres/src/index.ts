@@ -6,11 +6,8 @@ import { tableNames } from './names.js';
 import { PostgresCommandStore } from './store.js';
 import { PostgresWakeups } from './wakeups.js';
 
-export { PostgresCommandStore } from './store.js';
-export { PostgresWakeups } from './wakeups.js';
-export { MIGRATIONS } from './migrations.js';
-export { tableNames } from './names.js';
-export type { TableNames } from './names.js';
+export type { PostgresCommandStore } from './store.js';
+export type { PostgresWakeups } from './wakeups.js';
 
 /** Session settings of the store's own pool: the claim's isolation, and the time format rows.ts reads. */
 const SESSION_OPTIONS = '-c default_transaction_isolation=read\\ committed -c DateStyle=ISO';

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, tableNames } from '../src/index.js';
+import { createPostgresStore } from '../src/index.js';
+import { tableNames } from '../src/names.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import { randomUUID } from 'node:crypto';
 import { adminQuery, command, dropSchema, openStore, uniqueSchema } from './helpers.js';

@@ -7,7 +7,8 @@ import * as E from 'fp-ts/lib/Either.js';
 import { isAsyncCommandError } from '@asynccmd/core';
 import type { AsyncCommandError, NewCommand } from '@asynccmd/core';
 import type { SqliteCommandStore } from '@asynccmd/adapter-sqlite';
-import { createSqliteStore, sqliteSql } from '@asynccmd/adapter-sqlite';
+import { createSqliteStore } from '@asynccmd/adapter-sqlite';
+import { sqliteSql } from '../src/sql.js';
 
 const cmd = (over: Partial<NewCommand> = {}): NewCommand => ({
   type: 'order.cancel',

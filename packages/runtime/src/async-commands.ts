@@ -219,6 +219,8 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       if (closeStore) await this.store.close();
     } finally {
       clearTimeout(timer);
+      // Ends the waits raced above, whose timers would otherwise hold the process for timeoutMs.
+      deadline.abort();
       this.#status = 'stopped';
     }
   }

@@ -1,22 +1,49 @@
-export * from './executor.js';
-export * from './executor-registry.js';
-export * from './work-pool.js';
-export * from './pool-set.js';
-export * from './command-events.js';
-export * from './lease-keeper.js';
-export * from './outcome-writer.js';
-export * from './store-outage.js';
-export { Execution, type AbortCause, type ExecutionState } from './execution.js';
-export * from './command-runner.js';
-export * from './dispatcher.js';
-export * from './immediate-dispatch.js';
-export * from './scheduler.js';
-export * from './submit-validation.js';
-export * from './client.js';
-export * from './options.js';
-export * from './async-commands.js';
-export * from './create-async-commands.js';
-export * from './container-module.js';
-export * from './shutdown-signals.js';
-export { WakeSignal } from './wake-signal.js';
-export * from './ops/index.js';
+// The main entry: the runtime, its client and executors, graceful shutdown, and the admin HTTP API
+// with health, status resources and retention. It loads no DI container, metrics or tracing
+// library and sets no global; those live behind the subpaths:
+//   @asynccmd/runtime/inversify  asyncCommandModule, AsyncCommandTokens (inversify, reflect-metadata)
+//   @asynccmd/runtime/metrics    createMetrics (prom-client)
+//   @asynccmd/runtime/tracing    createTraceHeadersProvider, createTracingInterceptor (@opentelemetry/api)
+//   @asynccmd/runtime/ops        the views, transitions and input rules the admin API and the CLI share
+//   @asynccmd/runtime/test-kit   createInlineRunner, for test kits such as @asynccmd/testing
+export { defineExecutor } from './executor.js';
+export type {
+  AnyExecutor,
+  CommandExecutor,
+  CommandTypeMap,
+  ExecutionContext,
+  PayloadMapOf,
+} from './executor.js';
+export { createAsyncCommands } from './create-async-commands.js';
+export { AsyncCommands } from './async-commands.js';
+export type { RuntimeState, RuntimeStatus } from './async-commands.js';
+export type { AsyncCommandsOptions, StopOptions } from './options.js';
+export type { AsyncCommandClient, SubmitItem, TxSubmit } from './client.js';
+export type { SubmitOptions } from './submit-validation.js';
+export type { PoolOptions, PoolState } from './work-pool.js';
+export type { PoolSet } from './pool-set.js';
+export type { CommandEvents } from './command-events.js';
+export type { ExecutorRegistry, RegisteredExecutor } from './executor-registry.js';
+export type { Scheduler, SchedulerState } from './scheduler.js';
+export type { LeaseKeeper } from './lease-keeper.js';
+export { installShutdownHandlers } from './shutdown-signals.js';
+export type { ShutdownSignalOptions } from './shutdown-signals.js';
+
+export { createAdminHandler } from './ops/admin-handler.js';
+export type {
+  AdminHandler,
+  AdminHandlerOptions,
+  AdminHandlerSettings,
+  MetricsSource,
+} from './ops/admin-handler.js';
+export { startAdminServer } from './ops/admin-server.js';
+export type { AdminServer, AdminServerOptions } from './ops/admin-server.js';
+export type { AdminAuthOptions } from './ops/auth.js';
+export type { RequestGuardOptions } from './ops/request-guard.js';
+export { checkHealth, publicHealthReport } from './ops/health.js';
+export type { HealthOptions, HealthReason, HealthReasonCode, HealthReport } from './ops/health.js';
+export { statusPath } from './ops/status-resource.js';
+export { publicStatusPath } from './ops/public-status.js';
+export type { PublicStatusLinkOptions, PublicStatusOptions } from './ops/public-status.js';
+export { purgeFinished, RetentionJob } from './ops/retention.js';
+export type { PurgeOptions, PurgeResult, RetentionJobOptions, Timers } from './ops/retention.js';

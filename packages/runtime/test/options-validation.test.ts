@@ -2,9 +2,8 @@ import 'reflect-metadata';
 import { Container, injectable } from 'inversify';
 import { describe, expect, it } from 'vitest';
 import { exponentialBackoff } from '@asynccmd/core';
+import { asyncCommandModule, AsyncCommandTokens } from '../src/inversify.js';
 import {
-  asyncCommandModule,
-  AsyncCommandTokens,
   createAsyncCommands,
   defineExecutor,
   type AnyExecutor,

@@ -1,12 +1,6 @@
 import type { ClaimedCommand, CommandEvent, CommandId, CommandStore, Logger } from '@asynccmd/core';
-import {
-  CommandEvents,
-  CommandRunner,
-  LeaseKeeper,
-  OutcomeWriter,
-  StoreOutage,
-  type CommandRunnerDeps,
-} from '@asynccmd/runtime';
+import type { CommandEvents } from '@asynccmd/runtime';
+import { createInlineRunner, type InlineRunner, type InlineRunnerOptions } from '@asynccmd/runtime/test-kit';
 
 interface AttemptFacts {
   readonly id: CommandId;
@@ -40,15 +34,12 @@ export type AttemptReport = AttemptFacts &
 export type AttemptOutcome = AttemptReport['outcome'];
 
 /** What the runner needs of the kit; `events` are the kit's, what `kit.on` listeners see. */
-export type AttemptRunnerDeps = Pick<
-  CommandRunnerDeps,
-  'store' | 'registry' | 'events' | 'clock' | 'logger' | 'interceptors'
->;
+export type AttemptRunnerDeps = Required<InlineRunnerOptions> & { readonly events: CommandEvents };
 
 type OutcomeEvent = Extract<CommandEvent, { kind: 'succeeded' | 'retried' | 'dead' | 'fenced' }>;
 
 /**
- * Runs claimed commands one at a time through the runtime's own CommandRunner (interceptors,
+ * Runs claimed commands one at a time through the runtime's own runner (interceptors,
  * timeouts, fenced outcome writes, backoff and dead letters as in production), on a simulated
  * instance that can die: once an attempt hangs, nothing that instance does reaches the store any
  * more, as with a process that stopped, and a fresh instance runs what comes next.
@@ -62,24 +53,24 @@ export class AttemptRunner {
 
   async run(row: ClaimedCommand, round: number, hangTimeoutMs: number): Promise<AttemptReport> {
     const instance = this.#instance;
-    const execution = instance.runner.track(row, 'poll');
     let ended = null as OutcomeEvent | null; // set by the listener below
     let hung = false;
-    const stop = instance.events.on((event) => {
+    const stop = instance.runner.on((event) => {
       if (isOutcome(event) && event.command.id === row.id) ended = event;
     });
     try {
-      const ran = instance.runner.execute(execution, 'inline');
+      const attempt = instance.runner.start(row);
+      const ran = attempt.settled;
       if (!(await settlesWithin(ran, hangTimeoutMs))) {
-        const { timeoutMs } = execution.entry;
+        const { timeoutMs } = attempt;
         if (timeoutMs !== undefined) {
           // What the runtime's own timer would do after timeoutMs: a failed attempt, retried.
-          execution.abort('timeout', namedError('TimeoutError', `command timed out after ${timeoutMs} ms`));
+          attempt.abort('timeout', namedError('TimeoutError', `command timed out after ${timeoutMs} ms`));
         } else {
           hung = true;
           instance.die();
           this.#instance = new Instance(this.deps);
-          execution.abort(
+          attempt.abort(
             'lease-lost',
             namedError(
               'HungAttemptError',
@@ -106,11 +97,9 @@ export class AttemptRunner {
   }
 }
 
-/** One simulated process: its runner, outcome writer and leases, and a switch that kills it. */
+/** One simulated process: its runner, and a switch that kills it. */
 class Instance {
-  readonly events: CommandEvents;
-  readonly runner: CommandRunner;
-  readonly #outcomes: OutcomeWriter;
+  readonly runner: InlineRunner;
   #alive = true;
   /** The `err` of the runner's last error log line: why an outcome could not be recorded. */
   lastLoggedError: unknown = undefined;
@@ -126,30 +115,23 @@ class Instance {
         deps.logger.error(obj, msg);
       },
     };
-    this.events = new CommandEvents(logger);
-    this.events.on((event) => {
-      if (this.#alive) deps.events.emit(event);
-    });
-    const outage = new StoreOutage(this.events, logger);
-    this.#outcomes = new OutcomeWriter(store, outage);
-    this.runner = new CommandRunner({
+    // Leases are never renewed, but they follow the test clock: nothing lapses unless the test
+    // advances past a lease.
+    this.runner = createInlineRunner({
       store,
       registry: deps.registry,
-      events: this.events,
       clock: deps.clock,
       logger,
       interceptors: deps.interceptors,
-      // Never started: the kit holds claims only while it runs them, and leases follow the test
-      // clock, so nothing lapses unless the test advances past a lease.
-      leases: new LeaseKeeper(store, outage, 1_000),
-      outcomes: this.#outcomes,
-      outage,
+    });
+    this.runner.on((event) => {
+      if (this.#alive) deps.events.emit(event);
     });
   }
 
   die(): void {
     this.#alive = false;
-    this.#outcomes.giveUp();
+    this.runner.giveUp();
   }
 }
 

@@ -13,7 +13,6 @@ import { applyAdminTransition } from './admin-actions.js';
 import { bearerMatches, resolveAdminAuth, type AdminAuthOptions } from './auth.js';
 import { createHealthCheck, publicHealthReport, type HealthOptions } from './health.js';
 import { describeHttpError, HttpError, sendJson, sendText } from './http-response.js';
-import { createMetrics, type CommandMetrics } from './metrics.js';
 import {
   resolvePublicStatusReference,
   toPublicStatus,
@@ -45,16 +44,25 @@ export interface AdminHandlerSettings extends RequestGuardOptions {
   readonly linkBase?: string;
   readonly health?: HealthOptions;
   /**
-   * The metrics to serve; subscribe its `listener` to the runtime's events for the counters and
-   * histograms. Default: gauges read from the store only.
+   * The metrics to serve: `createMetrics()` of @asynccmd/runtime/metrics, whose `listener` you
+   * subscribe to the runtime's events for the counters and histograms. Default: its gauges read
+   * from the store only, made on the first scrape (prom-client is loaded only then).
    */
-  readonly metrics?: CommandMetrics;
+  readonly metrics?: MetricsSource;
   /** Retry-After (seconds) sent with a status that is not terminal yet. Default 2. */
   readonly statusRetryAfterSeconds?: number;
   readonly logger?: Logger;
 }
 
 export type AdminHandlerOptions = AdminHandlerSettings & AdminAuthOptions;
+
+/** What `GET /metrics` serves; the metrics of @asynccmd/runtime/metrics are one. */
+export interface MetricsSource {
+  /** The Content-Type of the text. */
+  readonly contentType: string;
+  /** The Prometheus text exposition. */
+  metrics(): Promise<string>;
+}
 
 /**
  * A plain Node handler. With `next` (Express/Connect style) it passes on requests outside its
@@ -96,7 +104,7 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
     throw new InvalidArgumentError('statusRetryAfterSeconds must be a whole number of seconds ≥ 0');
   }
   const retryAfter = String(retryAfterSeconds);
-  const metrics = options.metrics ?? createMetrics({ store });
+  const metrics = metricsLoader(options.metrics, store, logger);
   const health = createHealthCheck(store, options.health, logger);
 
   const showStatus = async (_req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
@@ -152,7 +160,10 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
       '/metrics': {
         method: 'GET',
         access: options.publicMetrics ? 'public' : 'protected',
-        handle: async (_req, res) => sendText(res, 200, metrics.contentType, await metrics.metrics()),
+        handle: async (_req, res) => {
+          const source = await metrics();
+          sendText(res, 200, source.contentType, await source.metrics());
+        },
       },
       '/stats': {
         method: 'GET',
@@ -263,6 +274,35 @@ function decodeSegment(segment: string): string {
     // Not even text: parseCommandId will refuse it with a 400.
     return segment;
   }
+}
+
+/**
+ * What `GET /metrics` serves. Without `metrics` given, the store gauges of
+ * @asynccmd/runtime/metrics, made on the first scrape: prom-client is loaded only when metrics are
+ * asked for, and where it is not installed the route answers 501 METRICS_UNAVAILABLE.
+ */
+function metricsLoader(
+  given: MetricsSource | undefined,
+  store: CommandStore,
+  logger: Logger,
+): () => Promise<MetricsSource> {
+  if (given !== undefined) return () => Promise.resolve(given);
+  let made: Promise<MetricsSource> | null = null;
+  return () =>
+    (made ??= import('./metrics.js').then(
+      ({ createMetrics }) => createMetrics({ store }),
+      (error: unknown) => {
+        logger.warn(
+          { err: error },
+          'asynccmd admin: GET /metrics needs prom-client (npm install prom-client) or the `metrics` option',
+        );
+        throw new HttpError(
+          501,
+          'METRICS_UNAVAILABLE',
+          'metrics are not available: prom-client is not installed',
+        );
+      },
+    ));
 }
 
 /** An optional JSON object body, at most 16 KiB. */

@@ -10,6 +10,7 @@ export type HttpErrorCode =
   | 'METHOD_NOT_ALLOWED'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'BODY_TOO_LARGE'
+  | 'METRICS_UNAVAILABLE'
   | 'INTERNAL';
 
 /** Every error answer has this shape. */

@@ -1,16 +1,16 @@
-export * from './admin-actions.js';
-export * from './admin-handler.js';
-export * from './admin-server.js';
-export * from './auth.js';
-export * from './duration.js';
-export * from './health.js';
-export * from './http-response.js';
-export * from './metrics.js';
-export * from './public-status.js';
-export * from './request-guard.js';
-export * from './retention.js';
-export * from './stats-view.js';
-export * from './status-resource.js';
-export * from './trace-context.js';
-export * from './tracing.js';
-export * from './validation.js';
+// @asynccmd/runtime/ops: what the admin HTTP API and the asynccmd CLI are built from, for operator
+// tools of your own, so that every front end shows the same views and takes input by the same rules.
+export { applyAdminTransition } from './admin-actions.js';
+export { readStats, type StatsView } from './stats-view.js';
+export { toStatusResource, type CommandStatusResource } from './status-resource.js';
+export { formatDuration, parseDuration } from './duration.js';
+export {
+  DEFAULT_LIST_LIMIT,
+  MAX_LIST_LIMIT,
+  parseBizKey,
+  parseCursor,
+  parseReason,
+  parseStatuses,
+  parseType,
+  requireCommandId,
+} from './validation.js';

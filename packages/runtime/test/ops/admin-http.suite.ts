@@ -2,17 +2,11 @@ import { describeFailure, type CommandStore } from '@asynccmd/core';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createAdminHandler,
-  createMetrics,
-  publicStatusPath,
-  startAdminServer,
-  statusPath,
-  type AdminHandlerOptions,
-  type AdminServer,
-  type AdminServerOptions,
-  type CommandMetrics,
-} from '../../src/ops/index.js';
+import { createAdminHandler, type AdminHandlerOptions } from '../../src/ops/admin-handler.js';
+import { startAdminServer, type AdminServer, type AdminServerOptions } from '../../src/ops/admin-server.js';
+import { createMetrics, type CommandMetrics } from '../../src/ops/metrics.js';
+import { publicStatusPath } from '../../src/ops/public-status.js';
+import { statusPath } from '../../src/ops/status-resource.js';
 import { client, errorCode, rawRequest, type Answer } from './http-client.js';
 import {
   claim,

@@ -1,7 +1,7 @@
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
 import type { CommandId } from '@asynccmd/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { purgeFinished, RetentionJob, type PurgeResult, type Timers } from '../../src/ops/index.js';
+import { purgeFinished, RetentionJob, type PurgeResult, type Timers } from '../../src/ops/retention.js';
 import {
   makeDead,
   openTempSqlite,

@@ -2,16 +2,11 @@ import { context, ROOT_CONTEXT, SpanStatusCode, trace } from '@opentelemetry/api
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAsyncCommands } from '../../src/create-async-commands.js';
 import { defineExecutor } from '../../src/executor.js';
-import {
-  createMetrics,
-  createTraceHeadersProvider,
-  createTracingInterceptor,
-  formatTraceparent,
-  publicStatusPath,
-  publicStatusReference,
-  startAdminServer,
-  type AdminServer,
-} from '../../src/ops/index.js';
+import { startAdminServer, type AdminServer } from '../../src/ops/admin-server.js';
+import { createMetrics } from '../../src/ops/metrics.js';
+import { publicStatusPath, publicStatusReference } from '../../src/ops/public-status.js';
+import { formatTraceparent } from '../../src/ops/trace-context.js';
+import { createTraceHeadersProvider, createTracingInterceptor } from '../../src/ops/tracing.js';
 import { client, type Answer } from './http-client.js';
 import { AsyncLocalContextManager, RecordingTracer } from './in-memory-tracer.js';
 import { openTempSqlite, type TempSqlite } from './support.js';

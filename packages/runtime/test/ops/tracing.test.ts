@@ -9,13 +9,12 @@ import {
   type TextMapPropagator,
 } from '@opentelemetry/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatTraceparent, parseTraceparent } from '../../src/ops/trace-context.js';
 import {
   createTraceHeadersProvider,
   createTracingInterceptor,
-  formatTraceparent,
-  parseTraceparent,
   submitterSpanContext,
-} from '../../src/ops/index.js';
+} from '../../src/ops/tracing.js';
 import { AsyncLocalContextManager, RecordingTracer } from './in-memory-tracer.js';
 import { claim, openTempSqlite, submit, type TempSqlite } from './support.js';
 

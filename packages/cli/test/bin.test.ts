@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // The built entry point, as npm links it (`npm test` builds first).
-const MAIN = join(dirname(fileURLToPath(import.meta.url)), '../../dist/cli/main.js');
-const REPOSITORY = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
+const MAIN = join(dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
+const REPOSITORY = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 describe('the asynccmd executable', () => {
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-bin-'));

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type CommandStore } from '@asynccmd/core';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { CliFailure, EXIT_FAILED } from './failures.js';
 
@@ -15,10 +16,20 @@ export interface StoreLocation {
   readonly mustExist?: boolean;
 }
 
+/** The adapter package of each database, and the driver package it imports. */
+const ADAPTERS = {
+  sqlite: { database: 'SQLite', adapter: '@asynccmd/adapter-sqlite', driver: 'better-sqlite3' },
+  postgres: { database: 'PostgreSQL', adapter: '@asynccmd/adapter-postgres', driver: 'pg' },
+  mysql: { database: 'MySQL/MariaDB', adapter: '@asynccmd/adapter-mysql', driver: 'mysql2' },
+} as const;
+
+type AdapterPackage = (typeof ADAPTERS)[keyof typeof ADAPTERS];
+
 /**
  * Opens the store a database URL names. Adapters are imported on demand, so `asynccmd` against
- * SQLite never loads pg or mysql2. The table and schema names are validated by the adapters
- * (core validateIdentifier) before they reach any SQL.
+ * SQLite never loads pg or mysql2, and only the adapter of the URL's database need be installed.
+ * The table and schema names are validated by the adapters (core validateIdentifier) before they
+ * reach any SQL.
  */
 export async function openStore(location: StoreLocation): Promise<CommandStore> {
   const { url, table, schema } = location;
@@ -27,6 +38,10 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
     case 'sqlite': {
       if (schema !== undefined) throw new InvalidArgumentError('--schema applies to PostgreSQL only');
       const filename = sqliteFilename(url);
+      const { createSqliteStore } = await loadAdapter(
+        ADAPTERS.sqlite,
+        () => import('@asynccmd/adapter-sqlite'),
+      );
       if (filename !== ':memory:') {
         // A database problem (exit 1), not bad usage: the URL may be right and the file not made yet.
         if (location.mustExist && !existsSync(filename)) {
@@ -42,12 +57,14 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
           );
         }
       }
-      const { createSqliteStore } = await import('@asynccmd/adapter-sqlite');
       return createSqliteStore({ filename, ...(table !== undefined ? { table } : {}) });
     }
     case 'postgres':
     case 'postgresql': {
-      const { createPostgresStore } = await import('@asynccmd/adapter-postgres');
+      const { createPostgresStore } = await loadAdapter(
+        ADAPTERS.postgres,
+        () => import('@asynccmd/adapter-postgres'),
+      );
       return createPostgresStore({
         connectionString: url,
         // One CLI command needs one connection; a small pool keeps a busy database's slots free.
@@ -63,7 +80,7 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
           '--schema applies to PostgreSQL only: name the MySQL database in the URL',
         );
       }
-      const { createMysqlStore } = await import('@asynccmd/adapter-mysql');
+      const { createMysqlStore } = await loadAdapter(ADAPTERS.mysql, () => import('@asynccmd/adapter-mysql'));
       return createMysqlStore({
         // mysql2 reads only mysql:// URIs; mariadb:// is the same protocol.
         connection: { uri: `mysql:${url.slice(scheme.length + 1)}`, connectTimeout: CONNECT_TIMEOUT_MS },
@@ -75,6 +92,48 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
       throw new InvalidArgumentError(
         `unsupported database URL ${JSON.stringify(redactUrl(url))}: expected sqlite:PATH, postgres://… or mysql://…`,
       );
+  }
+}
+
+/**
+ * Imports an adapter; when it or its driver is not installed, a one-line failure (exit 1) that
+ * names the packages to add. The adapters are optional peers of the CLI: a PostgreSQL user installs
+ * neither SQLite's native driver nor mysql2.
+ */
+async function loadAdapter<M>(pkg: AdapterPackage, load: () => Promise<M>): Promise<M> {
+  try {
+    return await load();
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    const adapterUrl = resolved(pkg.adapter);
+    const missing = [
+      ...(adapterUrl === null ? [pkg.adapter] : []),
+      ...(driverInstalled(pkg, adapterUrl) ? [] : [pkg.driver]),
+    ];
+    throw new CliFailure(
+      missing.length === 0
+        ? `${pkg.adapter} could not be loaded: a package it imports is missing (reinstall it)`
+        : `the ${pkg.database} adapter is not installed: npm install ${missing.join(' ')}`,
+      EXIT_FAILED,
+    );
+  }
+}
+
+function resolved(specifier: string): string | null {
+  try {
+    return import.meta.resolve(specifier);
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the driver resolves where the adapter (or, without one, the CLI) would look for it. */
+function driverInstalled(pkg: AdapterPackage, adapterUrl: string | null): boolean {
+  try {
+    createRequire(adapterUrl ?? import.meta.url).resolve(pkg.driver);
+    return true;
+  } catch {
+    return false;
   }
 }
 

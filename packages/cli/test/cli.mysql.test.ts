@@ -1,4 +1,4 @@
-import { openMysql } from '../ops/databases.js';
+import { openMysql } from '../../runtime/test/ops/databases.js';
 import { describeCli } from './cli.suite.js';
 
 describeCli('MariaDB', () => openMysql('ops_cli'));

@@ -1,6 +1,6 @@
 import type { CommandStore } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OpsDatabase } from '../ops/admin-http.suite.js';
+import type { OpsDatabase } from '../../runtime/test/ops/admin-http.suite.js';
 import {
   claim,
   makeDead,
@@ -8,7 +8,7 @@ import {
   submitIdempotent,
   succeed,
   untilDatabaseClockPasses,
-} from '../ops/support.js';
+} from '../../runtime/test/ops/support.js';
 import { cli } from './run.js';
 
 /** The `asynccmd` CLI against one real database, reached by URL exactly as an operator would. */

@@ -11,21 +11,22 @@ import {
 import { Command, CommanderError } from 'commander';
 import * as E from 'fp-ts/lib/Either.js';
 import { createRequire } from 'node:module';
-import { applyAdminTransition } from '../ops/admin-actions.js';
-import { formatDuration, parseDuration } from '../ops/duration.js';
-import { purgeFinished } from '../ops/retention.js';
-import { readStats } from '../ops/stats-view.js';
-import { toStatusResource } from '../ops/status-resource.js';
+import { purgeFinished } from '@asynccmd/runtime';
 import {
+  applyAdminTransition,
   DEFAULT_LIST_LIMIT,
+  formatDuration,
   MAX_LIST_LIMIT,
   parseBizKey,
   parseCursor,
+  parseDuration,
   parseReason,
   parseStatuses,
   parseType,
+  readStats,
   requireCommandId,
-} from '../ops/validation.js';
+  toStatusResource,
+} from '@asynccmd/runtime/ops';
 import {
   CliFailure,
   databaseFailure,
@@ -37,8 +38,8 @@ import {
 import { openStore, redactUrl } from './open-store.js';
 import { clip, renderTable } from './table.js';
 
-// src/cli and dist/cli both sit two levels below the package root.
-const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+// src and dist both sit one level below the package root.
+const VERSION = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 /** Where the CLI writes, and the environment it reads (ASYNCCMD_DB). */
 export interface CliIo {

@@ -1,4 +1,4 @@
-import { runCli } from '../../src/cli/run-cli.js';
+import { runCli } from '../src/run-cli.js';
 
 export interface CliRun {
   readonly code: number;

@@ -1,4 +1,4 @@
-import { openSqlite } from '../ops/databases.js';
+import { openSqlite } from '../../runtime/test/ops/databases.js';
 import { describeCli } from './cli.suite.js';
 
 describeCli('SQLite', openSqlite);
