@@ -853,6 +853,19 @@ describe('PostgresCommandStore', () => {
     expect(text).toContain('async_command_due_idx');
     expect(text).not.toContain('Seq Scan');
   });
+
+  it('counts the outcomes of a range from the outcome index, whatever the history', async () => {
+    await addFinishedHistory('outcomes');
+    const sql = buildSql(tableNames(schema, 'async_command'));
+    const from = new Date(Date.now() + 3_600_000);
+    const text = await planOf(sql.outcomeCounts, [
+      from.toISOString(),
+      new Date(from.getTime() + 60_000).toISOString(),
+      [10, 100, 1_000],
+    ]);
+    expect(text).toContain('async_command_outcome_idx');
+    expect(text).not.toContain('Seq Scan');
+  });
 });
 
 describe('PostgresCommandStore on a pool the application owns', () => {
