@@ -2,6 +2,7 @@ export * from './admin-actions.js';
 export * from './admin-handler.js';
 export * from './admin-server.js';
 export * from './auth.js';
+export * from './dashboard/index.js';
 export * from './duration.js';
 export * from './health.js';
 export * from './http-response.js';
