@@ -88,6 +88,7 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
     // handler serves loopback Host names and the page's own Origin only).
     auth: 'none',
     metrics,
+    dashboard: true,
   });
 
   let boundary: OrderBoundary;

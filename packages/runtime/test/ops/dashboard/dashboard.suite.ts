@@ -424,6 +424,24 @@ export function describeDashboard(
       }
     });
 
+    it("needs no login where the API runs with auth: 'none' (loopback only)", async () => {
+      const open = await startAdminServer({ store, auth: 'none', dashboard: DASHBOARD });
+      const w = await watchedPage(browser.context);
+      try {
+        await w.page.goto(`${open.url}/dashboard`);
+        await w.page.locator('#view-overview').waitFor({ state: 'visible' });
+        expect(await w.page.locator('#login').isHidden()).toBe(true);
+        expect(await w.page.locator('#logout').isHidden()).toBe(true);
+        await poll(() => w.page.locator('[data-status="DEAD"]').textContent()).toBe(
+          String((await readStats(store)).byStatus.DEAD),
+        );
+        expect(w.problems).toEqual([]);
+      } finally {
+        await w.page.close();
+        await open.close();
+      }
+    });
+
     it('retries the dead letters a filter shows, at once, after saying which', async () => {
       const p = page.page;
       const shown = (await store.list({ status: 'DEAD', type: 'order.sync-external', limit: 50 })).items;

@@ -119,7 +119,7 @@ export async function seedDemoData(store: CommandStore, orders = 24): Promise<De
           }
         });
       }
-      await sleep(300);
+      await sleep(800);
     }
     for (let i = 0; i < 2000; i++) {
       const page = await store.list({ status: ['PENDING', 'RUNNING'], limit: 1 });
