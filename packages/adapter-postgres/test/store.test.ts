@@ -117,6 +117,7 @@ describe('PostgresCommandStore', () => {
         'async_command_pkey',
         'async_command_type_biz_idx',
         'async_command_migrations_pkey',
+        'async_command_outcome_idx',
       ].sort(),
     );
   });
