@@ -9,18 +9,32 @@ export interface DownstreamProfile {
   readonly failureRate: number;
   /** Fraction of calls that take 5× as long (the tail every real dependency has). */
   readonly slowRate?: number;
+  /**
+   * Fraction of effects (by idempotency key) refused every time they are tried: records this
+   * downstream cannot take, which retries never fix. Default 0.
+   */
+  readonly refusalRate?: number;
 }
 
 export type DownstreamName = 'inventory' | 'notification' | 'external' | 'projection';
 
 export type DownstreamProfiles = Readonly<Record<DownstreamName, DownstreamProfile>>;
 
-/** The default profile of `npm start` and of the experiment: same for both variants. */
+/** The default profile of the experiment: the same for both variants. */
 export const DEFAULT_PROFILES: DownstreamProfiles = {
   inventory: { latencyMs: 40, failureRate: 0.02, slowRate: 0.02 },
   notification: { latencyMs: 30, failureRate: 0.05, slowRate: 0.02 },
   external: { latencyMs: 120, failureRate: 0.2, slowRate: 0.03 },
   projection: { latencyMs: 5, failureRate: 0, slowRate: 0 },
+};
+
+/**
+ * `npm start`'s: the default, and an ERP that refuses about one order in a hundred for good, so the
+ * built-in load leaves a few dead letters to look at (in the dashboard, or with the admin API).
+ */
+export const START_PROFILES: DownstreamProfiles = {
+  ...DEFAULT_PROFILES,
+  external: { ...DEFAULT_PROFILES.external, refusalRate: 0.01 },
 };
 
 export class DownstreamError extends Error {
@@ -50,7 +64,7 @@ export class SimulatedDownstream {
   constructor(
     readonly name: DownstreamName,
     profile: DownstreamProfile,
-    seed: number,
+    private readonly seed: number,
     private readonly db: Database.Database,
   ) {
     this.profile = profile;
@@ -84,6 +98,10 @@ export class SimulatedDownstream {
       this.failures++;
       throw new DownstreamError(this.name, this.forcedDown);
     }
+    if (refuses(key, this.seed, this.profile.refusalRate ?? 0)) {
+      this.failures++;
+      throw new DownstreamError(this.name, `answered 422: cannot take record ${key} (simulated)`);
+    }
     if (fail) {
       this.failures++;
       throw new DownstreamError(this.name, 'answered 503 (simulated failure)');
@@ -96,6 +114,15 @@ export class SimulatedDownstream {
     );
     return (this.record.get(this.name, key, now, now) as { calls: number }).calls;
   }
+}
+
+/** Whether the effect `key` is one of the `rate` refused for good: the same answer on every try. */
+function refuses(key: string, seed: number, rate: number): boolean {
+  if (rate <= 0) return false;
+  // FNV-1a: a stable, evenly spread number per key.
+  let hash = 0x811c9dc5 ^ seed;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) / 2 ** 32 < rate;
 }
 
 export type Downstreams = Readonly<Record<DownstreamName, SimulatedDownstream>>;
@@ -126,6 +153,7 @@ export function scaleProfiles(
     ...p,
     latencyMs: p.latencyMs * latency,
     failureRate: Math.min(1, p.failureRate * failures),
+    refusalRate: Math.min(1, (p.refusalRate ?? 0) * failures),
   });
   return {
     inventory: scaled(profiles.inventory),

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError, helpText, parseConfig, type DemoConfig } from './config.js';
-import { DEFAULT_PROFILES, scaleProfiles } from './downstream.js';
+import { scaleProfiles, START_PROFILES } from './downstream.js';
 import { httpJson } from './load/http-client.js';
 import { runLoad } from './load/run-load.js';
 import { ProgressBar } from './load/progress.js';
@@ -33,7 +33,7 @@ async function main(): Promise<number> {
       filename: config.dbFile,
       port: config.port,
       movePortIfTaken: config.movePortIfTaken,
-      profiles: scaleProfiles(DEFAULT_PROFILES, config.latencyScale, config.failureScale),
+      profiles: scaleProfiles(START_PROFILES, config.latencyScale, config.failureScale),
       seed: config.seed,
     });
   } catch (e) {
@@ -99,7 +99,7 @@ async function healthLine(service: DemoService): Promise<string> {
   return (
     `  health            ${health.status}${health.reasons.length ? ` — ${health.reasons.map((r) => r.message).join('; ')}` : ''}\n` +
     (first
-      ? `                    retry it: curl -s -X POST -H 'content-type: application/json' ${service.url}${ADMIN_BASE}/commands/${first.id}/retry\n`
+      ? `                    see them in ${service.url}${ADMIN_BASE}/dashboard, or retry one: curl -s -X POST -H 'content-type: application/json' ${service.url}${ADMIN_BASE}/commands/${first.id}/retry\n`
       : '')
   );
 }
@@ -114,6 +114,7 @@ function printUrls(service: DemoService, operationId: string | null): void {
       `  place an order   curl -si -X POST ${u}/orders -H 'content-type: application/json' -H 'idempotency-key: my-first-order' -d '${body}'`,
       `  made to order    same with "items":[{"sku":"custom-print","quantity":1}]  → 202 Accepted, follow the Location`,
       `  an operation     ${u}/operations/${operationId ?? '<operationId>'}`,
+      `  dashboard        ${u}${ADMIN_BASE}/dashboard   (no login: this demo's admin API is unauthenticated, for this machine only; with a token the page asks for it)`,
       `  dead letters     ${u}${ADMIN_BASE}/commands?status=DEAD   (retry: POST ${u}${ADMIN_BASE}/commands/<id>/retry, Content-Type: application/json)`,
       `  stats            ${u}${ADMIN_BASE}/stats`,
       `  health, metrics  ${u}/health   ${u}/metrics`,

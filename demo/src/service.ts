@@ -89,6 +89,7 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
     // handler serves loopback Host names and the page's own Origin only).
     auth: 'none',
     metrics,
+    dashboard: true,
   });
 
   let boundary: OrderBoundary;

@@ -206,6 +206,17 @@ describe('POST /orders on the split boundary', () => {
     expect(String(metrics.body)).toContain('asynccmd_commands_submitted_total');
     expect((await httpJson(`${service.url}/admin/stats`, 'GET')).status).toBe(200);
   });
+
+  it('serves the dashboard under /admin/dashboard, its data without a login (auth: none, loopback)', async () => {
+    const page = await fetch(`${service.url}/admin/dashboard`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await page.text()).toContain('<script src="/admin/dashboard/app.js" defer></script>');
+    const summary = await httpJson(`${service.url}/admin/dashboard/api/summary`, 'GET');
+    expect(summary.status).toBe(200);
+    expect((summary.body as { health: { status: string } }).health.status).toMatch(/^(UP|DOWN)$/);
+  });
 });
 
 describe('a 202 whose confirmation dead-letters', () => {

@@ -82,6 +82,8 @@ describe('serving', () => {
       demo.child.kill('SIGINT');
       expect(await exited).toBe(0);
       expect(demo.output()).toMatch(/SIGINT: shutting down gracefully[\s\S]*stopped\./);
+      // The dashboard's address, and how to log in (nothing to: the demo's admin API is open to loopback).
+      expect(demo.output()).toMatch(/dashboard +http:\/\/127\.0\.0\.1:\d+\/admin\/dashboard +\(no login/);
     } finally {
       await demo.kill();
     }

@@ -8,6 +8,7 @@ import { inputArea } from './areas/input.js';
 import { insertArea } from './areas/insert.js';
 import { migrationArea } from './areas/migration.js';
 import { modelArea } from './areas/model.js';
+import { outcomeCountsArea } from './areas/outcome-counts.js';
 import { outcomesArea } from './areas/outcomes.js';
 import { purgeArea } from './areas/purge.js';
 import { readArea } from './areas/read.js';
@@ -35,6 +36,7 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     readArea(factory, name);
     statsArea(factory, name);
     healthArea(factory, name);
+    outcomeCountsArea(factory, name);
     purgeArea(factory, name);
     idempotencyArea(factory, name);
     migrationArea(factory, name);

@@ -204,6 +204,22 @@ export function mysqlSql(t: string) {
              (SELECT MIN(next_run_at) FROM ${table} WHERE status = 'PENDING' AND next_run_at <= ?) AS oldest`,
     /** One status at a time: (status, finished_at) then serves the order without sorting every match. */
     purge: `DELETE FROM ${table} WHERE status = ? AND finished_at < ? ORDER BY finished_at LIMIT ?`,
+    /**
+     * Outcomes finished in [?, ?) by status and latency bucket (how many of the `bounds` latency
+     * bounds, bound in microseconds, are ≤ the latency), from the (status, finished_at) index.
+     */
+    outcomeCounts: (bounds: number) =>
+      `SELECT status, latency_bucket, COUNT(*) AS count FROM (
+         SELECT status, ${
+           Array.from(
+             { length: bounds },
+             () => '(? <= TIMESTAMPDIFF(MICROSECOND, created_at, finished_at))',
+           ).join(' + ') || '0'
+         } AS latency_bucket
+         FROM ${table}
+         WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= ? AND finished_at < ?) AS outcome
+       GROUP BY status, latency_bucket
+       ORDER BY status, latency_bucket`,
   };
 }
 

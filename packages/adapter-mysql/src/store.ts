@@ -17,6 +17,8 @@ import type {
   ListPage,
   ListQuery,
   NewCommand,
+  OutcomeCount,
+  OutcomeCountParams,
   PurgeParams,
   ReclaimedCommand,
   ReclaimParams,
@@ -37,6 +39,7 @@ import {
   requireHeadersJson,
   requireFailureOutcome,
   requireHealthProbeParams,
+  requireOutcomeCountParams,
   requireInstant as coreRequireInstant,
   requireStoredTime,
   requireId,
@@ -462,6 +465,22 @@ export class MysqlCommandStore implements CommandStore<Connection> {
       deadLetters: Number(row?.dead_letters ?? 0),
       oldestDueAt: row?.oldest ? fromUtcText(row.oldest) : null,
     };
+  }
+
+  async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
+    const { from, to, latencyBoundsMs } = requireOutcomeCountParams(params);
+    const rows = await retryConnectionLoss(() =>
+      select<{ status: 'SUCCESS' | 'DEAD'; latency_bucket: string | number; count: string | number }>(
+        this.pool,
+        this.sql.outcomeCounts(latencyBoundsMs.length),
+        [...latencyBoundsMs.map((ms) => ms * 1000), from, to],
+      ),
+    );
+    return rows.map((r) => ({
+      status: r.status,
+      latencyBucket: Number(r.latency_bucket),
+      count: Number(r.count),
+    }));
   }
 
   async purge(params: PurgeParams): Promise<number> {

@@ -267,6 +267,18 @@ describe('query plans with finished history in the table', () => {
     });
   });
 
+  it('outcome counts read a range of (status, finished_at), never the history around it', async () => {
+    const from = new Date(Date.now() + 3_600_000);
+    const values = [10_000, 100_000, from, new Date(from.getTime() + 60_000)];
+    await expectKeyed({
+      name: 'outcomeCounts',
+      statement: sql.outcomeCounts(2),
+      values,
+      key: 'idx_finished',
+    });
+    expect(await reads(sql.outcomeCounts(2), values)).toBeLessThan(MAX_READS);
+  });
+
   it('a purge batch walks (status, finished_at) without sorting every match', async () => {
     const [p] = await plan(sql.purge, ['SUCCESS', now, 100]);
     expect(p?.key).toBe('idx_finished');

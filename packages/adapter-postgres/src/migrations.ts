@@ -4,9 +4,10 @@ import { runInTransaction } from './transaction.js';
 
 /**
  * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
- * indexes, 3 = the dead-letter lookup). Every statement is idempotent (`IF NOT EXISTS`), so a
- * half-applied version re-runs cleanly; versions run in one transaction under an advisory lock, so
- * two processes migrating at once take turns instead of racing on the catalog.
+ * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes). Every statement is idempotent
+ * (`IF NOT EXISTS`), so a half-applied version re-runs cleanly; versions run in one transaction
+ * under an advisory lock, so two processes migrating at once take turns instead of racing on the
+ * catalog.
  */
 export interface Migration {
   readonly version: number;
@@ -63,6 +64,16 @@ export const MIGRATIONS: readonly Migration[] = [
       // The health probe asks whether dead letters exist: a partial index holds only those, so the
       // answer never depends on how many finished commands the table keeps.
       `CREATE INDEX IF NOT EXISTS ${n.index('dead_idx')} ON ${n.table} (id) WHERE status = 'DEAD'`,
+    ],
+  },
+  {
+    version: 4,
+    name: 'recent outcomes index',
+    statements: (n) => [
+      // Outcome counts (throughput and latency of the last minutes) read a range of finished_at:
+      // the rows finished in that range, however many older ones the table keeps.
+      `CREATE INDEX IF NOT EXISTS ${n.index('outcome_idx')} ON ${n.table} (finished_at)
+         WHERE status IN ('SUCCESS', 'DEAD')`,
     ],
   },
 ];

@@ -226,6 +226,18 @@ export function buildSql(n: TableNames) {
       SELECT (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE status = 'DEAD' LIMIT $2) AS dead) AS dead_letters,
              (SELECT min(next_run_at) FROM ${t}
               WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz) AS oldest`,
+    /**
+     * $1 from, $2 to, $3 ascending latency bounds in ms: outcomes finished in [$1, $2) by status and
+     * latency bucket (width_bucket counts the bounds ≤ the latency), from outcome_idx.
+     */
+    outcomeCounts: `
+      SELECT status,
+             width_bucket(extract(epoch FROM finished_at - created_at) * 1000, $3::numeric[]) AS latency_bucket,
+             count(*) AS count
+      FROM ${t}
+      WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= $1::timestamptz AND finished_at < $2::timestamptz
+      GROUP BY 1, 2
+      ORDER BY 1, 2`,
     /** $1 statuses, $2 cutoff, $3 limit. */
     purge: `
       DELETE FROM ${t} WHERE id IN (

@@ -12,6 +12,7 @@ import {
   requireStatuses,
   requireFailureOutcome,
   requireHealthProbeParams,
+  requireOutcomeCountParams,
   requireToken,
   requireTypes,
   rescueLimitMessage,
@@ -37,6 +38,8 @@ import type {
   ListQuery,
   Logger,
   NewCommand,
+  OutcomeCount,
+  OutcomeCountParams,
   PurgeParams,
   ReclaimedCommand,
   ReclaimParams,
@@ -386,6 +389,20 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       deadLetters: Number(row?.dead_letters ?? 0),
       oldestDueAt: row?.oldest == null ? null : toDate(row.oldest),
     };
+  }
+
+  async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
+    const { from, to, latencyBoundsMs } = requireOutcomeCountParams(params);
+    const rows = await this.query<{ status: 'SUCCESS' | 'DEAD'; latency_bucket: number; count: string }>(
+      this.pool,
+      this.sql.outcomeCounts,
+      [from.toISOString(), to.toISOString(), latencyBoundsMs],
+    );
+    return rows.map((r) => ({
+      status: r.status,
+      latencyBucket: Number(r.latency_bucket),
+      count: Number(r.count),
+    }));
   }
 
   async purge(p: PurgeParams): Promise<number> {

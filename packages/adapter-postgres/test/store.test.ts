@@ -118,6 +118,7 @@ describe('PostgresCommandStore', () => {
         'async_command_pkey',
         'async_command_type_biz_idx',
         'async_command_migrations_pkey',
+        'async_command_outcome_idx',
       ].sort(),
     );
   });
@@ -852,6 +853,19 @@ describe('PostgresCommandStore', () => {
     const text = await planOf(sql.healthProbe, [new Date().toISOString(), 100]);
     expect(text).toContain('async_command_dead_idx');
     expect(text).toContain('async_command_due_idx');
+    expect(text).not.toContain('Seq Scan');
+  });
+
+  it('counts the outcomes of a range from the outcome index, whatever the history', async () => {
+    await addFinishedHistory('outcomes');
+    const sql = buildSql(tableNames(schema, 'async_command'));
+    const from = new Date(Date.now() + 3_600_000);
+    const text = await planOf(sql.outcomeCounts, [
+      from.toISOString(),
+      new Date(from.getTime() + 60_000).toISOString(),
+      [10, 100, 1_000],
+    ]);
+    expect(text).toContain('async_command_outcome_idx');
     expect(text).not.toContain('Seq Scan');
   });
 });

@@ -152,6 +152,15 @@ export function sqliteSql(t: string) {
     /** Dead letters counted up to a limit, from the (status, id) index: the cost stays that limit. */
     deadLettersUpTo: `SELECT COUNT(*) FROM (
          SELECT 1 FROM ${t} INDEXED BY ${t}_status WHERE status = 'DEAD' LIMIT ?)`,
+    /** Outcomes finished in [:from, :to), by status and latency bucket, from the finished_at index. */
+    outcomeCounts: `SELECT status, latency_bucket, COUNT(*) AS count FROM (
+         SELECT status,
+                (SELECT COUNT(*) FROM json_each(:bounds) WHERE value <= finished_at - created_at)
+                  AS latency_bucket
+         FROM ${t} INDEXED BY ${t}_finished
+         WHERE finished_at >= :from AND finished_at < :to AND status IN ('SUCCESS', 'DEAD'))
+       GROUP BY status, latency_bucket
+       ORDER BY status, latency_bucket`,
     purge: `DELETE FROM ${t} WHERE id IN (
          SELECT id FROM ${t} INDEXED BY ${t}_finished
          WHERE finished_at < :olderThan AND status IN (SELECT value FROM json_each(:statuses))

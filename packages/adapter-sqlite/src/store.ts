@@ -24,6 +24,7 @@ import {
   requireStatuses,
   requireFailureOutcome,
   requireHealthProbeParams,
+  requireOutcomeCountParams,
   requireToken,
   requireTypes,
   rescueLimitMessage,
@@ -48,6 +49,8 @@ import type {
   ListPage,
   ListQuery,
   NewCommand,
+  OutcomeCount,
+  OutcomeCountParams,
   PurgeParams,
   ReclaimedCommand,
   ReclaimParams,
@@ -364,6 +367,18 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       const deadLetters = this.stmt('deadLettersUpTo').pluck().get(deadLetterLimit) as number;
       const oldest = this.stmt('oldestDue').pluck().get(now.getTime()) as number | null;
       return { deadLetters, oldestDueAt: oldest === null ? null : new Date(oldest) };
+    });
+  }
+
+  async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
+    const { from, to, latencyBoundsMs } = requireOutcomeCountParams(params);
+    return this.run(() => {
+      const rows = this.stmt('outcomeCounts').all({
+        from: from.getTime(),
+        to: to.getTime(),
+        bounds: JSON.stringify(latencyBoundsMs),
+      }) as { status: 'SUCCESS' | 'DEAD'; latency_bucket: number; count: number }[];
+      return rows.map((r) => ({ status: r.status, latencyBucket: r.latency_bucket, count: r.count }));
     });
   }
 

@@ -6,7 +6,12 @@ import { isCommandStatus } from './status.js';
 import type { CommandStatus } from './status.js';
 import { EARLIEST_STORED_TIME, LATEST_STORED_TIME, parseCommandId } from './command.js';
 import type { FailureOutcome } from './transitions.js';
-import { MAX_HEALTH_PROBE_DEAD_LETTERS, type HealthProbeParams } from './ports/store.js';
+import {
+  MAX_HEALTH_PROBE_DEAD_LETTERS,
+  MAX_OUTCOME_LATENCY_BOUNDS,
+  type HealthProbeParams,
+  type OutcomeCountParams,
+} from './ports/store.js';
 
 /*
  * The input checks every store adapter makes before any SQL runs (so bad input gets a typed error
@@ -37,6 +42,34 @@ export function requireHealthProbeParams(params: unknown): HealthProbeParams {
     now: requireDate('now', now),
     deadLetterLimit: requireInt('deadLetterLimit', deadLetterLimit, 1, MAX_HEALTH_PROBE_DEAD_LETTERS),
   };
+}
+
+/** Latency bounds beyond this (about 31 years) bound nothing a command could take. */
+const MAX_LATENCY_BOUND_MS = 1e12;
+
+/** An outcome count's parameters: a time range and ascending latency bounds. */
+export function requireOutcomeCountParams(params: unknown): OutcomeCountParams {
+  if (typeof params !== 'object' || params === null) {
+    throw new InvalidArgumentError('an outcome count takes { from, to, latencyBoundsMs }');
+  }
+  const { from, to, latencyBoundsMs } = params as Record<string, unknown>;
+  const start = requireInstant('from', from);
+  const end = requireInstant('to', to);
+  if (end.getTime() < start.getTime()) throw new InvalidArgumentError('to must not be before from');
+  if (!Array.isArray(latencyBoundsMs) || latencyBoundsMs.length > MAX_OUTCOME_LATENCY_BOUNDS) {
+    throw new InvalidArgumentError(
+      `latencyBoundsMs must be an array of at most ${MAX_OUTCOME_LATENCY_BOUNDS} numbers`,
+    );
+  }
+  const bounds = latencyBoundsMs.map((b, i) =>
+    requireInt(`latencyBoundsMs[${i}]`, b, 0, MAX_LATENCY_BOUND_MS),
+  );
+  for (let i = 1; i < bounds.length; i++) {
+    if ((bounds[i] as number) <= (bounds[i - 1] as number)) {
+      throw new InvalidArgumentError('latencyBoundsMs must be strictly ascending');
+    }
+  }
+  return { from: start, to: end, latencyBoundsMs: bounds };
 }
 
 /** A valid Date (each adapter formats it for its own column type). */

@@ -47,3 +47,4 @@ export { publicStatusPath } from './ops/public-status.js';
 export type { PublicStatusLinkOptions, PublicStatusOptions } from './ops/public-status.js';
 export { purgeFinished, RetentionJob } from './ops/retention.js';
 export type { PurgeOptions, PurgeResult, RetentionJobOptions, Timers } from './ops/retention.js';
+export type { DashboardOptions } from './ops/dashboard/dashboard.js';

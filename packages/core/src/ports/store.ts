@@ -127,6 +127,14 @@ export interface CommandStore<Tx = unknown> {
    */
   healthProbe(params: HealthProbeParams): Promise<HealthProbe>;
   /**
+   * The commands that reached SUCCESS or DEAD with finishedAt in [from, to) (database clock),
+   * counted by status and by how long each took from submit to that outcome (finishedAt −
+   * createdAt, in milliseconds): `latencyBucket` is how many of `latencyBoundsMs` are ≤ that time.
+   * Only rows with a count are returned, ordered by status and bucket. Read from an index on
+   * finishedAt, so it costs the rows finished in the range, never the whole table.
+   */
+  outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]>;
+  /**
    * Deletes up to `limit` finished commands (finishedAt < olderThan) with the given statuses
    * (default SUCCESS and CANCELLED; DEAD only when listed). Returns the number deleted; call again
    * until it returns less than `limit`.
@@ -234,6 +242,25 @@ export interface HealthProbe {
   readonly deadLetters: number;
   /** nextRunAt of the oldest PENDING command that is due at `now`; null when none is waiting. */
   readonly oldestDueAt: Date | null;
+}
+
+/** The most latency bounds an outcome count takes. */
+export const MAX_OUTCOME_LATENCY_BOUNDS = 64;
+
+export interface OutcomeCountParams {
+  /** Inclusive. */
+  readonly from: Date;
+  /** Exclusive; not before `from`. */
+  readonly to: Date;
+  /** Ascending, whole milliseconds ≥ 0; up to MAX_OUTCOME_LATENCY_BOUNDS of them (none: one bucket). */
+  readonly latencyBoundsMs: readonly number[];
+}
+
+export interface OutcomeCount {
+  readonly status: 'SUCCESS' | 'DEAD';
+  /** 0..latencyBoundsMs.length: how many bounds are ≤ the command's submit-to-outcome time. */
+  readonly latencyBucket: number;
+  readonly count: number;
 }
 
 export interface PurgeParams {

@@ -11,6 +11,7 @@ import * as E from 'fp-ts/lib/Either.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { applyAdminTransition } from './admin-actions.js';
 import { bearerMatches, resolveAdminAuth, type AdminAuthOptions } from './auth.js';
+import { createDashboard, type DashboardOptions } from './dashboard/dashboard.js';
 import { createHealthCheck, publicHealthReport, type HealthOptions } from './health.js';
 import { describeHttpError, HttpError, sendJson, sendText } from './http-response.js';
 import {
@@ -49,6 +50,11 @@ export interface AdminHandlerSettings extends RequestGuardOptions {
    * from the store only, made on the first scrape (prom-client is loaded only then).
    */
   readonly metrics?: MetricsSource;
+  /**
+   * Serve the web dashboard at `/dashboard` (under the prefix). Off by default: it adds public
+   * routes for the page's files (the data behind them needs the token like every other route).
+   */
+  readonly dashboard?: boolean | DashboardOptions;
   /** Retry-After (seconds) sent with a status that is not terminal yet. Default 2. */
   readonly statusRetryAfterSeconds?: number;
   readonly logger?: Logger;
@@ -106,6 +112,7 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   const retryAfter = String(retryAfterSeconds);
   const metrics = metricsLoader(options.metrics, store, logger);
   const health = createHealthCheck(store, options.health, logger);
+  const dashboard = createDashboard(options.dashboard, { store, health, linkBase, logger, readJsonBody });
 
   const showStatus = async (_req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
     const commandId = requireCommandId(id);
@@ -189,7 +196,7 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   );
 
   const route = (path: string): Route | undefined => {
-    const known = fixed.get(path);
+    const known = fixed.get(path) ?? dashboard?.route(path);
     if (known !== undefined) return known;
     const reference = /^\/status\/([^/]+)$/.exec(path);
     if (reference !== null && statusSecret !== null) {

@@ -48,6 +48,7 @@ export interface SubmitOptions {
   readonly runAt?: Date;
   readonly headers?: CommandHeaders;
   readonly payload?: unknown;
+  readonly owner?: string;
 }
 
 export async function submit(
@@ -64,6 +65,7 @@ export async function submit(
         bizKey: options.bizKey ?? null,
         runAt: options.runAt ?? null,
         headers: options.headers ?? {},
+        owner: options.owner ?? null,
       },
     ]),
   );
@@ -117,7 +119,7 @@ export async function makeDead(
 }
 
 /** Claims a command with no retries left and fails it: a dead letter. */
-async function failLastAttempt(store: CommandStore, id: CommandId, error: string): Promise<CommandId> {
+export async function failLastAttempt(store: CommandStore, id: CommandId, error: string): Promise<CommandId> {
   const c = await claim(store, id);
   const written = await store.fail([
     {
