@@ -18,6 +18,7 @@ import {
 import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
 
 const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
+const STOP_EXIT = fileURLToPath(new URL('./stop-exit.mjs', import.meta.url));
 
 /** Polls `condition` every 10 ms; fails with `what` after `timeoutMs`. */
 async function waitFor(
@@ -405,6 +406,28 @@ export function describeRuntimeE2E<Tx>(
         { kind: 'reclaimed', id, type: 'e2e.crash', dead: false },
       ]);
       expect(await store.get(id)).toMatchObject({ status: 'SUCCESS', rescueCount: 1 });
+    });
+
+    it('nothing outlives stop(): a process that starts, submits, runs and stops ends on its own at once', async () => {
+      await openStore(); // migrates the namespace the child opens
+      const child: ChildProcess = spawn(process.execPath, [STOP_EXIT], {
+        env: { ...process.env, ASYNCCMD_E2E_WORKER: JSON.stringify({ store: harness?.workerStore }) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      cleanups.push(async () => void child.kill('SIGKILL'));
+      let out = '';
+      let err = '';
+      child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      await waitFor('the child to run its commands and stop', () => out.includes('stopped'), 20_000);
+      // stop() has resolved; with nothing left holding the event loop the process ends by itself.
+      // (The default shutdown timeout is 30 s: a timer of it left behind holds the process that long.)
+      const code = await Promise.race([
+        exited,
+        new Promise<'alive'>((r) => setTimeout(() => r('alive'), 1_000)),
+      ]);
+      expect(code, `still alive 1 s after stop(); ${err.trim()}`).toBe(0);
     });
 
     it('a live long-running command is never reclaimed: heartbeats keep a short lease alive', async () => {

@@ -202,16 +202,18 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   }: StopOptions): Promise<void> {
     const wasRunning = this.#status === 'running';
     this.#status = 'stopping';
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    // Every wait below ends when shutdown is over, whoever won its race: a timer left running
+    // would hold the process open for up to `timeoutMs` after stop() resolved.
+    const over = new AbortController();
+    const deadline = pause(timeoutMs, over.signal);
     try {
       if (wasRunning) {
         const loopDone = this.scheduler.stop();
         for (const pool of this.pools.all()) pool.drainQueue();
         await this.#releaseUnstarted();
-        await Promise.race([loopDone, pause(timeoutMs, deadline.signal)]);
+        await Promise.race([loopDone, deadline]);
         await this.#releaseUnstarted();
-        await Promise.race([this.#runner.whenIdle(), pause(timeoutMs, deadline.signal)]);
+        await Promise.race([this.#runner.whenIdle(), deadline]);
         if (this.#runner.inflight().length > 0) {
           this.logger.warn(
             { running: this.#runner.inflight().length, timeoutMs },
@@ -219,14 +221,14 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
           );
           this.#runner.abortRunning();
           this.#outcomes.giveUp();
-          await Promise.race([this.#runner.whenIdle(), pause(1_000)]);
+          await Promise.race([this.#runner.whenIdle(), pause(1_000, over.signal)]);
         }
         await loopDone;
       }
       await this.leases.stop();
       if (closeStore) await this.store.close();
     } finally {
-      clearTimeout(timer);
+      over.abort();
       this.#status = 'stopped';
     }
   }
