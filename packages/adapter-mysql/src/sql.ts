@@ -157,12 +157,12 @@ export function mysqlSql(t: string) {
        WHERE status = 'RUNNING' AND lease_until < ${DB_NOW}
        ORDER BY lease_until, id LIMIT ?`,
     /**
-     * Back to PENDING due now (never later than it already was), or DEAD past the rescue limit.
-     * Bound: maxRescues ×4, the dead letter's text, the ids. Guarded by status and lease again.
+     * Back to PENDING keeping its due time (an orphan keeps its place in the queue), or DEAD past
+     * the rescue limit. Bound: maxRescues twice, the dead letter's text, maxRescues, the ids.
+     * Guarded by status and lease again.
      */
     reclaim: `UPDATE ${byId}
        SET status = CASE WHEN rescue_count + 1 > ? THEN 'DEAD' ELSE 'PENDING' END,
-           next_run_at = CASE WHEN rescue_count + 1 > ? THEN next_run_at ELSE LEAST(next_run_at, ${DB_NOW}) END,
            last_error = CASE WHEN rescue_count + 1 > ? THEN ? ELSE last_error END,
            finished_at = CASE WHEN rescue_count + 1 > ? THEN ${DB_NOW} ELSE NULL END,
            rescue_count = rescue_count + 1, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}

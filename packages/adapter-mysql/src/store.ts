@@ -363,7 +363,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
         );
         if (hung.length === 0) return [];
         const ids = hung.map((h) => String(h.id));
-        await write(conn, this.sql.reclaim, [maxRescues, maxRescues, maxRescues, dead, maxRescues, ids]);
+        await write(conn, this.sql.reclaim, [maxRescues, maxRescues, dead, maxRescues, ids]);
         // The rows are locked until commit, so the guarded write moved every one of them.
         return hung.map((h) => ({
           id: String(h.id),

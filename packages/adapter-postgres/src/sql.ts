@@ -158,9 +158,10 @@ export function buildSql(n: TableNames) {
       RETURNING c.id`,
 
     /**
-     * Hung reclaim on the database clock, in a bounded batch: back to PENDING due now, or DEAD once
-     * the rescue count would pass $2 (with $3 as the reason). The UPDATE repeats the status and
-     * lease guard, so a row that completed or heartbeat meanwhile is left alone. $1 limit.
+     * Hung reclaim on the database clock, in a bounded batch: back to PENDING keeping its due time
+     * (an orphan keeps its place in the queue), or DEAD once the rescue count would pass $2 (with $3
+     * as the reason). The UPDATE repeats the status and lease guard, so a row that completed or
+     * heartbeat meanwhile is left alone. $1 limit.
      */
     reclaimHung: `
       WITH hung AS (
@@ -173,7 +174,6 @@ export function buildSql(n: TableNames) {
       UPDATE ${t} AS c SET
         rescue_count = c.rescue_count + 1,
         status = CASE WHEN c.rescue_count + 1 > $2 THEN 'DEAD' ELSE 'PENDING' END,
-        next_run_at = CASE WHEN c.rescue_count + 1 > $2 THEN c.next_run_at ELSE ${NOW} END,
         last_error = CASE WHEN c.rescue_count + 1 > $2 THEN $3 ELSE c.last_error END,
         finished_at = CASE WHEN c.rescue_count + 1 > $2 THEN ${NOW} END,
         claim_token = NULL, lease_until = NULL, updated_at = ${NOW}

@@ -91,12 +91,11 @@ export function sqliteSql(t: string) {
 
     /**
      * Leases that expired on the database clock, oldest first, in a bounded batch. A reclaimed
-     * command is due at once (never later than it already was); past the rescue limit it is DEAD.
+     * command keeps its due time (an orphan keeps its place in the queue); past the rescue limit it
+     * is DEAD.
      */
     reclaimHung: `UPDATE ${t}
        SET status = CASE WHEN rescue_count + 1 > :maxRescues THEN 'DEAD' ELSE 'PENDING' END,
-           next_run_at = CASE WHEN rescue_count + 1 > :maxRescues THEN next_run_at
-                              ELSE MIN(next_run_at, ${DB_NOW}) END,
            last_error = CASE WHEN rescue_count + 1 > :maxRescues THEN :deadError ELSE last_error END,
            finished_at = CASE WHEN rescue_count + 1 > :maxRescues THEN ${DB_NOW} ELSE NULL END,
            rescue_count = rescue_count + 1,

@@ -10,7 +10,7 @@ import type { CommandStatus } from './status.js';
  *   PENDING ──claim──▶ RUNNING ──succeed──▶ SUCCESS
  *      ▲                 │ fail (retries left)        ──▶ PENDING (backoff)
  *      │                 │ fail (retries exhausted)   ──▶ DEAD ──retry──▶ PENDING
- *      │                 │ reclaim (lease expired)    ──▶ PENDING, or DEAD past the rescue limit
+ *      │                 │ reclaim (lease expired)    ──▶ PENDING (same due time), or DEAD past the rescue limit
  *      │                 │ release / requeue          ──▶ PENDING
  *      └─────────────────┘ kill ──▶ CANCELLED (also from PENDING and DEAD); cancel: PENDING ──▶ CANCELLED
  *
@@ -156,15 +156,17 @@ export const DEFAULT_MAX_RESCUES = 5;
 
 /**
  * A RUNNING command whose lease expired on the database clock: its instance is gone. It goes back
- * to PENDING, unless it has already been rescued `maxRescues` times — a command that crashes its
- * process every time must not loop forever, so it becomes a dead letter a person will see.
+ * to PENDING keeping its due time — an orphan keeps its place in the queue rather than going behind
+ * everything submitted since — unless it has already been rescued `maxRescues` times: a command
+ * that crashes its process every time must not loop forever, so it becomes a dead letter a person
+ * will see.
  */
-export function reclaim(s: CommandState, now: Date, maxRescues: number = DEFAULT_MAX_RESCUES): Result {
+export function reclaim(s: CommandState, maxRescues: number = DEFAULT_MAX_RESCUES): Result {
   return E.map((c: CommandState): CommandState => {
     const rescueCount = c.rescueCount + 1;
     return rescueCount > maxRescues
       ? { ...c, status: 'DEAD', claimToken: null, rescueCount, lastError: rescueLimitMessage(maxRescues) }
-      : { ...c, status: 'PENDING', claimToken: null, rescueCount, nextRunAt: now };
+      : { ...c, status: 'PENDING', claimToken: null, rescueCount };
   })(from('reclaim', s));
 }
 

@@ -46,7 +46,7 @@ function apply(s: CommandState, o: Op, step: number): E.Either<unknown, CommandS
     case 'release':
       return release(s, token);
     case 'reclaim':
-      return reclaim(s, now, MAX_RESCUES);
+      return reclaim(s, MAX_RESCUES);
     case 'retry':
       return retry(s, now);
     case 'requeue':

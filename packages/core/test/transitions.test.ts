@@ -87,9 +87,14 @@ describe('state machine', () => {
 
   it('reclaims a hung command and dead-letters it past the rescue limit', () => {
     let s = right(claim(pending, 't1'));
-    s = right(reclaim(s, t0, 1));
-    expect(s).toMatchObject({ status: 'PENDING', rescueCount: 1, claimToken: null });
-    s = right(reclaim(right(claim(s, 't2')), t0, 1));
+    s = right(reclaim(s, 1));
+    expect(s).toMatchObject({
+      status: 'PENDING',
+      rescueCount: 1,
+      claimToken: null,
+      nextRunAt: pending.nextRunAt,
+    });
+    s = right(reclaim(right(claim(s, 't2')), 1));
     expect(s.status).toBe('DEAD');
     expect(s.lastError).toMatch(/lease expired more than 1 times/);
   });

@@ -208,16 +208,11 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
         const reclaimed = (await store.reclaimHung({ limit: 1000, maxRescues: MAX_RESCUES })).filter((r) =>
           ours.has(r.id),
         );
-        const dbNow = (await store.now()).getTime();
         expect(reclaimed.map((r) => r.id).sort(compareIds)).toEqual(hung.map((m) => m.id).sort(compareIds));
-        const records = await store.getMany(hung.map((m) => m.id));
         for (const m of hung) {
-          const record = records.find((r) => r.id === m.id)!;
-          expect(step(m, core.reclaim(m.state, record.nextRunAt, MAX_RESCUES))).toBe(true);
+          // The due time is kept either way (compared below with every other field).
+          expect(step(m, core.reclaim(m.state, MAX_RESCUES))).toBe(true);
           expect(reclaimed.find((r) => r.id === m.id)?.status).toBe(m.state.status);
-          // Due at once: the store may pick any time up to the database's now.
-          if (m.state.status === 'PENDING') expect(record.nextRunAt.getTime()).toBeLessThanOrEqual(dbNow);
-          else expect(record.nextRunAt.getTime()).toBe(m.state.nextRunAt.getTime());
           m.shortLease = false;
         }
         break;

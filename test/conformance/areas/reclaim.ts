@@ -71,6 +71,23 @@ export function reclaimArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: strin
       expect(await store.complete([{ id, token: again.claimToken }])).toEqual([id]);
     });
 
+    it('an orphan keeps its place: reclaimed, it keeps its due time and runs before work due after it', async () => {
+      const store = ctx.store();
+      await drainExpired(store);
+      const type = uniqueType();
+      const dueAt = new Date(Date.now() - 60_000);
+      const orphan = await submitOne(store, newCommand(type, { runAt: dueAt }));
+      const c = await claimOne(store, type, { leaseMs: 1, now: new Date() });
+      const newer = await submitOne(store, newCommand(type, { runAt: new Date(Date.now() - 30_000) }));
+      await expire(store, [c]);
+      expect(await store.reclaimHung({ limit: 1000, maxRescues: 5 })).toEqual([
+        { id: orphan, type, status: 'PENDING' },
+      ]);
+      expect((await store.get(orphan))!.nextRunAt.getTime()).toBe(dueAt.getTime());
+      const [first, second] = await claim(store, type, { now: new Date() });
+      expect([first?.id, second?.id]).toEqual([orphan, newer]);
+    });
+
     it('leaves heartbeating commands alone', async () => {
       const store = ctx.store();
       await drainExpired(store);

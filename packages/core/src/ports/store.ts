@@ -100,7 +100,8 @@ export interface CommandStore<Tx = unknown> {
 
   /**
    * Takes back up to `limit` RUNNING commands whose lease expired on the database clock:
-   * → PENDING due now with rescueCount + 1, or → DEAD once rescueCount would exceed `maxRescues`.
+   * → PENDING with rescueCount + 1, keeping its nextRunAt (an orphan keeps its place in the queue),
+   * or → DEAD once rescueCount would exceed `maxRescues`.
    * Guarded by status and lease, so a command that completed or heartbeat meanwhile is untouched.
    */
   reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]>;
