@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSqliteStore } from '@asynccmd/adapter-sqlite';
+import { createSqliteStore, MIGRATIONS } from '@asynccmd/adapter-sqlite';
 
 const CLAIMER = join(dirname(fileURLToPath(import.meta.url)), 'sqlite-claimer.mjs');
 
@@ -50,7 +50,7 @@ describe('sqlite: two processes on one file', () => {
     try {
       await store.migrate();
       const versions = store.db.prepare('SELECT version FROM async_command_migrations').pluck().all();
-      expect(versions).toEqual([1]);
+      expect(versions).toEqual(MIGRATIONS.map((m) => m.version));
       const [id] = await store.transaction((tx) =>
         store.insert(tx, [{ type: 't', payloadJson: '{}', maxRetry: 0 }]),
       );

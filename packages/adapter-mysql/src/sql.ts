@@ -187,11 +187,14 @@ export function mysqlSql(t: string) {
 
     get: `SELECT ${COLUMNS} FROM ${table} WHERE id = ?`,
     getMany: `SELECT ${COLUMNS} FROM ${table} WHERE id IN (?) ORDER BY id`,
-    /** Newest first; the optional filters are added by the store in this order. */
+    /**
+     * Newest first by creation time, the id breaking ties (idx_created holds (created_at, id));
+     * the optional filters are added by the store in this order.
+     */
     list: (filters: readonly ('status' | 'type' | 'bizKey' | 'before')[]) =>
       `SELECT ${COLUMNS} FROM ${table}
        ${filters.length ? `WHERE ${filters.map((f) => LIST_FILTERS[f]).join(' AND ')}` : ''}
-       ORDER BY id DESC LIMIT ?`,
+       ORDER BY created_at DESC, id DESC LIMIT ?`,
     counts: `SELECT status, type, COUNT(*) AS count FROM ${table} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT MIN(next_run_at) AS oldest FROM ${table} WHERE status = 'PENDING' AND next_run_at <= ?`,
     /** One status at a time: (status, finished_at) then serves the order without sorting every match. */
@@ -203,7 +206,8 @@ const LIST_FILTERS = {
   status: 'status IN (?)',
   type: 'type = ?',
   bizKey: 'biz_key = ?',
-  before: 'id < ?',
+  /** Below the cursor's (created_at, id); bound: its time twice, then its id. */
+  before: '(created_at < ? OR (created_at = ? AND id < ?))',
 } as const;
 
 export type MysqlSql = ReturnType<typeof mysqlSql>;

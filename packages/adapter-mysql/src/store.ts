@@ -416,7 +416,12 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     if (type !== null) add('type', type);
     const bizKey = optionalText('bizKey', query.bizKey);
     if (bizKey !== null) add('bizKey', bizKey);
-    if (query.cursor !== undefined && query.cursor !== null) add('before', decodeListCursor(query.cursor));
+    if (query.cursor !== undefined && query.cursor !== null) {
+      const after = decodeListCursor(query.cursor);
+      const at = requireInstant('cursor', after.createdAt);
+      filters.push('before');
+      values.push(at, at, after.id);
+    }
     if (filters[0] === 'status' && (values[0] as unknown[]).length === 0)
       return { items: [], nextCursor: null };
     const rows = await retryConnectionLoss(() =>
@@ -424,7 +429,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     );
     const items = rows.slice(0, limit).map(toRecord);
     const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last.id) : null };
+    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
   }
 
   async stats(now: Date): Promise<StoreStats> {

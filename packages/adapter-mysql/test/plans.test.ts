@@ -159,7 +159,7 @@ describe('query plans with finished history in the table', () => {
           ],
           key: 'PRIMARY',
         },
-        { name: 'reclaim', statement: sql.reclaim, values: [5, 5, 5, 'dead', 5, ids], key: 'PRIMARY' },
+        { name: 'reclaim', statement: sql.reclaim, values: [5, 5, 'dead', 5, ids], key: 'PRIMARY' },
         { name: 'getMany', statement: sql.getMany, values: [ids], key: 'PRIMARY' },
         {
           name: 'markClaimed',
@@ -171,6 +171,23 @@ describe('query plans with finished history in the table', () => {
       for (const c of cases) await expectKeyed(c);
     },
   );
+
+  it('a list page walks idx_created newest first and reads only its own rows', async () => {
+    const [newest] = await conn.query('SELECT MAX(created_at) AS at FROM async_command');
+    const at = (newest as { at: string }[])[0]?.at;
+    for (const [name, statement, values] of [
+      ['first page', sql.list([]), [11]],
+      ['next page', sql.list(['before']), [at, at, held[0], 11]],
+    ] as const) {
+      const rows = await plan(statement, values);
+      expect(
+        rows.map((r) => r.key),
+        name,
+      ).toEqual(['idx_created']);
+      expect(rows[0]?.Extra ?? '', name).not.toMatch(/filesort/);
+      expect(await reads(statement, values), name).toBeLessThanOrEqual(MAX_READS);
+    }
+  });
 
   it('single-row writes and reads by id go through the primary key', async () => {
     const [id, other] = held as [string, string];

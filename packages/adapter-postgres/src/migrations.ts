@@ -56,6 +56,14 @@ export const MIGRATIONS: readonly Migration[] = [
          WHERE idempotent AND status IN ('PENDING', 'RUNNING')`,
     ],
   },
+  {
+    version: 2,
+    name: 'lists by creation time',
+    statements: (n) => [
+      // Lists run newest first by (created_at, id): ids are taken in blocks per process.
+      `CREATE INDEX IF NOT EXISTS ${n.index('created_idx')} ON ${n.table} (created_at, id)`,
+    ],
+  },
 ];
 
 /** Applies the versions this database lacks, one transaction, one process at a time. */

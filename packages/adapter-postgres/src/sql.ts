@@ -207,15 +207,19 @@ export function buildSql(n: TableNames) {
     statusOf: `SELECT status FROM ${t} WHERE id = $1::bigint`,
     get: `SELECT ${COLUMNS} FROM ${t} WHERE id = $1::bigint`,
     getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id = ANY($1::bigint[])`,
-    /** $1 statuses (null: any), $2 type, $3 biz key, $4 cursor (ids below it), $5 limit. */
+    /**
+     * Newest first by creation time, the id breaking ties (ids are taken in blocks per process, so
+     * their order is not the submission order). $1 statuses (null: any), $2 type, $3 biz key,
+     * $4 and $5 the cursor's creation time and id (rows below it), $6 limit.
+     */
     list: `
       SELECT ${COLUMNS} FROM ${t}
       WHERE ($1::text[] IS NULL OR status = ANY($1::text[]))
         AND ($2::text IS NULL OR type = $2)
         AND ($3::text IS NULL OR biz_key = $3)
-        AND ($4::bigint IS NULL OR id < $4::bigint)
-      ORDER BY id DESC
-      LIMIT $5`,
+        AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::bigint))
+      ORDER BY created_at DESC, id DESC
+      LIMIT $6`,
     counts: `SELECT status, type, count(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT min(next_run_at) AS oldest FROM ${t} WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz`,
     /** $1 statuses, $2 cutoff, $3 limit. */

@@ -3,6 +3,8 @@ import * as E from 'fp-ts/lib/Either.js';
 import {
   checkTransition,
   CommandNotFoundError,
+  decodeListCursor,
+  encodeListCursor,
   DEFAULT_MAX_PAYLOAD_BYTES,
   FINISHED_STATUSES,
   IdempotencyConflictError,
@@ -332,16 +334,18 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
 
   async list(q: ListQuery): Promise<ListPage> {
     const limit = requireInt('limit', q.limit ?? 50, 1, 1000);
+    const after = q.cursor === undefined || q.cursor === null ? null : decodeListCursor(q.cursor);
     const rows = await this.query<CommandRow>(this.pool, this.sql.list, [
       q.status === undefined ? null : requireStatuses(q.status),
       optionalText('type', q.type),
       optionalText('bizKey', q.bizKey),
-      q.cursor === undefined || q.cursor === null ? null : decodeCursor(q.cursor),
+      after?.createdAt.toISOString() ?? null,
+      after?.id ?? null,
       limit + 1,
     ]);
     const items = rows.slice(0, limit).map(toRecord);
     const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
   }
 
   async stats(now: Date): Promise<StoreStats> {
@@ -548,21 +552,4 @@ function requireLease(leaseMs: unknown): number {
 
 function byDueThenId(a: CommandRecord, b: CommandRecord): number {
   return a.nextRunAt.getTime() - b.nextRunAt.getTime() || compareIds(a.id, b.id);
-}
-
-const CURSOR_PREFIX = 'id:';
-
-/** Cursors are opaque to callers; inside, the last id of the page. */
-function encodeCursor(id: CommandId): string {
-  return Buffer.from(`${CURSOR_PREFIX}${id}`, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: unknown): CommandId {
-  const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  try {
-    if (text.startsWith(CURSOR_PREFIX)) return requireId(text.slice(CURSOR_PREFIX.length));
-  } catch {
-    // fall through to the argument error
-  }
-  throw new InvalidArgumentError('the list cursor is not one this store handed out');
 }

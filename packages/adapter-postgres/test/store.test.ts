@@ -3,7 +3,7 @@ import * as E from 'fp-ts/lib/Either.js';
 import { decideFailure, exponentialBackoff, isAsyncCommandError, rescueLimitMessage } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commit } from '../src/commit.js';
-import { createPostgresStore } from '../src/index.js';
+import { createPostgresStore, MIGRATIONS } from '../src/index.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import pg from 'pg';
 import { adminQuery, command, DATABASE_URL, dropSchema, openStore, uniqueSchema } from './helpers.js';
@@ -99,7 +99,7 @@ describe('PostgresCommandStore', () => {
     await Promise.all(peers.map((p) => p.migrate()));
     await Promise.all(peers.map((p) => p.close()));
     const versions = await adminQuery(`SELECT version FROM "${schema}".async_command_migrations`);
-    expect(versions).toEqual([{ version: 1 }]);
+    expect(versions).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
       [schema],
@@ -107,6 +107,7 @@ describe('PostgresCommandStore', () => {
     expect(indexes.map((i) => i.indexname)).toEqual(
       [
         'async_command_active_key',
+        'async_command_created_idx',
         'async_command_due_idx',
         'async_command_lease_idx',
         'async_command_pkey',

@@ -55,6 +55,17 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS ${t}_status ON ${t} (status, id)`,
     ],
   },
+  {
+    version: 2,
+    name: 'lists by creation time',
+    // A version runs in one transaction (runMigrations), so its DDL applies whole or not at all.
+    statements: (t) => [
+      // Lists run newest first by (created_at, id), with or without one status.
+      `DROP INDEX IF EXISTS ${t}_status`,
+      `CREATE INDEX IF NOT EXISTS ${t}_status_created ON ${t} (status, created_at, id)`,
+      `CREATE INDEX IF NOT EXISTS ${t}_created ON ${t} (created_at, id)`,
+    ],
+  },
 ];
 
 /**

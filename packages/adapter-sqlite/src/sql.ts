@@ -128,8 +128,9 @@ export function sqliteSql(t: string) {
     get: `SELECT ${COLUMNS} FROM ${t} WHERE id = ?`,
     getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY ${t}.id`,
     /**
-     * Newest first, with only the conditions asked for (fixed fragments; values stay parameters), so
-     * the planner can walk the (status, id) index or the primary key backwards and stop at LIMIT.
+     * Newest first by creation time, the id breaking ties, with only the conditions asked for (fixed
+     * fragments; values stay parameters), so the planner can walk the (status, created_at, id) or
+     * the (created_at, id) index backwards and stop at LIMIT.
      */
     list: (filter: ListFilter) =>
       `SELECT ${COLUMNS} FROM ${t}
@@ -139,12 +140,12 @@ export function sqliteSql(t: string) {
            filter.statuses ? `status IN (SELECT value FROM json_each(:statuses))` : null,
            filter.type ? `type = :type` : null,
            filter.bizKey ? `biz_key = :bizKey` : null,
-           filter.before ? `${t}.id < :before` : null,
+           filter.before ? `(created_at, ${t}.id) < (:beforeAt, :before)` : null,
          ]
            .filter((c) => c !== null)
            .join(' AND ') || '1'
        }
-       ORDER BY ${t}.id DESC
+       ORDER BY created_at DESC, ${t}.id DESC
        LIMIT :limit`,
     counts: `SELECT status, type, COUNT(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT MIN(next_run_at) FROM ${t} INDEXED BY ${t}_due WHERE status = 'PENDING' AND next_run_at <= ?`,
@@ -158,11 +159,12 @@ export function sqliteSql(t: string) {
 
 /** Which optional conditions a list query has. */
 export interface ListFilter {
-  /** One status: `status = ?`, which walks the (status, id) index in order without a sort. */
+  /** One status: `status = ?`, which walks the (status, created_at, id) index in order without a sort. */
   readonly status: boolean;
   readonly statuses: boolean;
   readonly type: boolean;
   readonly bizKey: boolean;
+  /** Below a cursor's (created_at, id). */
   readonly before: boolean;
 }
 

@@ -318,19 +318,21 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   async list(query: ListQuery): Promise<ListPage> {
     const limit = requireInt('limit', query.limit ?? 50, 1, 1000);
     const statuses = query.status === undefined ? null : requireStatuses(query.status);
+    const after = query.cursor === undefined || query.cursor === null ? null : decodeListCursor(query.cursor);
     const conditions = {
       status: statuses?.length === 1 ? statuses[0]! : null,
       statuses: statuses === null || statuses.length === 1 ? null : JSON.stringify(statuses),
       type: optionalText('type', query.type),
       bizKey: optionalText('bizKey', query.bizKey),
-      before: query.cursor === undefined || query.cursor === null ? null : decodeCursor(query.cursor),
+      beforeAt: after === null ? null : after.createdAt.getTime(),
+      before: after === null ? null : BigInt(after.id),
     };
     const filter: ListFilter = {
       status: conditions.status !== null,
       statuses: conditions.statuses !== null,
       type: conditions.type !== null,
       bizKey: conditions.bizKey !== null,
-      before: conditions.before !== null,
+      before: after !== null,
     };
     // Only the parameters the statement names may be bound.
     const params = Object.fromEntries(Object.entries(conditions).filter(([, v]) => v !== null));
@@ -340,7 +342,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       const rows = stmt.all({ ...params, limit: limit + 1 }) as CommandRow[];
       const items = rows.slice(0, limit).map(toRecord);
       const last = items[items.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last.id) : null };
+      return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
     });
   }
 
@@ -553,10 +555,6 @@ function reasonText(reason: unknown): string | null {
 /** `[[id, "token"], …]` for the fenced batch statements; ids are validated digits. */
 function refsJson(refs: readonly ClaimRef[]): string {
   return `[${refs.map((r) => `[${requireId(r.id)},${JSON.stringify(requireToken(r.token))}]`).join(',')}]`;
-}
-
-function decodeCursor(cursor: unknown): bigint {
-  return BigInt(decodeListCursor(cursor));
 }
 
 function isUniqueViolation(e: unknown): boolean {

@@ -186,10 +186,16 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     );
     const listByStatus = plan(
       sql.list({ status: true, statuses: false, type: false, bizKey: false, before: true }),
-      { status: 'DEAD', before: 10, limit: 51 },
+      { status: 'DEAD', beforeAt: 10, before: 10, limit: 51 },
     );
-    expect(listByStatus).toContain('async_command_status');
+    expect(listByStatus).toContain('async_command_status_created');
     expect(listByStatus).not.toContain('TEMP B-TREE');
+    const listAll = plan(
+      sql.list({ status: false, statuses: false, type: false, bizKey: false, before: true }),
+      { beforeAt: 10, before: 10, limit: 51 },
+    );
+    expect(listAll).toContain('async_command_created');
+    expect(listAll).not.toContain('TEMP B-TREE');
   });
 
   it('a transaction blocked by a transaction of another store in this process waits without blocking the event loop', async () => {

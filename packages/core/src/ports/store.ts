@@ -117,7 +117,10 @@ export interface CommandStore<Tx = unknown> {
 
   get(id: CommandId): Promise<CommandRecord | null>;
   getMany(ids: readonly CommandId[]): Promise<CommandRecord[]>;
-  /** Filtered listing in id order (descending: newest first), paged by an opaque cursor. */
+  /**
+   * Filtered listing, newest first by creation time (createdAt, then id, descending), paged by an
+   * opaque cursor; a cursor this store did not hand out is refused with INVALID_ARGUMENT.
+   */
   list(query: ListQuery): Promise<ListPage>;
   /** Counts by (status, type), and the nextRunAt of the oldest due PENDING command. */
   stats(now: Date): Promise<StoreStats>;
