@@ -344,6 +344,12 @@ export function describeRuntimeE2E<Tx>(
       const row = await store.get(id);
       expect(row).toMatchObject({ status: 'DEAD', retryCount: 3, lastError: 'payment gateway said no' });
       expect(row?.finishedAt).toBeInstanceOf(Date);
+      // Each attempt is in the history, under the name of the instance that ran it.
+      expect(row?.history.map((a) => [a.instance, a.outcome])).toEqual([
+        [runtime.instanceId, 'failed'],
+        [runtime.instanceId, 'failed'],
+        [runtime.instanceId, 'dead'],
+      ]);
     });
 
     it('a per-type timeout aborts the signal and counts as a failed attempt', async () => {

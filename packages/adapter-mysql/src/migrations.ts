@@ -67,11 +67,18 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
-    name: 'lists by creation time',
+    name: 'attempt history and lists by creation time',
     addsIndex: 'idx_created',
     statements: (t) => [
-      // Lists run newest first by (created_at, id); InnoDB appends the primary key to the index.
-      `ALTER TABLE \`${t}\` ADD KEY idx_created (created_at)`,
+      // One ALTER: all or nothing. history is NULL until the first attempt ends (MySQL gives TEXT
+      // no literal default). Lists run newest first by (created_at, id); InnoDB appends the primary
+      // key to the index.
+      `ALTER TABLE \`${t}\`
+         ADD COLUMN claimed_by            VARCHAR(128) NULL,
+         ADD COLUMN retry_count_at_retry  INT          NOT NULL DEFAULT 0,
+         ADD COLUMN rescue_count_at_retry INT          NOT NULL DEFAULT 0,
+         ADD COLUMN history               TEXT         NULL,
+         ADD KEY idx_created (created_at)`,
     ],
   },
 ];

@@ -29,6 +29,7 @@ import {
   checkTransition,
   decodeListCursor,
   encodeListCursor,
+  optionalInstance,
   optionalText,
   requireHeadersJson,
   requireFailureOutcome,
@@ -199,6 +200,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const types = requireTypes(params.types);
     const round = {
       token: requireToken(params.token),
+      instance: optionalInstance(params.instance),
       leaseMicros: requireInt('leaseMs', params.leaseMs, 1) * 1000,
       now: requireInstant('now', params.now),
       types,
@@ -223,6 +225,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   async claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null> {
     const id = requireId(params.id);
     const token = requireToken(params.token);
+    const instance = optionalInstance(params.instance);
     const lease = requireInt('leaseMs', params.leaseMs, 1) * 1000;
     const now = requireInstant('now', params.now);
     const types = params.types === undefined ? undefined : requireTypes(params.types);
@@ -234,8 +237,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     try {
       const marked = await retryLockConflicts(() =>
         types === undefined
-          ? write(this.pool, this.sql.claimById, [token, lease, id, now])
-          : write(this.pool, this.sql.claimByIdOfTypes, [token, lease, id, now, types]),
+          ? write(this.pool, this.sql.claimById, [token, instance, lease, id, now])
+          : write(this.pool, this.sql.claimByIdOfTypes, [token, instance, lease, id, now, types]),
       );
       if (marked.affectedRows === 0) return null;
     } catch (e) {
@@ -294,6 +297,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     if (checked.length === 1) {
       const values = [
         one.status,
+        one.lastError,
+        one.status,
         one.retryCount,
         one.nextRunAt,
         one.lastError,
@@ -318,6 +323,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
         const pairs = (value: (c: (typeof rows)[number]) => unknown): unknown[] =>
           rows.flatMap((c) => [c.id, value(c)]);
         await write(conn, this.sql.failHeld(rows.length), [
+          ...pairs((c) => c.status),
+          ...pairs((c) => c.lastError),
           ...pairs((c) => c.status),
           ...pairs((c) => c.retryCount),
           ...pairs((c) => c.nextRunAt),
@@ -356,19 +363,24 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     if ((await retryConnectionLoss(() => select(this.pool, this.sql.anyHung))).length === 0) return [];
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
-        const hung = await select<{ id: string; type: string; rescue_count: number }>(
-          conn,
-          `${this.sql.hungCandidates} ${strategy.hungLock}`,
-          [limit],
-        );
+        const hung = await select<{
+          id: string;
+          type: string;
+          rescue_count: number;
+          rescue_count_at_retry: number;
+        }>(conn, `${this.sql.hungCandidates} ${strategy.hungLock}`, [limit]);
         if (hung.length === 0) return [];
         const ids = hung.map((h) => String(h.id));
-        await write(conn, this.sql.reclaim, [maxRescues, maxRescues, dead, maxRescues, ids]);
+        const limits = [maxRescues, maxRescues, dead];
+        await write(conn, this.sql.reclaim, [...limits, ...limits, maxRescues, ids]);
         // The rows are locked until commit, so the guarded write moved every one of them.
         return hung.map((h) => ({
           id: String(h.id),
           type: h.type,
-          status: Number(h.rescue_count) + 1 > maxRescues ? ('DEAD' as const) : ('PENDING' as const),
+          status:
+            Number(h.rescue_count) + 1 - Number(h.rescue_count_at_retry) > maxRescues
+              ? ('DEAD' as const)
+              : ('PENDING' as const),
         }));
       }),
     );
@@ -383,7 +395,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('kill', id, [reasonText(reason)]);
+    const why = reasonText(reason);
+    return this.adminTransition('kill', id, [why, why]);
   }
 
   async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {

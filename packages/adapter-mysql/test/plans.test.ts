@@ -151,6 +151,8 @@ describe('query plans with finished history in the table', () => {
           statement: sql.failHeld(n),
           values: [
             ...ids.flatMap((id) => [id, 'PENDING']),
+            ...ids.flatMap((id) => [id, 'boom']),
+            ...ids.flatMap((id) => [id, 'PENDING']),
             ...ids.flatMap((id) => [id, 1]),
             ...ids.flatMap((id) => [id, now]),
             ...ids.flatMap((id) => [id, 'boom']),
@@ -159,12 +161,17 @@ describe('query plans with finished history in the table', () => {
           ],
           key: 'PRIMARY',
         },
-        { name: 'reclaim', statement: sql.reclaim, values: [5, 5, 'dead', 5, ids], key: 'PRIMARY' },
+        {
+          name: 'reclaim',
+          statement: sql.reclaim,
+          values: [5, 5, 'dead', 5, 5, 'dead', 5, ids],
+          key: 'PRIMARY',
+        },
         { name: 'getMany', statement: sql.getMany, values: [ids], key: 'PRIMARY' },
         {
           name: 'markClaimed',
           statement: sql.markClaimed,
-          values: ['t', 1000, pending.slice(0, n)],
+          values: ['t', 'worker', 1000, pending.slice(0, n)],
           key: 'PRIMARY',
         },
       ];
@@ -196,19 +203,24 @@ describe('query plans with finished history in the table', () => {
       {
         name: 'failOne',
         statement: sql.failOne,
-        values: ['PENDING', 1, now, 'boom', 'PENDING', id, TOKEN],
+        values: ['PENDING', 'boom', 'PENDING', 1, now, 'boom', 'PENDING', id, TOKEN],
         key: 'PRIMARY',
       },
       { name: 'retry', statement: sql.retry, values: [now, other], key: 'PRIMARY' },
       { name: 'requeue', statement: sql.requeue, values: [now, other], key: 'PRIMARY' },
-      { name: 'kill', statement: sql.kill, values: ['why', other], key: 'PRIMARY' },
+      { name: 'kill', statement: sql.kill, values: ['why', 'why', other], key: 'PRIMARY' },
       { name: 'cancel', statement: sql.cancel, values: ['why', due], key: 'PRIMARY' },
       { name: 'get', statement: sql.get, values: [id], key: 'PRIMARY' },
-      { name: 'claimById', statement: sql.claimById, values: ['t', 1000, due, now], key: 'PRIMARY' },
+      {
+        name: 'claimById',
+        statement: sql.claimById,
+        values: ['t', 'worker', 1000, due, now],
+        key: 'PRIMARY',
+      },
       {
         name: 'claimByIdOfTypes',
         statement: sql.claimByIdOfTypes,
-        values: ['t', 1000, due, now, ['work']],
+        values: ['t', 'worker', 1000, due, now, ['work']],
         key: 'PRIMARY',
       },
       { name: 'claimedRow', statement: sql.claimedRow, values: [id, TOKEN], key: 'PRIMARY' },
@@ -244,7 +256,7 @@ describe('query plans with finished history in the table', () => {
   });
 
   it('step 1 (legacy) reads LIMIT candidates from idx_due, then each by primary key', async () => {
-    const values = [now, ['work'], 10, 't', 1000, now, ['work']];
+    const values = [now, ['work'], 10, 't', 'worker', 1000, now, ['work']];
     const rows = await plan(sql.markDueLegacy, values);
     const candidates = rows.find((r) => r.table === 'async_command');
     expect(candidates?.key, JSON.stringify(rows)).toBe('idx_due');

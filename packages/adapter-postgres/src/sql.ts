@@ -1,4 +1,4 @@
-import { ACTIVE_STATUSES } from '@asynccmd/core';
+import { ACTIVE_STATUSES, ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core';
 import type { TableNames } from './names.js';
 
 /**
@@ -17,7 +17,21 @@ const lease = (param: string): string => `${NOW} + ${param}::float8 * interval '
 /** Columns of a command row, in the order rows.ts reads them. */
 const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
-  finished_at`;
+  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history`;
+
+/** A timestamptz in epoch milliseconds, as the history keeps times. */
+const epochMs = (time: string): string => `(extract(epoch FROM ${time}) * 1000)::bigint`;
+
+/**
+ * The row's history (of the row aliased `c`) with the attempt its claim ran appended, ending now
+ * with `outcome` and `error` (SQL expressions), and only the latest ATTEMPT_HISTORY_LENGTH kept:
+ * the array never holds more, so dropping its first is enough. Written in the same UPDATE as the
+ * outcome, so it costs no statement of its own.
+ */
+const withAttempt = (outcome: string, error: string): string =>
+  `(CASE WHEN jsonb_array_length(c.history) >= ${ATTEMPT_HISTORY_LENGTH} THEN c.history - 0 ELSE c.history END)
+     || jsonb_build_object('startedAt', ${epochMs('c.started_at')}, 'finishedAt', ${epochMs(NOW)},
+          'instance', c.claimed_by, 'outcome', ${outcome}, 'error', ${error})`;
 
 /** The idempotency key is held while a command is unfinished; same text as the unique index's predicate. */
 const active = (alias = ''): string =>
@@ -27,9 +41,12 @@ export type Sql = ReturnType<typeof buildSql>;
 
 export function buildSql(n: TableNames) {
   const t = n.table;
-  /** The claim's write: RUNNING under a fresh token, started and leased on the database clock. */
-  const claimSet = (token: string, leaseMs: string): string =>
-    `status = 'RUNNING', claim_token = ${token}, started_at = ${NOW}, lease_until = ${lease(leaseMs)}, updated_at = ${NOW}`;
+  /** The claim's write: RUNNING under a fresh token for `instance`, started and leased on the database clock. */
+  const claimSet = (token: string, leaseMs: string, instance: string): string =>
+    `status = 'RUNNING', claim_token = ${token}, claimed_by = ${instance}, started_at = ${NOW},
+     lease_until = ${lease(leaseMs)}, updated_at = ${NOW}`;
+  /** The rescue that a reclaim would add passes the limit ($2), counted since the latest admin retry. */
+  const pastRescueLimit = 'c.rescue_count + 1 - c.rescue_count_at_retry > $2';
   const returning = `RETURNING ${COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
   /** $1 id, $2 now, $5 types (null: any): the row claimById may take, locked. */
   const claimableById = `
@@ -94,7 +111,7 @@ export function buildSql(n: TableNames) {
     /**
      * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in due order
      * from the partial index, skipping rows other claimers hold; the UPDATE then touches only those.
-     * $1 now, $2 types, $3 limit, $4 token, $5 lease ms.
+     * $1 now, $2 types, $3 limit, $4 token, $5 lease ms, $6 instance.
      */
     claimDue: `
       WITH due AS (
@@ -104,14 +121,14 @@ export function buildSql(n: TableNames) {
         LIMIT $3
         FOR UPDATE SKIP LOCKED
       )
-      UPDATE ${t} AS c SET ${claimSet('$4', '$5')}
+      UPDATE ${t} AS c SET ${claimSet('$4', '$5', '$6')}
       FROM due WHERE c.id = due.id
       ${returning}`,
 
-    /** $1 id, $2 now, $3 token, $4 lease ms, $5 types (null: any). */
+    /** $1 id, $2 now, $3 token, $4 lease ms, $5 types (null: any), $6 instance. */
     claimById: `
       WITH one AS (${claimableById})
-      UPDATE ${t} AS c SET ${claimSet('$3', '$4')}
+      UPDATE ${t} AS c SET ${claimSet('$3', '$4', '$6')}
       FROM one WHERE c.id = one.id
       ${returning}`,
 
@@ -123,7 +140,7 @@ export function buildSql(n: TableNames) {
     claimByIdAfterCommit: `
       WITH fast AS (SELECT set_config('synchronous_commit', 'off', true)),
         one AS (${claimableById})
-      UPDATE ${t} AS c SET ${claimSet('$3', '$4')}
+      UPDATE ${t} AS c SET ${claimSet('$3', '$4', '$6')}
       FROM one, fast WHERE c.id = one.id
       ${returning}`,
 
@@ -134,9 +151,14 @@ export function buildSql(n: TableNames) {
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id, c.claim_token`,
 
+    /**
+     * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
+     * is the row itself (started_at, finished_at, claimed_by; see core attemptHistory), so the
+     * hot path's commonest write appends nothing.
+     */
     complete: `
       UPDATE ${t} AS c SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL, finished_at = ${NOW},
-        updated_at = ${NOW}
+        updated_at = ${NOW}, last_error = NULL
       FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
@@ -151,7 +173,8 @@ export function buildSql(n: TableNames) {
     fail: `
       UPDATE ${t} AS c SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
         last_error = f.last_error, claim_token = NULL, lease_until = NULL,
-        finished_at = CASE WHEN f.status = 'DEAD' THEN ${NOW} END, updated_at = ${NOW}
+        finished_at = CASE WHEN f.status = 'DEAD' THEN ${NOW} END, updated_at = ${NOW},
+        history = ${withAttempt(`CASE WHEN f.status = 'DEAD' THEN 'dead' ELSE 'failed' END`, 'f.last_error')}
       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::timestamptz[], $6::text[])
         AS f(id, token, status, retry_count, next_run_at, last_error)
       WHERE c.id = f.id AND c.status = 'RUNNING' AND c.claim_token = f.token
@@ -173,28 +196,34 @@ export function buildSql(n: TableNames) {
       )
       UPDATE ${t} AS c SET
         rescue_count = c.rescue_count + 1,
-        status = CASE WHEN c.rescue_count + 1 > $2 THEN 'DEAD' ELSE 'PENDING' END,
-        last_error = CASE WHEN c.rescue_count + 1 > $2 THEN $3 ELSE c.last_error END,
-        finished_at = CASE WHEN c.rescue_count + 1 > $2 THEN ${NOW} END,
+        status = CASE WHEN ${pastRescueLimit} THEN 'DEAD' ELSE 'PENDING' END,
+        last_error = CASE WHEN ${pastRescueLimit} THEN $3 ELSE c.last_error END,
+        finished_at = CASE WHEN ${pastRescueLimit} THEN ${NOW} END,
+        history = ${withAttempt(`CASE WHEN ${pastRescueLimit} THEN 'dead' ELSE 'lease_expired' END`, `CASE WHEN ${pastRescueLimit} THEN $3::text END`)},
         claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
       FROM hung WHERE c.id = hung.id AND c.status = 'RUNNING' AND c.lease_until < ${NOW}
       RETURNING c.id, c.type, c.status`,
 
-    /** Admin transitions: one guarded UPDATE each; $1 id, $2 allowed source statuses. */
+    /**
+     * Admin transitions: one guarded UPDATE each; $1 id, $2 allowed source statuses. A retry keeps
+     * the counts and starts the retry budget and rescue limit from them.
+     */
     retry: `
-      UPDATE ${t} AS c SET status = 'PENDING', retry_count = 0, rescue_count = 0, next_run_at = $3::timestamptz,
+      UPDATE ${t} AS c SET status = 'PENDING', retry_count_at_retry = c.retry_count,
+        rescue_count_at_retry = c.rescue_count, next_run_at = $3::timestamptz,
         claim_token = NULL, lease_until = NULL, finished_at = NULL, updated_at = ${NOW}
       WHERE id = $1::bigint AND status = ANY($2::text[])
       ${returning}`,
     requeue: `
       UPDATE ${t} AS c SET status = 'PENDING', next_run_at = $3::timestamptz, claim_token = NULL, lease_until = NULL,
-        updated_at = ${NOW}
+        updated_at = ${NOW}, history = ${withAttempt(`'requeued'`, 'NULL::text')}
       WHERE id = $1::bigint AND status = ANY($2::text[])
       ${returning}`,
-    /** kill and cancel: $3 reason (null keeps the last error). */
+    /** kill and cancel: $3 reason (null keeps the last error); a running attempt ends `killed`. */
     dispose: `
-      UPDATE ${t} AS c SET status = 'CANCELLED', last_error = COALESCE($3, last_error), claim_token = NULL,
-        lease_until = NULL, finished_at = ${NOW}, updated_at = ${NOW}
+      UPDATE ${t} AS c SET status = 'CANCELLED', last_error = COALESCE($3::text, last_error), claim_token = NULL,
+        lease_until = NULL, finished_at = ${NOW}, updated_at = ${NOW},
+        history = CASE WHEN c.status = 'RUNNING' THEN ${withAttempt(`'killed'`, '$3::text')} ELSE c.history END
       WHERE id = $1::bigint AND status = ANY($2::text[])
       ${returning}`,
     /** Who holds the idempotency key a retried command needs; $1 the retried id. */

@@ -9,6 +9,7 @@ import {
   FINISHED_STATUSES,
   IdempotencyConflictError,
   InvalidArgumentError,
+  optionalInstance,
   requireId,
   requireInt,
   requireStatuses,
@@ -223,7 +224,14 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   async claimDue(p: ClaimDueParams): Promise<ClaimedCommand[]> {
     const limit = requireInt('limit', p.limit, 0);
     const types = requireTypes(p.types);
-    const values = [requireTime('now', p.now), types, limit, requireToken(p.token), requireLease(p.leaseMs)];
+    const values = [
+      requireTime('now', p.now),
+      types,
+      limit,
+      requireToken(p.token),
+      requireLease(p.leaseMs),
+      optionalInstance(p.instance),
+    ];
     if (limit === 0 || types.length === 0) return [];
     // The claim that follows a notification runs on the LISTEN connection that just delivered it.
     const lent = this.wakeups.lendAfterWake((on) => this.prepared<CommandRow>(on, this.sql.claimDue, values));
@@ -235,7 +243,14 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   async claimById(p: ClaimByIdParams): Promise<ClaimedCommand | null> {
     const v = claimByIdValues(p);
     if (v === null) return null;
-    const [row] = await this.hot<CommandRow>(this.sql.claimById, [v.id, v.now, v.token, v.leaseMs, v.types]);
+    const [row] = await this.hot<CommandRow>(this.sql.claimById, [
+      v.id,
+      v.now,
+      v.token,
+      v.leaseMs,
+      v.types,
+      v.instance,
+    ]);
     return row ? (toRecord(row) as ClaimedCommand) : null;
   }
 
@@ -248,7 +263,14 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     // No types to claim: settled at once, like claimById's null.
     if (v === null) return Promise.resolve(null);
     const types = v.types === null ? null : arrayLiteral(v.types);
-    const claimed = this.riders.claimOnCommit(tx, [v.id, v.now, v.token, String(v.leaseMs), types]);
+    const claimed = this.riders.claimOnCommit(tx, [
+      v.id,
+      v.now,
+      v.token,
+      String(v.leaseMs),
+      types,
+      v.instance,
+    ]);
     return claimed && claimed.then((row) => (row ? (toRecord(row) as ClaimedCommand) : null));
   }
 
@@ -526,6 +548,7 @@ function claimByIdValues(p: ClaimByIdParams): {
   token: string;
   leaseMs: number;
   types: string[] | null;
+  instance: string | null;
 } | null {
   const types = p.types === undefined ? null : requireTypes(p.types);
   const values = {
@@ -534,6 +557,7 @@ function claimByIdValues(p: ClaimByIdParams): {
     token: requireToken(p.token),
     leaseMs: requireLease(p.leaseMs),
     types,
+    instance: optionalInstance(p.instance),
   };
   return types !== null && types.length === 0 ? null : values;
 }

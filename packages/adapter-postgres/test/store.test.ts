@@ -690,7 +690,8 @@ describe('PostgresCommandStore', () => {
     const retried = await store.retry(id!, new Date());
     expect(E.isRight(retried) && retried.right).toMatchObject({
       status: 'PENDING',
-      retryCount: 0,
+      retryCount: 1,
+      retryCountAtRetry: 1,
       finishedAt: null,
     });
     const [c2] = await claim(['admin']);

@@ -1,3 +1,5 @@
+import { ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core';
+
 /**
  * Every statement of the SQLite store, built once per (validated) table name. Values are always
  * bound parameters; lists arrive as one JSON text parameter read with json_each, so a statement's
@@ -14,7 +16,23 @@ export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
  */
 const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
-  created_at, updated_at, started_at, finished_at`;
+  created_at, updated_at, started_at, finished_at, retry_count_at_retry, rescue_count_at_retry,
+  claimed_by, history`;
+
+/**
+ * The row's history with the attempt its claim ran appended, ending now with `outcome` and `error`
+ * (SQL expressions), and only the latest ATTEMPT_HISTORY_LENGTH kept: the array never holds more,
+ * so dropping its first is enough. Written in the same UPDATE as the outcome (SQLite's SET reads
+ * the row as it was), so it costs no statement of its own.
+ */
+const withAttempt = (t: string, outcome: string, error: string): string =>
+  `json_insert(CASE WHEN json_array_length(${t}.history) >= ${ATTEMPT_HISTORY_LENGTH}
+                    THEN json_remove(${t}.history, '$[0]') ELSE ${t}.history END,
+     '$[#]', json_object('startedAt', ${t}.started_at, 'finishedAt', ${DB_NOW}, 'instance', ${t}.claimed_by,
+                         'outcome', ${outcome}, 'error', ${error}))`;
+
+/** The rescue a reclaim would add passes the limit, counted since the latest admin retry. */
+const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > :maxRescues';
 
 /** One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, headers. */
 const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ${DB_NOW}, ${DB_NOW})`;
@@ -49,7 +67,7 @@ export function sqliteSql(t: string) {
 
     /** Oldest due first; one statement, and SQLite has a single writer, so no row is claimed twice. */
     claimDue: `UPDATE ${t}
-       SET status = 'RUNNING', claim_token = :token, lease_until = ${DB_NOW} + :leaseMs,
+       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE status = 'PENDING' AND id IN (
          SELECT id FROM ${t} INDEXED BY ${t}_due
@@ -59,7 +77,7 @@ export function sqliteSql(t: string) {
          LIMIT :limit)
        RETURNING ${COLUMNS}`,
     claimById: `UPDATE ${t}
-       SET status = 'RUNNING', claim_token = :token, lease_until = ${DB_NOW} + :leaseMs,
+       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now
          AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types)))
@@ -69,16 +87,21 @@ export function sqliteSql(t: string) {
     heartbeat: `UPDATE ${t} SET lease_until = ${DB_NOW} + :leaseMs, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id, claim_token AS token`,
+    /**
+     * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
+     * is the row itself (see core attemptHistory): the commonest write appends nothing.
+     */
     complete: `UPDATE ${t}
        SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL,
-           finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
+           finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */
     fail: `UPDATE ${t}
        SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
            last_error = f.last_error, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW},
-           finished_at = CASE WHEN f.status = 'DEAD' THEN ${DB_NOW} ELSE NULL END
+           finished_at = CASE WHEN f.status = 'DEAD' THEN ${DB_NOW} ELSE NULL END,
+           history = ${withAttempt(t, `CASE WHEN f.status = 'DEAD' THEN 'dead' ELSE 'failed' END`, 'f.last_error')}
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS status,
                     value ->> 3 AS retry_count, value ->> 4 AS next_run_at, value ->> 5 AS last_error
              FROM json_each(:attempts)) AS f
@@ -95,9 +118,14 @@ export function sqliteSql(t: string) {
      * is DEAD.
      */
     reclaimHung: `UPDATE ${t}
-       SET status = CASE WHEN rescue_count + 1 > :maxRescues THEN 'DEAD' ELSE 'PENDING' END,
-           last_error = CASE WHEN rescue_count + 1 > :maxRescues THEN :deadError ELSE last_error END,
-           finished_at = CASE WHEN rescue_count + 1 > :maxRescues THEN ${DB_NOW} ELSE NULL END,
+       SET status = CASE WHEN ${PAST_RESCUE_LIMIT} THEN 'DEAD' ELSE 'PENDING' END,
+           last_error = CASE WHEN ${PAST_RESCUE_LIMIT} THEN :deadError ELSE last_error END,
+           finished_at = CASE WHEN ${PAST_RESCUE_LIMIT} THEN ${DB_NOW} ELSE NULL END,
+           history = ${withAttempt(
+             t,
+             `CASE WHEN ${PAST_RESCUE_LIMIT} THEN 'dead' ELSE 'lease_expired' END`,
+             `CASE WHEN ${PAST_RESCUE_LIMIT} THEN :deadError END`,
+           )},
            rescue_count = rescue_count + 1,
            claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND lease_until < ${DB_NOW} AND id IN (
@@ -108,20 +136,23 @@ export function sqliteSql(t: string) {
        RETURNING CAST(id AS TEXT) AS id, type, status`,
 
     // Admin transitions: one write guarded by the transition's source states (:sources, from core).
+    // A retry keeps the counts and starts the retry budget and rescue limit from them.
     retry: `UPDATE ${t}
-       SET status = 'PENDING', retry_count = 0, rescue_count = 0, next_run_at = :now,
+       SET status = 'PENDING', retry_count_at_retry = retry_count, rescue_count_at_retry = rescue_count,
+           next_run_at = :now,
            claim_token = NULL, lease_until = NULL, finished_at = NULL, updated_at = ${DB_NOW}
        WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
        RETURNING ${COLUMNS}`,
     requeue: `UPDATE ${t}
        SET status = 'PENDING', next_run_at = :now, claim_token = NULL, lease_until = NULL,
-           updated_at = ${DB_NOW}
+           updated_at = ${DB_NOW}, history = ${withAttempt(t, `'requeued'`, 'NULL')}
        WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
        RETURNING ${COLUMNS}`,
-    /** kill and cancel: both end in CANCELLED; they differ only in their sources. */
+    /** kill and cancel: both end in CANCELLED, a running attempt as `killed`; they differ only in their sources. */
     cancel: `UPDATE ${t}
        SET status = 'CANCELLED', last_error = COALESCE(:reason, last_error), claim_token = NULL,
-           lease_until = NULL, finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
+           lease_until = NULL, finished_at = ${DB_NOW}, updated_at = ${DB_NOW},
+           history = CASE WHEN status = 'RUNNING' THEN ${withAttempt(t, `'killed'`, ':reason')} ELSE history END
        WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
        RETURNING ${COLUMNS}`,
 

@@ -13,6 +13,7 @@ import {
   checkTransition,
   decodeListCursor,
   encodeListCursor,
+  optionalInstance,
   optionalText,
   requireDate,
   requireHeadersJson,
@@ -207,6 +208,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       now: requireTime('now', params.now),
       types: JSON.stringify(types),
       limit,
+      instance: optionalInstance(params.instance),
     };
     if (limit === 0 || types.length === 0) return [];
     return this.run(() => {
@@ -222,6 +224,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       leaseMs: requireInt('leaseMs', params.leaseMs, 1),
       now: requireTime('now', params.now),
       types: params.types === undefined ? null : JSON.stringify(requireTypes(params.types)),
+      instance: optionalInstance(params.instance),
     };
     return this.run(() => {
       const row = this.stmt('claimById').get(claim) as CommandRow | undefined;

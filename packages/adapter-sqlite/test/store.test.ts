@@ -175,7 +175,14 @@ describe('SqliteCommandStore (adapter specifics)', () => {
       (store.db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(params) as { detail: string }[])
         .map((r) => r.detail)
         .join('; ');
-    const claimPlan = plan(sql.claimDue, { token: 't', leaseMs: 1, now: 1, types: '["a"]', limit: 1 });
+    const claimPlan = plan(sql.claimDue, {
+      token: 't',
+      instance: 'worker',
+      leaseMs: 1,
+      now: 1,
+      types: '["a"]',
+      limit: 1,
+    });
     expect(claimPlan).toContain('async_command_due');
     expect(claimPlan).not.toContain('TEMP B-TREE');
     expect(plan(sql.reclaimHung, { maxRescues: 1, deadError: 'x', limit: 1 })).toContain(

@@ -70,6 +70,18 @@ export function requireStatuses(status: unknown): CommandStatus[] {
   return list as CommandStatus[];
 }
 
+/** Longest instance name a claim may carry (the narrowest column of the three databases). */
+export const MAX_INSTANCE_CHARS = 128;
+
+/** A claim's `instance`: a non-empty name of at most MAX_INSTANCE_CHARS characters, or none. */
+export function optionalInstance(value: unknown): string | null {
+  const text = optionalText('instance', value);
+  if (text !== null && (text === '' || [...text].length > MAX_INSTANCE_CHARS)) {
+    throw new InvalidArgumentError(`instance must be 1 to ${MAX_INSTANCE_CHARS} characters`);
+  }
+  return text;
+}
+
 export function optionalText(what: string, value: unknown): string | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`);

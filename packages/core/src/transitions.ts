@@ -66,6 +66,8 @@ export interface CommandState {
   readonly maxRetry: number;
   readonly retryCount: number;
   readonly rescueCount: number;
+  readonly retryCountAtRetry: number;
+  readonly rescueCountAtRetry: number;
   readonly claimToken: string | null;
   readonly nextRunAt: Date;
   readonly lastError: string | null;
@@ -90,10 +92,14 @@ export function claim(s: CommandState, token: string): Result {
   );
 }
 
+/** Done: the error of an earlier attempt stays in the history, not in lastError. */
 export function succeed(s: CommandState, token: string): Result {
-  return E.map((c: CommandState): CommandState => ({ ...c, status: 'SUCCESS', claimToken: null }))(
-    from('succeed', s, token),
-  );
+  return E.map((c: CommandState): CommandState => ({
+    ...c,
+    status: 'SUCCESS',
+    claimToken: null,
+    lastError: null,
+  }))(from('succeed', s, token));
 }
 
 /** What a failed attempt turns into; adapters write exactly this, fenced by the claim token. */
@@ -104,21 +110,32 @@ export interface FailureOutcome {
   readonly lastError: string;
 }
 
+/** Retries the command has used of its `maxRetry`: those since the latest admin retry. */
+export function retriesUsed(s: Pick<CommandState, 'retryCount' | 'retryCountAtRetry'>): number {
+  return s.retryCount - s.retryCountAtRetry;
+}
+
+/** Retries the command has left before a failure makes it DEAD. */
+export function retriesLeft(s: Pick<CommandState, 'maxRetry' | 'retryCount' | 'retryCountAtRetry'>): number {
+  return Math.max(0, s.maxRetry - retriesUsed(s));
+}
+
 /**
- * A failed attempt: a retry at now + backoff(retryCount) while retries remain, else a dead letter.
- * With maxRetry = 5 a command runs at most 6 times.
+ * A failed attempt: a retry at now + backoff(retries used) while retries remain, else a dead
+ * letter. With maxRetry = 5 a command runs at most 6 times (from its submit, or from an admin retry).
  */
 export function decideFailure(
-  s: Pick<CommandState, 'maxRetry' | 'retryCount'>,
+  s: Pick<CommandState, 'maxRetry' | 'retryCount' | 'retryCountAtRetry'>,
   error: unknown,
   now: Date,
   backoff: BackoffPolicy,
 ): FailureOutcome {
   const lastError = truncateErrorText(describeFailure(error));
-  if (s.retryCount >= s.maxRetry) {
+  const used = retriesUsed(s);
+  if (used >= s.maxRetry) {
     return { status: 'DEAD', retryCount: s.retryCount + 1, nextRunAt: now, lastError };
   }
-  const delay = Math.max(0, backoff.delayMs(s.retryCount));
+  const delay = Math.max(0, backoff.delayMs(used));
   return {
     status: 'PENDING',
     retryCount: s.retryCount + 1,
@@ -159,12 +176,12 @@ export const DEFAULT_MAX_RESCUES = 5;
  * to PENDING keeping its due time — an orphan keeps its place in the queue rather than going behind
  * everything submitted since — unless it has already been rescued `maxRescues` times: a command
  * that crashes its process every time must not loop forever, so it becomes a dead letter a person
- * will see.
+ * will see. The limit counts rescues since the latest admin retry.
  */
 export function reclaim(s: CommandState, maxRescues: number = DEFAULT_MAX_RESCUES): Result {
   return E.map((c: CommandState): CommandState => {
     const rescueCount = c.rescueCount + 1;
-    return rescueCount > maxRescues
+    return rescueCount - c.rescueCountAtRetry > maxRescues
       ? { ...c, status: 'DEAD', claimToken: null, rescueCount, lastError: rescueLimitMessage(maxRescues) }
       : { ...c, status: 'PENDING', claimToken: null, rescueCount };
   })(from('reclaim', s));
@@ -174,14 +191,17 @@ export function rescueLimitMessage(maxRescues: number): string {
   return `lease expired more than ${maxRescues} times (the executing instance kept disappearing)`;
 }
 
-/** A person's retry of a dead letter: fresh attempts, due now. */
+/**
+ * A person's retry of a dead letter: fresh attempts, due now. The counts are kept (the record of
+ * what happened); the retry budget and the rescue limit start again from them.
+ */
 export function retry(s: CommandState, now: Date): Result {
   return E.map((c: CommandState): CommandState => ({
     ...c,
     status: 'PENDING',
     claimToken: null,
-    retryCount: 0,
-    rescueCount: 0,
+    retryCountAtRetry: c.retryCount,
+    rescueCountAtRetry: c.rescueCount,
     nextRunAt: now,
   }))(from('retry', s));
 }

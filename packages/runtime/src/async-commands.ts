@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import {
   DEFAULT_MAX_PAYLOAD_BYTES,
   DEFAULT_MAX_RESCUES,
   exponentialBackoff,
   InvalidArgumentError,
+  optionalInstance,
   silentLogger,
   systemClock,
   type Clock,
@@ -50,6 +52,11 @@ export interface RuntimeState {
 /** crypto.randomUUID: a fresh token per claim (seed §3). */
 export const uuidTokenSource: TokenSource = { next: () => randomUUID() };
 
+/** A name for this runtime's claims: host and process for people, and random so no two runtimes share one. */
+export function defaultInstanceId(): string {
+  return `${hostname().slice(0, 80)}/${process.pid}/${randomUUID().slice(0, 8)}`;
+}
+
 /**
  * One asynccmd instance: the client to submit with, and the scheduler, pools and lease keeper that
  * run this process's executors. `start()` to run, `stop()` to shut down gracefully.
@@ -64,6 +71,8 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   readonly clock: Clock;
   readonly logger: Logger;
   readonly leases: LeaseKeeper;
+  /** How this instance names itself in its claims (claimedBy, the attempt history). */
+  readonly instanceId: string;
   readonly #runner: CommandRunner;
   readonly #outcomes: OutcomeWriter;
   readonly #outage: StoreOutage;
@@ -77,6 +86,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
     const tokens = options.tokens ?? uuidTokenSource;
+    this.instanceId = optionalInstance(options.instanceId) ?? defaultInstanceId();
     this.events = new CommandEvents(this.logger);
     this.#outage = new StoreOutage(this.events, this.logger);
     const pools = options.pools ?? {};
@@ -104,6 +114,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       events: this.events,
       clock: this.clock,
       outage: this.#outage,
+      instance: this.instanceId,
     };
     this.#runner = new CommandRunner({
       ...shared,

@@ -12,6 +12,7 @@ import {
 import type { AdminTransition, CommandId, CommandStatus, CommandStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
 import { claimOne, freshToken, later, newCommand, submitOne, uniqueType, useArea } from '../support.js';
+import { failOnce } from './outcomes.js';
 
 /** Puts a fresh command of a fresh type into `status` through the store's own transitions. */
 export async function commandIn<Tx>(
@@ -87,20 +88,61 @@ export function adminArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       );
     });
 
-    it('retry: DEAD → PENDING with fresh attempts, due at `now`, keeping the last error', async () => {
+    it('retry: DEAD → PENDING with fresh attempts, due at `now`, keeping the last error and the counts', async () => {
       const store = ctx.store();
       const { id, type } = await commandIn(store, 'DEAD');
       const now = new Date(Date.UTC(2030, 1, 2, 3, 4, 5, 6));
       const r = await store.retry(id, now);
       expect(E.isRight(r) && r.right).toMatchObject({
         status: 'PENDING',
-        retryCount: 0,
+        retryCount: 1,
         rescueCount: 0,
+        retryCountAtRetry: 1,
+        rescueCountAtRetry: 0,
         lastError: 'set up as dead',
         finishedAt: null,
       });
       expect(E.isRight(r) && r.right.nextRunAt.getTime()).toBe(now.getTime());
       expect((await claimOne(store, type, { now })).id).toBe(id);
+    });
+
+    it('retry keeps the record: counts and history survive it, and the retry budget starts again', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type, { maxRetry: 1 }));
+      const statuses = async (messages: string[]) => {
+        const out: string[] = [];
+        for (const m of messages) out.push((await failOnce(store, type, m, 'worker')).status);
+        return out;
+      };
+      expect(await statuses(['one', 'two'])).toEqual(['PENDING', 'DEAD']);
+      const r = await store.retry(id, new Date());
+      expect(E.isRight(r) && r.right).toMatchObject({ retryCount: 2, retryCountAtRetry: 2 });
+      // maxRetry 1 again: one retry, then a dead letter once more; nothing counted is lost.
+      expect(await statuses(['three', 'four'])).toEqual(['PENDING', 'DEAD']);
+      const dead = await store.get(id);
+      expect(dead).toMatchObject({ status: 'DEAD', retryCount: 4, retryCountAtRetry: 2, lastError: 'four' });
+      expect(dead!.history.map((a) => [a.outcome, a.error])).toEqual([
+        ['failed', 'one'],
+        ['dead', 'two'],
+        ['failed', 'three'],
+        ['dead', 'four'],
+      ]);
+    });
+
+    it('requeue and kill of a running command end its attempt in the history; kill of one not running adds none', async () => {
+      const store = ctx.store();
+      const requeued = await commandIn(store, 'RUNNING');
+      expect(E.isRight(await store.requeue(requeued.id, new Date()))).toBe(true);
+      const killed = await commandIn(store, 'RUNNING');
+      expect(E.isRight(await store.kill(killed.id, 'poison'))).toBe(true);
+      const pending = await commandIn(store, 'PENDING');
+      expect(E.isRight(await store.kill(pending.id, 'not needed'))).toBe(true);
+      const [r, k, p] = await store.getMany([requeued.id, killed.id, pending.id]);
+      expect(r!.history.map((a) => [a.outcome, a.error])).toEqual([['requeued', null]]);
+      expect(k!.history.map((a) => [a.outcome, a.error])).toEqual([['killed', 'poison']]);
+      expect(k!.history[0]!.startedAt).toEqual(k!.startedAt);
+      expect(p!.history).toEqual([]);
     });
 
     it('requeue: RUNNING → PENDING due at `now`; the old claim is fenced out', async () => {

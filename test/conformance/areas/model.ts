@@ -67,6 +67,8 @@ interface Modelled {
   state: CommandState;
   shortLease: boolean;
   leaseUntil: number | null;
+  /** How each attempt ended, oldest first: what the history must end with. */
+  readonly attempts: core.AttemptOutcome[];
 }
 
 const MAX_RESCUES = 1;
@@ -108,11 +110,14 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
             type,
             shortLease: false,
             leaseUntil: null,
+            attempts: [],
             state: {
               status: 'PENDING',
               maxRetry: op.maxRetry,
               retryCount: 0,
               rescueCount: 0,
+              retryCountAtRetry: 0,
+              rescueCountAtRetry: 0,
               claimToken: null,
               nextRunAt: runAt,
               lastError: null,
@@ -177,7 +182,9 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
         const ref = { id: m.id, token };
         if (op.kind === 'complete') {
           const done = await store.complete([ref]);
-          expect(done.includes(m.id)).toBe(step(m, core.succeed(m.state, token)));
+          const ok = step(m, core.succeed(m.state, token));
+          expect(done.includes(m.id)).toBe(ok);
+          if (ok) m.attempts.push('succeeded');
         } else if (op.kind === 'release') {
           const done = await store.release([ref]);
           expect(done.includes(m.id)).toBe(step(m, core.release(m.state, token)));
@@ -197,6 +204,7 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
         const written = await store.fail([{ ref: { id: m.id, token }, outcome }]);
         const legal = step(m, core.fail(m.state, token, op.message, new Date(now), backoff));
         expect(written).toEqual(legal ? [m.id] : []);
+        if (legal) m.attempts.push(outcome.status === 'DEAD' ? 'dead' : 'failed');
         break;
       }
       case 'reclaim': {
@@ -213,6 +221,7 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
           // The due time is kept either way (compared below with every other field).
           expect(step(m, core.reclaim(m.state, MAX_RESCUES))).toBe(true);
           expect(reclaimed.find((r) => r.id === m.id)?.status).toBe(m.state.status);
+          m.attempts.push(m.state.status === 'DEAD' ? 'dead' : 'lease_expired');
           m.shortLease = false;
         }
         break;
@@ -231,7 +240,9 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
                 : [await store.cancel(m.id, op.reason), core.cancel(m.state, op.reason)];
         expect(E.isRight(actual)).toBe(E.isRight(expected));
         if (E.isLeft(actual)) expect(actual.left.code).toBe('ILLEGAL_TRANSITION');
-        step(m, expected);
+        const wasRunning = m.state.status === 'RUNNING';
+        if (step(m, expected) && wasRunning)
+          m.attempts.push(op.transition === 'requeue' ? 'requeued' : 'killed');
         if (E.isRight(expected)) m.shortLease = false;
         break;
       }
@@ -258,11 +269,18 @@ async function expectStoreMatchesModel<Tx>(
       maxRetry: r!.maxRetry,
       retryCount: r!.retryCount,
       rescueCount: r!.rescueCount,
+      retryCountAtRetry: r!.retryCountAtRetry,
+      rescueCountAtRetry: r!.rescueCountAtRetry,
       claimToken: r!.claimToken,
       nextRunAt: r!.nextRunAt.getTime(),
       lastError: r!.lastError,
+      attempts: r!.history.map((a) => a.outcome),
     };
-    expect(actual, `command ${m.id}`).toEqual({ ...m.state, nextRunAt: m.state.nextRunAt.getTime() });
+    expect(actual, `command ${m.id}`).toEqual({
+      ...m.state,
+      nextRunAt: m.state.nextRunAt.getTime(),
+      attempts: m.attempts.slice(-core.ATTEMPT_HISTORY_LENGTH),
+    });
   }
 }
 

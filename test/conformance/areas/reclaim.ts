@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import * as E from 'fp-ts/lib/Either.js';
 import { rescueLimitMessage } from '@asynccmd/core';
 import type { ClaimedCommand, CommandStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
@@ -136,7 +137,19 @@ export function reclaimArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: strin
         claimToken: null,
       });
       expect(dead!.finishedAt).toBeInstanceOf(Date);
+      expect(dead!.history.map((a) => [a.outcome, a.error])).toEqual([
+        ['lease_expired', null],
+        ['dead', rescueLimitMessage(1)],
+      ]);
       expect(await claim(store, type, { now: new Date(8.64e15) })).toEqual([]);
+      // A person's retry starts the rescue limit again, and keeps the count.
+      expect(E.isRight(await store.retry(id, new Date()))).toBe(true);
+      const c = await claimOne(store, type, { leaseMs: 1, now: new Date(8.64e15) });
+      await expire(store, [c]);
+      expect(await store.reclaimHung({ limit: 1000, maxRescues: 1 })).toEqual([
+        { id, type, status: 'PENDING' },
+      ]);
+      expect(await store.get(id)).toMatchObject({ status: 'PENDING', rescueCount: 3, rescueCountAtRetry: 2 });
     });
 
     it('works in bounded batches', async () => {

@@ -79,15 +79,16 @@ export interface CommandStore<Tx = unknown> {
 
   /**
    * RUNNING → SUCCESS for each ref whose token still holds the command, in one statement; sets
-   * finishedAt. Returns the ids that were completed; the others were fenced out (a stale executor
-   * never overwrites a newer outcome).
+   * finishedAt and clears lastError (earlier errors stay in the history, where the attempt shows as
+   * `succeeded`, read from the row: see core readAttemptHistory). Returns the ids that were
+   * completed; the others were fenced out (a stale executor never overwrites a newer outcome).
    */
   complete(refs: readonly ClaimRef[]): Promise<CommandId[]>;
 
   /**
    * Writes failed attempts' outcomes (from core `decideFailure`): PENDING with the retry time, or
    * DEAD (finishedAt set) — many at once, in one statement where the database allows, each fenced by
-   * its own claim token. Returns the ids whose outcome was written, in the attempts' order, each
+   * its own claim token — and appends each as a `failed` (or `dead`) attempt with its error. Returns the ids whose outcome was written, in the attempts' order, each
    * once; the others were fenced out. Every outcome is checked before anything is written.
    */
   fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]>;
@@ -101,16 +102,26 @@ export interface CommandStore<Tx = unknown> {
   /**
    * Takes back up to `limit` RUNNING commands whose lease expired on the database clock:
    * → PENDING with rescueCount + 1, keeping its nextRunAt (an orphan keeps its place in the queue),
-   * or → DEAD once rescueCount would exceed `maxRescues`.
+   * or → DEAD once the rescues since the latest admin retry would exceed `maxRescues`; the attempt
+   * goes into the history as `lease_expired` (or `dead`).
    * Guarded by status and lease, so a command that completed or heartbeat meanwhile is untouched.
    */
   reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]>;
 
-  /** Admin: DEAD → PENDING with fresh attempts, due `now`. */
+  /**
+   * Admin: DEAD → PENDING with fresh attempts, due `now`: retryCount and rescueCount are kept, and
+   * the retry budget and rescue limit count from them (retryCountAtRetry, rescueCountAtRetry).
+   */
   retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>>;
-  /** Admin: RUNNING → PENDING (a hung command forced back), due `now`; the old claim is fenced out. */
+  /**
+   * Admin: RUNNING → PENDING (a hung command forced back), due `now`; the old claim is fenced out
+   * and its attempt recorded as `requeued`.
+   */
   requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>>;
-  /** Admin: PENDING | RUNNING | DEAD → CANCELLED; `reason` becomes lastError when given. */
+  /**
+   * Admin: PENDING | RUNNING | DEAD → CANCELLED; `reason` becomes lastError when given. A running
+   * attempt goes into the history as `killed`.
+   */
   kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>>;
   /** Admin: PENDING → CANCELLED only (refused once started). */
   cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>>;
@@ -167,6 +178,8 @@ export interface ClaimDueParams {
   readonly now: Date;
   readonly token: string;
   readonly leaseMs: number;
+  /** Who claims (a runtime instance; at most 128 characters): recorded as claimedBy and in the history. */
+  readonly instance?: string;
 }
 
 export interface ClaimByIdParams {
@@ -175,6 +188,8 @@ export interface ClaimByIdParams {
   readonly token: string;
   readonly leaseMs: number;
   readonly types?: readonly string[];
+  /** As in ClaimDueParams. */
+  readonly instance?: string;
 }
 
 export interface ReclaimParams {

@@ -185,7 +185,8 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       const deadId = await makeDead(store, 'admin.t');
       const retried = await api.post(`/commands/${deadId}/retry`);
       expect(retried.status).toBe(200);
-      expect(retried.body).toMatchObject({ id: deadId, status: 'PENDING', attempts: { failed: 0 } });
+      // The record survives a retry: the failed attempt still counts.
+      expect(retried.body).toMatchObject({ id: deadId, status: 'PENDING', attempts: { failed: 1 } });
 
       const again = await api.post(`/commands/${deadId}/retry`);
       expect(again.status).toBe(409);
