@@ -15,7 +15,7 @@ import { applyAdminTransition } from '../ops/admin-actions.js';
 import { formatDuration, parseDuration } from '../ops/duration.js';
 import { purgeFinished } from '../ops/retention.js';
 import { readStats } from '../ops/stats-view.js';
-import { toStatusResource } from '../ops/status-resource.js';
+import { toStatusResource, type CommandStatusResource } from '../ops/status-resource.js';
 import {
   DEFAULT_LIST_LIMIT,
   parseBizKey,
@@ -381,7 +381,10 @@ function describeCommand(c: CommandRecord): string {
     ['type', c.type],
     ['bizKey', c.bizKey ?? '-'],
     ['status', `${c.status} (${view.operation})`],
-    ['attempts', `${c.retryCount} failed of ${c.maxRetry + 1} allowed, rescued ${c.rescueCount}x`],
+    [
+      'attempts',
+      `${c.retryCount} failed, ${c.rescueCount} rescued; ${view.attempts.retriesLeft} of ${c.maxRetry} retries left`,
+    ],
     ['nextRunAt', iso(c.nextRunAt)],
     ['lastError', c.lastError ?? '-'],
     ['owner', c.owner ?? '-'],
@@ -391,7 +394,19 @@ function describeCommand(c: CommandRecord): string {
     ['finishedAt', iso(c.finishedAt)],
     ['leaseUntil', iso(c.leaseUntil)],
     ['headers', JSON.stringify(c.headers)],
+    ['history', describeHistory(view.history)],
     ['payload', JSON.stringify(c.payload, null, 2)],
   ];
   return lines.map(([k, v]) => `${k.padEnd(11)} ${v}`).join('\n');
+}
+
+/** One attempt a line, oldest first, under the first line's label. */
+function describeHistory(history: CommandStatusResource['history']): string {
+  if (history.length === 0) return '-';
+  return history
+    .map((a, i) => {
+      const line = `${i + 1}. ${a.outcome}, on ${a.instance ?? '-'}, ${a.startedAt ?? '-'} → ${a.finishedAt}`;
+      return a.error === null ? line : `${line}: ${a.error}`;
+    })
+    .join(`\n${' '.repeat(12)}`);
 }
