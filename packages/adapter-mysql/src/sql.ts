@@ -48,8 +48,14 @@ const INSERT_COLUMNS = `(type, biz_key, payload, status, max_retry, next_run_at,
 /** One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, idempotent, headers. */
 const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
 
+/**
+ * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
+ * the row until that claim lets go (releaseRevoked) or the lease runs out, its executor may still run.
+ */
+const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
+
 /** The claimable rows, in the order the (status, next_run_at, id) index holds them. */
-const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?)`;
+const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?) AND ${NOT_HELD_BACK}`;
 
 /** What a claim writes into a row; bound: the token, the instance, then the lease in microseconds. */
 const CLAIM = `status = 'RUNNING', claim_token = ?, claimed_by = ?, lease_until = ${LEASE_UNTIL},
@@ -126,10 +132,10 @@ export function mysqlSql(t: string) {
     /** claimById: one row by primary key; `types` is optional (the list form is a second statement). */
     claimById: `UPDATE ${byId}
        SET ${CLAIM}
-       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ?`,
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK}`,
     claimByIdOfTypes: `UPDATE ${byId}
        SET ${CLAIM}
-       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND type IN (?)`,
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK} AND type IN (?)`,
     claimedRow: `SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND claim_token = ? AND status = 'RUNNING'`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
@@ -177,6 +183,11 @@ export function mysqlSql(t: string) {
     /** release and fail (of several attempts) run in a transaction: lock the rows still held, then move exactly those. */
     lockHeld: (n: number) =>
       `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
+    /** releaseRevoked likewise: the requeued rows these old claims still hold back. */
+    lockHeldBack: (n: number) =>
+      `SELECT id FROM ${byId} WHERE status = 'PENDING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
+    releaseRevoked: `UPDATE ${byId} SET claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE id IN (?) AND status = 'PENDING'`,
     release: `UPDATE ${byId} SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'RUNNING'`,
 
@@ -209,8 +220,10 @@ export function mysqlSql(t: string) {
            next_run_at = ?, claim_token = NULL,
            lease_until = NULL, finished_at = NULL, updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('retry')})`,
+    /** The old claim's token and lease stay on the row: they hold the command back (NOT_HELD_BACK). */
     requeue: `UPDATE ${byId}
-       SET history = ${withAttempt(`'requeued'`, 'NULL')}, status = 'PENDING', next_run_at = ?, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       SET history = ${withAttempt(`'requeued'`, 'NULL')}, status = 'PENDING', next_run_at = ?,
+           updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('requeue')})`,
     /** Bound: the reason twice (a running attempt ends `killed` with it), the id. */
     kill: `UPDATE ${byId}

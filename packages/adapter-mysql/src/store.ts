@@ -112,7 +112,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
   get capabilities(): StoreCapabilities {
-    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: false };
+    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: false, revocations: false };
   }
 
   /** The claim strategy in use, asking the server its version the first time under 'auto'. */
@@ -339,17 +339,28 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    // PENDING is not final (the row may be claimed again at once), so lock, then move exactly those.
+    return this.lockThenMove(refs, this.sql.lockHeld, this.sql.release);
+  }
+
+  async releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    return this.lockThenMove(refs, this.sql.lockHeldBack, this.sql.releaseRevoked);
+  }
+
+  /** In one transaction: lock the rows `lock` finds for these refs, then `move` exactly those (bound: their ids). */
+  private async lockThenMove(
+    refs: readonly ClaimRef[],
+    lock: (count: number) => string,
+    move: string,
+  ): Promise<CommandId[]> {
     const { count, values } = refValues(refs);
     if (count === 0) return [];
-    // PENDING is not final (the row may be claimed again at once), so lock, then move exactly those.
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
-        const held = (await select<{ id: string }>(conn, this.sql.lockHeld(count), values)).map((r) =>
-          String(r.id),
-        );
-        if (held.length > 0) await write(conn, this.sql.release, [held]);
-        const released = new Set(held);
-        return unique(refs.map((r) => r.id)).filter((id) => released.has(id));
+        const held = (await select<{ id: string }>(conn, lock(count), values)).map((r) => String(r.id));
+        if (held.length > 0) await write(conn, move, [held]);
+        const moved = new Set(held);
+        return unique(refs.map((r) => r.id)).filter((id) => moved.has(id));
       }),
     );
   }

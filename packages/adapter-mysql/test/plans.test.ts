@@ -146,6 +146,8 @@ describe('query plans with finished history in the table', () => {
         { name: 'heldRefs', statement: sql.heldRefs(n), values: refs(n), key: 'PRIMARY' },
         { name: 'lockHeld', statement: sql.lockHeld(n), values: refs(n), key: 'PRIMARY' },
         { name: 'release', statement: sql.release, values: [ids], key: 'PRIMARY' },
+        { name: 'lockHeldBack', statement: sql.lockHeldBack(n), values: refs(n), key: 'PRIMARY' },
+        { name: 'releaseRevoked', statement: sql.releaseRevoked, values: [ids], key: 'PRIMARY' },
         {
           name: 'failHeld',
           statement: sql.failHeld(n),

@@ -57,8 +57,9 @@ export function toRecord(row: CommandRow): CommandRecord {
     owner: row.owner,
     claimedBy: row.claimed_by,
     history: readAttemptHistory(row.history, { status, startedAt, finishedAt, claimedBy: row.claimed_by }),
-    claimToken: row.claim_token,
-    leaseUntil: toDateOrNull(row.lease_until),
+    // A requeued PENDING row keeps its old claim's token and lease (sql.ts says why): shown only while RUNNING.
+    claimToken: status === 'RUNNING' ? row.claim_token : null,
+    leaseUntil: status === 'RUNNING' ? toDateOrNull(row.lease_until) : null,
     idempotent: row.idempotent === 't',
     headers: JSON.parse(row.headers) as CommandHeaders,
     createdAt: toDate(row.created_at),

@@ -33,6 +33,18 @@ const withAttempt = (outcome: string, error: string): string =>
      || jsonb_build_object('startedAt', ${epochMs('c.started_at')}, 'finishedAt', ${epochMs(NOW)},
           'instance', c.claimed_by, 'outcome', ${outcome}, 'error', ${error})`;
 
+/**
+ * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
+ * the row until that claim lets go (releaseRevoked) or the lease runs out, its executor may still run.
+ */
+const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${NOW})`;
+
+/**
+ * The NOTIFY payload announcing that an admin write took a RUNNING command's claim away (see
+ * wakeups.ts, which reads it): `revoked <requeue|kill> <id> <token>`.
+ */
+export const REVOKED_PAYLOAD = /^revoked (requeue|kill) ([0-9]+) (.+)$/s;
+
 /** The idempotency key is held while a command is unfinished; same text as the unique index's predicate. */
 const active = (alias = ''): string =>
   `${alias}status IN (${ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
@@ -48,10 +60,26 @@ export function buildSql(n: TableNames) {
   /** The rescue that a reclaim would add passes the limit ($2), counted since the latest admin retry. */
   const pastRescueLimit = 'c.rescue_count + 1 - c.rescue_count_at_retry > $2';
   const returning = `RETURNING ${COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
+  /**
+   * An admin write that may take a claim away (`set`, on the row aliased `c`; $1 id, $2 sources):
+   * the row is locked and read first, so when it was RUNNING its old claim is announced with a
+   * NOTIFY on $4, the store's channel, which goes out as this statement's transaction commits.
+   */
+  const revoking = (by: 'requeue' | 'kill', set: string): string => `
+      WITH prior AS (SELECT id, status, claim_token FROM ${t} WHERE id = $1::bigint FOR UPDATE),
+      moved AS (
+        UPDATE ${t} AS c SET ${set}
+        FROM prior WHERE c.id = prior.id AND c.status = ANY($2::text[])
+        ${returning}, prior.status AS prior_status, prior.claim_token AS prior_token
+      )
+      SELECT ${COLUMNS},
+        CASE WHEN prior_status = 'RUNNING' AND prior_token IS NOT NULL
+          THEN pg_notify($4, 'revoked ${by} ' || id || ' ' || prior_token) END AS announced
+      FROM moved`;
   /** $1 id, $2 now, $5 types (null: any): the row claimById may take, locked. */
   const claimableById = `
         SELECT id FROM ${t}
-        WHERE id = $1::bigint AND status = 'PENDING' AND next_run_at <= $2::timestamptz
+        WHERE id = $1::bigint AND status = 'PENDING' AND next_run_at <= $2::timestamptz AND ${NOT_HELD_BACK}
           AND ($5::text[] IS NULL OR type = ANY($5::text[]))
         FOR UPDATE SKIP LOCKED`;
   return {
@@ -117,6 +145,7 @@ export function buildSql(n: TableNames) {
       WITH due AS (
         SELECT id FROM ${t}
         WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz AND type = ANY($2::text[])
+          AND ${NOT_HELD_BACK}
         ORDER BY next_run_at, id
         LIMIT $3
         FOR UPDATE SKIP LOCKED
@@ -169,6 +198,13 @@ export function buildSql(n: TableNames) {
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
 
+    /** A requeued command's old claim lets go: claimable at once. */
+    releaseRevoked: `
+      UPDATE ${t} AS c SET claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
+      FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
+      WHERE c.id = r.id AND c.status = 'PENDING' AND c.claim_token = r.token
+      RETURNING c.id`,
+
     /** Failed attempts' outcomes: unnest of ids, tokens, statuses, retry counts, next run times, errors. */
     fail: `
       UPDATE ${t} AS c SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
@@ -214,18 +250,22 @@ export function buildSql(n: TableNames) {
         claim_token = NULL, lease_until = NULL, finished_at = NULL, updated_at = ${NOW}
       WHERE id = $1::bigint AND status = ANY($2::text[])
       ${returning}`,
-    requeue: `
-      UPDATE ${t} AS c SET status = 'PENDING', next_run_at = $3::timestamptz, claim_token = NULL, lease_until = NULL,
-        updated_at = ${NOW}, history = ${withAttempt(`'requeued'`, 'NULL::text')}
-      WHERE id = $1::bigint AND status = ANY($2::text[])
-      ${returning}`,
-    /** kill and cancel: $3 reason (null keeps the last error); a running attempt ends `killed`. */
-    dispose: `
-      UPDATE ${t} AS c SET status = 'CANCELLED', last_error = COALESCE($3::text, last_error), claim_token = NULL,
+    /**
+     * $3 now, $4 the channel. The old claim's token and lease stay on the row: they hold the
+     * command back (NOT_HELD_BACK) while the old executor may still run.
+     */
+    requeue: revoking(
+      'requeue',
+      `status = 'PENDING', next_run_at = $3::timestamptz, updated_at = ${NOW},
+        history = ${withAttempt(`'requeued'`, 'NULL::text')}`,
+    ),
+    /** kill and cancel: $3 reason (null keeps the last error), $4 the channel; a running attempt ends `killed`. */
+    dispose: revoking(
+      'kill',
+      `status = 'CANCELLED', last_error = COALESCE($3::text, c.last_error), claim_token = NULL,
         lease_until = NULL, finished_at = ${NOW}, updated_at = ${NOW},
-        history = CASE WHEN c.status = 'RUNNING' THEN ${withAttempt(`'killed'`, '$3::text')} ELSE c.history END
-      WHERE id = $1::bigint AND status = ANY($2::text[])
-      ${returning}`,
+        history = CASE WHEN c.status = 'RUNNING' THEN ${withAttempt(`'killed'`, '$3::text')} ELSE c.history END`,
+    ),
     /** Who holds the idempotency key a retried command needs; $1 the retried id. */
     keyHolder: `
       SELECT h.id FROM ${t} AS h JOIN ${t} AS me ON h.type = me.type AND h.biz_key = me.biz_key

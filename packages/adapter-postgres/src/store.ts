@@ -40,6 +40,7 @@ import type {
   PurgeParams,
   ReclaimedCommand,
   ReclaimParams,
+  RevocationChannel,
   StoreCapabilities,
   StoreStats,
 } from '@asynccmd/core';
@@ -95,8 +96,10 @@ const ID_BLOCK = 128;
  */
 export class PostgresCommandStore implements CommandStore<PoolClient> {
   readonly dialect = 'postgres';
-  readonly capabilities: StoreCapabilities = { skipLocked: true, wakeups: true };
+  readonly capabilities: StoreCapabilities = { skipLocked: true, wakeups: true, revocations: true };
   readonly wakeups: PostgresWakeups;
+  /** Requeues and kills of running commands, heard on the LISTEN connection the wake-ups use. */
+  readonly revocations: RevocationChannel;
   readonly pool: Pool;
   /** The pool of claims, heartbeats and outcomes: losing one of those only runs a command again. */
   readonly hotPool: Pool;
@@ -120,6 +123,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     this.ownsPool = parts.ownsPool;
     this.names = parts.names;
     this.wakeups = parts.wakeups;
+    this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
     this.maxPayloadBytes = requireInt(
       'maxPayloadBytes',
       parts.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
@@ -295,6 +299,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return this.fencedBatch(this.sql.release, refs);
   }
 
+  releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    return this.fencedBatch(this.sql.releaseRevoked, refs);
+  }
+
   async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
     const [ids, tokens] = refArrays(attempts.map((a) => a.ref));
     const outcomes = attempts.map((a) => failureValues(a.outcome));
@@ -329,15 +337,15 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('requeue', id, this.sql.requeue, [requireTime('now', now)]);
+    return this.admin('requeue', id, this.sql.requeue, [requireTime('now', now), this.names.channel]);
   }
 
   kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('kill', id, this.sql.dispose, [reasonText(reason)]);
+    return this.admin('kill', id, this.sql.dispose, [reasonText(reason), this.names.channel]);
   }
 
   cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('cancel', id, this.sql.dispose, [reasonText(reason)]);
+    return this.admin('cancel', id, this.sql.dispose, [reasonText(reason), this.names.channel]);
   }
 
   async get(id: CommandId): Promise<CommandRecord | null> {

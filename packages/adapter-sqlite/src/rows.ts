@@ -49,8 +49,9 @@ export function toRecord(row: CommandRow): CommandRecord {
     owner: row.owner,
     claimedBy: row.claimed_by,
     history: readAttemptHistory(row.history, { status, startedAt, finishedAt, claimedBy: row.claimed_by }),
-    claimToken: row.claim_token,
-    leaseUntil: toDate(row.lease_until),
+    // A requeued PENDING row keeps its old claim's token and lease (sql.ts says why): shown only while RUNNING.
+    claimToken: status === 'RUNNING' ? row.claim_token : null,
+    leaseUntil: status === 'RUNNING' ? toDate(row.lease_until) : null,
     idempotent: row.idempotent === 1,
     headers: JSON.parse(row.headers) as CommandHeaders,
     createdAt: new Date(row.created_at),

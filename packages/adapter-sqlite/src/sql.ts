@@ -31,6 +31,12 @@ const withAttempt = (t: string, outcome: string, error: string): string =>
      '$[#]', json_object('startedAt', ${t}.started_at, 'finishedAt', ${DB_NOW}, 'instance', ${t}.claimed_by,
                          'outcome', ${outcome}, 'error', ${error}))`;
 
+/**
+ * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
+ * the row until that claim lets go (releaseRevoked) or the lease runs out, its executor may still run.
+ */
+const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
+
 /** The rescue a reclaim would add passes the limit, counted since the latest admin retry. */
 const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > :maxRescues';
 
@@ -72,14 +78,14 @@ export function sqliteSql(t: string) {
        WHERE status = 'PENDING' AND id IN (
          SELECT id FROM ${t} INDEXED BY ${t}_due
          WHERE status = 'PENDING' AND next_run_at <= :now
-           AND type IN (SELECT value FROM json_each(:types))
+           AND type IN (SELECT value FROM json_each(:types)) AND ${NOT_HELD_BACK}
          ORDER BY next_run_at, id
          LIMIT :limit)
        RETURNING ${COLUMNS}`,
     claimById: `UPDATE ${t}
        SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
-       WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now
+       WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
          AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types)))
        RETURNING ${COLUMNS}`,
 
@@ -110,6 +116,11 @@ export function sqliteSql(t: string) {
     release: `UPDATE ${t}
        SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}
+       RETURNING CAST(id AS TEXT) AS id`,
+    /** A requeued command's old claim lets go: claimable at once. */
+    releaseRevoked: `UPDATE ${t}
+       SET claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE status = 'PENDING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
 
     /**
@@ -143,9 +154,10 @@ export function sqliteSql(t: string) {
            claim_token = NULL, lease_until = NULL, finished_at = NULL, updated_at = ${DB_NOW}
        WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
        RETURNING ${COLUMNS}`,
+    /** The old claim's token and lease stay on the row: they hold the command back (NOT_HELD_BACK). */
     requeue: `UPDATE ${t}
-       SET status = 'PENDING', next_run_at = :now, claim_token = NULL, lease_until = NULL,
-           updated_at = ${DB_NOW}, history = ${withAttempt(t, `'requeued'`, 'NULL')}
+       SET status = 'PENDING', next_run_at = :now, updated_at = ${DB_NOW},
+           history = ${withAttempt(t, `'requeued'`, 'NULL')}
        WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
        RETURNING ${COLUMNS}`,
     /** kill and cancel: both end in CANCELLED, a running attempt as `killed`; they differ only in their sources. */

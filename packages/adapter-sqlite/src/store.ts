@@ -99,7 +99,7 @@ const ADMIN_ATTEMPTS = 3;
  */
 export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   readonly dialect = 'sqlite';
-  readonly capabilities: StoreCapabilities = { skipLocked: false, wakeups: false };
+  readonly capabilities: StoreCapabilities = { skipLocked: false, wakeups: false, revocations: false };
   readonly table: string;
   readonly db: SqliteDatabase;
   private readonly owned: boolean;
@@ -249,6 +249,10 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
 
   async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
     return this.fencedBatch('release', refs);
+  }
+
+  async releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    return this.fencedBatch('releaseRevoked', refs);
   }
 
   async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
@@ -491,7 +495,10 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     ];
   }
 
-  private async fencedBatch(name: 'complete' | 'release', refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  private async fencedBatch(
+    name: 'complete' | 'release' | 'releaseRevoked',
+    refs: readonly ClaimRef[],
+  ): Promise<CommandId[]> {
     if (refs.length === 0) return [];
     const json = refsJson(refs);
     return this.run(() => {

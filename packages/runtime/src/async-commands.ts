@@ -122,6 +122,10 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       interceptors: options.interceptors ?? [],
       leases: this.leases,
       outcomes: this.#outcomes,
+      onClaimable: () => {
+        store.wakeups?.notify();
+        this.scheduler.wake();
+      },
     });
     const dispatcher = new Dispatcher(this.pools, this.#runner);
     const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);

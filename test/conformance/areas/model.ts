@@ -16,6 +16,7 @@ type Op =
   | { kind: 'claimById'; pick: number; typeMask: number; shortLease: boolean }
   | { kind: 'complete' | 'release' | 'heartbeat'; pick: number; stale: boolean }
   | { kind: 'fail'; pick: number; stale: boolean; message: string }
+  | { kind: 'releaseRevoked'; pick: number; stale: boolean }
   | { kind: 'reclaim' }
   | { kind: 'admin'; transition: AdminTransition; pick: number; reason: string | undefined }
   | { kind: 'advance'; ms: number };
@@ -51,6 +52,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     stale: fc.boolean(),
     message: fc.string({ unit: 'grapheme', maxLength: 600 }),
   }),
+  fc.record({ kind: fc.constant('releaseRevoked' as const), pick: fc.nat(), stale: fc.boolean() }),
   fc.constant({ kind: 'reclaim' as const }),
   fc.record({
     kind: fc.constant('admin' as const),
@@ -69,6 +71,12 @@ interface Modelled {
   leaseUntil: number | null;
   /** How each attempt ended, oldest first: what the history must end with. */
   readonly attempts: core.AttemptOutcome[];
+  /**
+   * A requeue's hold on a PENDING command: the old claim's token, and its lease (short: run out
+   * once the database clock passes `until`). Nobody claims the command until that claim lets go
+   * or a short lease has run out.
+   */
+  heldBack: { readonly token: string; readonly until: number; readonly short: boolean } | null;
 }
 
 const MAX_RESCUES = 1;
@@ -86,6 +94,27 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
   const step = (m: Modelled, r: E.Either<unknown, CommandState>): boolean => {
     if (E.isRight(r)) m.state = r.right;
     return E.isRight(r);
+  };
+  /**
+   * Commands a claim at `now` may take. Short holds of requeues run out: wait until the database
+   * clock is past them, so the store and the model agree. Long ones hold throughout.
+   */
+  const claimable = async (
+    candidates: readonly Modelled[],
+    wanted: readonly string[],
+  ): Promise<Modelled[]> => {
+    const due = candidates.filter(
+      (m) => m.state.status === 'PENDING' && wanted.includes(m.type) && m.state.nextRunAt.getTime() <= now,
+    );
+    const short = due.flatMap((m) => (m.heldBack?.short ? [m.heldBack.until] : []));
+    if (short.length > 0) await untilDatabaseClockPasses(store, new Date(Math.max(...short)));
+    return due.filter((m) => m.heldBack === null || m.heldBack.short);
+  };
+  const claimed = (m: Modelled, token: string, shortLease: boolean, leaseUntil: Date | null): void => {
+    expect(step(m, core.claim(m.state, token))).toBe(true);
+    m.shortLease = shortLease;
+    m.leaseUntil = leaseUntil!.getTime();
+    m.heldBack = null;
   };
 
   for (const op of ops) {
@@ -111,6 +140,7 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
             shortLease: false,
             leaseUntil: null,
             attempts: [],
+            heldBack: null,
             state: {
               status: 'PENDING',
               maxRetry: op.maxRetry,
@@ -128,49 +158,36 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
       }
       case 'claim': {
         const wanted = types.filter((_, i) => op.typeMask & (1 << i));
-        const expected = rows
-          .filter(
-            (m) =>
-              m.state.status === 'PENDING' && wanted.includes(m.type) && m.state.nextRunAt.getTime() <= now,
-          )
+        const expected = (await claimable(rows, wanted))
           .sort((a, b) => a.state.nextRunAt.getTime() - b.state.nextRunAt.getTime() || compareIds(a.id, b.id))
           .slice(0, op.limit);
         const token = freshToken();
-        const claimed = await store.claimDue({
+        const rowsClaimed = await store.claimDue({
           types: wanted,
           limit: op.limit,
           now: new Date(now),
           token,
           leaseMs: op.shortLease ? 1 : 600_000,
         });
-        expect(claimed.map((c) => c.id)).toEqual(expected.map((m) => m.id));
-        for (const [i, m] of expected.entries()) {
-          expect(step(m, core.claim(m.state, token))).toBe(true);
-          m.shortLease = op.shortLease;
-          m.leaseUntil = claimed[i]!.leaseUntil!.getTime();
-        }
+        expect(rowsClaimed.map((c) => c.id)).toEqual(expected.map((m) => m.id));
+        for (const [i, m] of expected.entries()) claimed(m, token, op.shortLease, rowsClaimed[i]!.leaseUntil);
         break;
       }
       case 'claimById': {
         const m = pick(op.pick);
         if (!m) break;
         const wanted = types.filter((_, i) => op.typeMask & (1 << i));
-        const claimable =
-          m.state.status === 'PENDING' && wanted.includes(m.type) && m.state.nextRunAt.getTime() <= now;
+        const expected = (await claimable([m], wanted)).length === 1;
         const token = freshToken();
-        const claimed = await store.claimById({
+        const row = await store.claimById({
           id: m.id,
           types: wanted,
           now: new Date(now),
           token,
           leaseMs: op.shortLease ? 1 : 600_000,
         });
-        expect(claimed?.id ?? null).toBe(claimable ? m.id : null);
-        if (claimed) {
-          expect(step(m, core.claim(m.state, token))).toBe(true);
-          m.shortLease = op.shortLease;
-          m.leaseUntil = claimed.leaseUntil!.getTime();
-        }
+        expect(row?.id ?? null).toBe(expected ? m.id : null);
+        if (row) claimed(m, token, op.shortLease, row.leaseUntil);
         break;
       }
       case 'complete':
@@ -207,6 +224,15 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
         if (legal) m.attempts.push(outcome.status === 'DEAD' ? 'dead' : 'failed');
         break;
       }
+      case 'releaseRevoked': {
+        const m = pick(op.pick);
+        if (!m) break;
+        const token = op.stale || m.heldBack === null ? freshToken() : m.heldBack.token;
+        const letGo = m.state.status === 'PENDING' && m.heldBack?.token === token;
+        expect(await store.releaseRevoked([{ id: m.id, token }])).toEqual(letGo ? [m.id] : []);
+        if (letGo) m.heldBack = null;
+        break;
+      }
       case 'reclaim': {
         const hung = rows.filter((m) => m.state.status === 'RUNNING' && m.shortLease);
         if (hung.length > 0) {
@@ -241,8 +267,13 @@ async function runSequence<Tx>(store: CommandStore<Tx>, ops: readonly Op[]): Pro
         expect(E.isRight(actual)).toBe(E.isRight(expected));
         if (E.isLeft(actual)) expect(actual.left.code).toBe('ILLEGAL_TRANSITION');
         const wasRunning = m.state.status === 'RUNNING';
-        if (step(m, expected) && wasRunning)
-          m.attempts.push(op.transition === 'requeue' ? 'requeued' : 'killed');
+        const token = m.state.claimToken;
+        if (step(m, expected)) {
+          if (wasRunning) m.attempts.push(op.transition === 'requeue' ? 'requeued' : 'killed');
+          // A requeue holds the command back for its old claim; every other transition ends a hold.
+          m.heldBack =
+            op.transition === 'requeue' ? { token: token!, until: m.leaseUntil!, short: m.shortLease } : null;
+        }
         if (E.isRight(expected)) m.shortLease = false;
         break;
       }
@@ -290,10 +321,10 @@ export function modelArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
 
     it('random operation sequences leave the rows exactly where the pure transitions say', async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 30 }), (ops) =>
+        fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 30, size: 'max' }), (ops) =>
           runSequence(ctx.store(), ops),
         ),
-        { numRuns: 40 },
+        { numRuns: 100 },
       );
     });
   });

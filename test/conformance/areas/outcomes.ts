@@ -177,6 +177,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const first = await claimOne(store, type);
       // The first claim is forced back (as a reclaim would), and the command is claimed again.
       expect((await store.requeue(id, new Date(Date.now() - 1000)))._tag).toBe('Right');
+      expect(await store.releaseRevoked([{ id, token: first.claimToken }])).toEqual([id]);
       const second = await claimOne(store, type);
       expect(second.claimToken).not.toBe(first.claimToken);
       const failure = decideFailure(first, new Error('late'), new Date(), backoff);

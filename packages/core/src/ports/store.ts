@@ -100,6 +100,14 @@ export interface CommandStore<Tx = unknown> {
   release(refs: readonly ClaimRef[]): Promise<CommandId[]>;
 
   /**
+   * Lets go of claims a requeue took away, once their executors have stopped: each command a
+   * requeue holds back for one of them (see `requeue`) can be claimed at once. A ref that holds
+   * nothing back (its command was claimed again, killed or is done) changes nothing. Returns the
+   * ids let go, each once.
+   */
+  releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]>;
+
+  /**
    * Takes back up to `limit` RUNNING commands whose lease expired on the database clock:
    * → PENDING with rescueCount + 1, keeping its nextRunAt (an orphan keeps its place in the queue),
    * or → DEAD once the rescues since the latest admin retry would exceed `maxRescues`; the attempt
@@ -115,12 +123,16 @@ export interface CommandStore<Tx = unknown> {
   retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>>;
   /**
    * Admin: RUNNING → PENDING (a hung command forced back), due `now`; the old claim is fenced out
-   * and its attempt recorded as `requeued`.
+   * and its attempt recorded as `requeued`. Its executor may still be running, so no claim takes
+   * the command until the old claim's holder lets go (`releaseRevoked`) or the old lease runs out
+   * on the database clock: it never runs twice at once because of a requeue. Where the store has
+   * `revocations`, the holder hears of it at once; elsewhere at its next heartbeat.
    */
   requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>>;
   /**
    * Admin: PENDING | RUNNING | DEAD → CANCELLED; `reason` becomes lastError when given. A running
-   * attempt goes into the history as `killed`.
+   * attempt goes into the history as `killed`, and its holder hears of it through `revocations`
+   * (where the store has them) or at its next heartbeat.
    */
   kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>>;
   /** Admin: PENDING → CANCELLED only (refused once started). */
@@ -149,6 +161,13 @@ export interface CommandStore<Tx = unknown> {
   /** Cross-process wake-ups, where the database has them (Postgres LISTEN/NOTIFY). */
   readonly wakeups?: WakeupChannel<Tx>;
 
+  /**
+   * Where the database can tell: the claims an admin requeue or kill takes away from a RUNNING
+   * command, announced to every instance as the admin write commits (Postgres NOTIFY), so the one
+   * holding it aborts the execution at once instead of at its next heartbeat.
+   */
+  readonly revocations?: RevocationChannel;
+
   /** Closes the store's own connections (never the caller's). */
   close(): Promise<void>;
 }
@@ -164,6 +183,8 @@ export interface StoreCapabilities {
   readonly skipLocked: boolean;
   /** `wakeups` is present and delivers notifications between processes. */
   readonly wakeups: boolean;
+  /** `revocations` is present: a requeue or kill reaches the holding instance at once. */
+  readonly revocations: boolean;
 }
 
 export interface InsertResult {
@@ -237,6 +258,18 @@ export interface PurgeParams {
   readonly olderThan: Date;
   readonly statuses?: readonly ('SUCCESS' | 'CANCELLED' | 'DEAD')[];
   readonly limit: number;
+}
+
+/** A claim an admin write took away from a RUNNING command. */
+export interface RevokedClaim {
+  readonly ref: ClaimRef;
+  readonly by: 'requeue' | 'kill';
+}
+
+/** Announcements of claims taken away, for the instances that may hold them. */
+export interface RevocationChannel {
+  /** Calls `onRevoked` for every claim taken away from now on; returns a function that stops listening. */
+  subscribe(onRevoked: (revoked: RevokedClaim) => void): Promise<() => Promise<void>>;
 }
 
 /** Coalesced cross-process "there is new work" signals. */
