@@ -80,6 +80,7 @@ export interface ClaimOptions {
   readonly now?: Date;
   readonly leaseMs?: number;
   readonly token?: string;
+  readonly instance?: string;
 }
 
 export function claim<Tx>(
@@ -93,6 +94,7 @@ export function claim<Tx>(
     now: options.now ?? later(),
     token: options.token ?? freshToken(),
     leaseMs: options.leaseMs ?? 60_000,
+    ...(options.instance === undefined ? {} : { instance: options.instance }),
   });
 }
 

@@ -17,6 +17,7 @@ import {
 import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
 
 const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
+const STOP_EXIT = fileURLToPath(new URL('./stop-exit.mjs', import.meta.url));
 
 /** Polls `condition` every 10 ms; fails with `what` after `timeoutMs`. */
 async function waitFor(
@@ -342,6 +343,12 @@ export function describeRuntimeE2E<Tx>(
       const row = await store.get(id);
       expect(row).toMatchObject({ status: 'DEAD', retryCount: 3, lastError: 'payment gateway said no' });
       expect(row?.finishedAt).toBeInstanceOf(Date);
+      // Each attempt is in the history, under the name of the instance that ran it.
+      expect(row?.history.map((a) => [a.instance, a.outcome])).toEqual([
+        [runtime.instanceId, 'failed'],
+        [runtime.instanceId, 'failed'],
+        [runtime.instanceId, 'dead'],
+      ]);
     });
 
     it('a per-type timeout aborts the signal and counts as a failed attempt', async () => {
@@ -404,6 +411,28 @@ export function describeRuntimeE2E<Tx>(
         { kind: 'reclaimed', id, type: 'e2e.crash', dead: false },
       ]);
       expect(await store.get(id)).toMatchObject({ status: 'SUCCESS', rescueCount: 1 });
+    });
+
+    it('nothing outlives stop(): a process that starts, submits, runs and stops ends on its own at once', async () => {
+      await openStore(); // migrates the namespace the child opens
+      const child: ChildProcess = spawn(process.execPath, [STOP_EXIT], {
+        env: { ...process.env, ASYNCCMD_E2E_WORKER: JSON.stringify({ store: harness?.workerStore }) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      cleanups.push(async () => void child.kill('SIGKILL'));
+      let out = '';
+      let err = '';
+      child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      await waitFor('the child to run its commands and stop', () => out.includes('stopped'), 20_000);
+      // stop() has resolved; with nothing left holding the event loop the process ends by itself.
+      // (The default shutdown timeout is 30 s: a timer of it left behind holds the process that long.)
+      const code = await Promise.race([
+        exited,
+        new Promise<'alive'>((r) => setTimeout(() => r('alive'), 1_000)),
+      ]);
+      expect(code, `still alive 1 s after stop(); ${err.trim()}`).toBe(0);
     });
 
     it('a live long-running command is never reclaimed: heartbeats keep a short lease alive', async () => {
@@ -491,6 +520,102 @@ export function describeRuntimeE2E<Tx>(
       expect(reasons).toEqual([expect.objectContaining({ name: 'LeaseLostError' })]);
       expect(kinds(events, 'fenced')).toEqual([expect.objectContaining({ outcome: 'failed' })]);
       expect(await store.get(id)).toMatchObject({ status: 'SUCCESS', retryCount: 0 });
+    });
+
+    /** Where the store announces requeues and kills, the heartbeat is far away; elsewhere it is the bound. */
+    function revocationTiming(store: CommandStore<Tx>) {
+      return store.capabilities.revocations
+        ? { told: 'at once', leaseMs: 120_000, heartbeatIntervalMs: 30_000 }
+        : { told: 'at the next heartbeat', leaseMs: 60_000, heartbeatIntervalMs: 250 };
+    }
+
+    it('kill of a running command reaches its executor: at once where the store announces it, else at the next heartbeat', async () => {
+      const store = await openStore();
+      const { told, ...timing } = revocationTiming(store);
+      let abortedAt = 0;
+      let reason: unknown = null;
+      const victim = defineExecutor<'e2e.victim', { n: number }>({
+        type: 'e2e.victim',
+        mode: 'ASYNC_POOL',
+        execute: (_p, ctx) =>
+          new Promise<void>((_, reject) =>
+            ctx.signal.addEventListener('abort', () => {
+              abortedAt = performance.now();
+              reason = ctx.signal.reason;
+              reject(ctx.signal.reason as Error);
+            }),
+          ),
+      });
+      const { client, events, runtime } = await instance([victim], { store, ...timing });
+      expect(await runtime.leases.hearingRevocations).toBe(store.capabilities.revocations);
+      const id = await client.transaction((_tx, submit) => submit('e2e.victim', { n: 1 }));
+      await waitFor('it to start', () => kinds(events, 'started').length === 1);
+      const killedAt = performance.now();
+      expect((await store.kill(id, 'poison'))._tag).toBe('Right');
+      await waitFor(`the executor to be told ${told}`, () => abortedAt > 0);
+      const tookMs = abortedAt - killedAt;
+      if (store.capabilities.revocations) {
+        expect(tookMs).toBeLessThan(timing.heartbeatIntervalMs); // no heartbeat has run since the claim
+        expect(reason).toMatchObject({ name: 'LeaseLostError', message: expect.stringContaining('killed') });
+      } else {
+        // The bound: one heartbeat interval, plus that heartbeat's own round trip on a busy machine.
+        expect(tookMs).toBeLessThan(timing.heartbeatIntervalMs + 1_500);
+        expect(reason).toMatchObject({
+          name: 'LeaseLostError',
+          message: expect.stringContaining('heartbeat'),
+        });
+      }
+      await waitFor('the stale outcome to be fenced', () => kinds(events, 'fenced').length === 1);
+      expect(await store.get(id)).toMatchObject({ status: 'CANCELLED', lastError: 'poison' });
+    });
+
+    it('requeue of a running command: no second run until the first executor has stopped, on any instance', async () => {
+      const first = await openStore();
+      const { told, ...timing } = revocationTiming(first);
+      let running = 0;
+      let most = 0;
+      const runs: { instance: string; start: number; end: number }[] = [];
+      const slow = (instance: () => string) =>
+        defineExecutor<'e2e.requeued', { n: number }>({
+          type: 'e2e.requeued',
+          mode: 'ASYNC_POOL',
+          async execute(_p, ctx) {
+            most = Math.max(most, ++running);
+            const run = { instance: instance(), start: performance.now(), end: 0 };
+            runs.push(run);
+            try {
+              if (runs.length > 1) return;
+              // Obeys its signal, but winds down for a while before it stops.
+              await new Promise((r) => ctx.signal.addEventListener('abort', r));
+              await new Promise((r) => setTimeout(r, 300));
+              throw ctx.signal.reason;
+            } finally {
+              run.end = performance.now();
+              running--;
+            }
+          },
+        });
+      let names: [string, string] = ['', ''];
+      const a = await instance([slow(() => names[0])], { store: first, ...timing });
+      const b = await instance([slow(() => names[1])], { store: await openStore(), ...timing });
+      names = [a.runtime.instanceId, b.runtime.instanceId];
+      await Promise.all([a.runtime.leases.hearingRevocations, b.runtime.leases.hearingRevocations]);
+      const id = await a.client.transaction((_tx, submit) => submit('e2e.requeued', { n: 1 }));
+      await waitFor('the first run', () => runs.length === 1);
+      expect((await first.requeue(id, await first.now()))._tag).toBe('Right');
+      // Well inside the old lease: only the first executor's runtime letting go explains a second run.
+      await waitFor(`the holder to be told ${told}, stop, and the command to run again`, async () => {
+        return (await first.get(id))?.status === 'SUCCESS';
+      });
+      expect(most).toBe(1);
+      expect(runs).toHaveLength(2);
+      expect(runs[1]!.start).toBeGreaterThanOrEqual(runs[0]!.end);
+      const done = await first.get(id);
+      expect(done?.history.map((h) => [h.instance, h.outcome])).toEqual([
+        [runs[0]!.instance, 'requeued'],
+        [runs[1]!.instance, 'succeeded'],
+      ]);
+      expect(kinds([...a.events, ...b.events], 'fenced')).toHaveLength(1);
     });
 
     it('interceptors wrap every execution and provider headers are stored with the command', async () => {

@@ -39,6 +39,8 @@ export interface ClaimPools {
 
 export interface ClaimRound {
   readonly token: string;
+  /** Who claims (recorded as claimed_by); null when the caller named none. */
+  readonly instance: string | null;
   readonly leaseMicros: number;
   /** Application-clock now, as UTC text. */
   readonly now: string;
@@ -63,7 +65,7 @@ export const skipLockedStrategy: ClaimStrategy = {
         (c) => c.id,
       );
       if (ids.length === 0) return 0;
-      return (await write(conn, sql.markClaimed, [r.token, r.leaseMicros, ids])).affectedRows;
+      return (await write(conn, sql.markClaimed, [r.token, r.instance, r.leaseMicros, ids])).affectedRows;
     });
     return marked === 0 ? [] : readBack(pool, sql, r.token);
   },
@@ -90,6 +92,7 @@ async function claimInTwoTrips(claimPool: Pool, sql: MysqlSql, r: ClaimRound): P
       }
       const [, claimed] = await selectEach(conn, `${sql.markClaimed}; ${sql.claimedBy}; COMMIT`, [
         r.token,
+        r.instance,
         r.leaseMicros,
         ids,
         r.token,
@@ -132,6 +135,7 @@ async function markDueLegacy(pool: Pool, sql: MysqlSql, r: ClaimRound): Promise<
       r.types,
       r.limit,
       r.token,
+      r.instance,
       r.leaseMicros,
       r.now,
       r.types,

@@ -12,6 +12,12 @@ export interface Migration {
   readonly version: number;
   readonly name: string;
   statements(table: string, collation: string): readonly string[];
+  /**
+   * An index the version adds, for a version that is one ALTER TABLE (all or nothing): MySQL has no
+   * ADD COLUMN / ADD INDEX IF NOT EXISTS, so when the index is there the ALTER already ran (its
+   * record was lost with the connection) and the version is only recorded.
+   */
+  readonly addsIndex?: string;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -57,6 +63,22 @@ export const MIGRATIONS: readonly Migration[] = [
         KEY idx_finished (status, finished_at),
         CHECK (status IN ('PENDING', 'RUNNING', 'SUCCESS', 'DEAD', 'CANCELLED'))
       ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = ${collation} ROW_FORMAT = DYNAMIC`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'attempt history and lists by creation time',
+    addsIndex: 'idx_created',
+    statements: (t) => [
+      // One ALTER: all or nothing. history is NULL until the first attempt ends (MySQL gives TEXT
+      // no literal default). Lists run newest first by (created_at, id); InnoDB appends the primary
+      // key to the index.
+      `ALTER TABLE \`${t}\`
+         ADD COLUMN claimed_by            VARCHAR(128) NULL,
+         ADD COLUMN retry_count_at_retry  INT          NOT NULL DEFAULT 0,
+         ADD COLUMN rescue_count_at_retry INT          NOT NULL DEFAULT 0,
+         ADD COLUMN history               TEXT         NULL,
+         ADD KEY idx_created (created_at)`,
     ],
   },
   {
@@ -111,7 +133,8 @@ export async function runMigrations(pool: Pool, table: string): Promise<number[]
       if (pending.length === 0) return [];
       const collation = await binaryCollation(conn);
       for (const m of pending) {
-        for (const statement of m.statements(table, collation)) await write(conn, statement);
+        const ran = m.addsIndex !== undefined && (await hasIndex(conn, table, m.addsIndex));
+        if (!ran) for (const statement of m.statements(table, collation)) await write(conn, statement);
         await write(
           conn,
           `INSERT INTO \`${table}_migrations\` (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(3))`,
@@ -123,6 +146,16 @@ export async function runMigrations(pool: Pool, table: string): Promise<number[]
       await conn.query('SELECT RELEASE_LOCK(?)', [lockName]);
     }
   });
+}
+
+async function hasIndex(conn: Parameters<typeof select>[0], table: string, index: string): Promise<boolean> {
+  const rows = await select(
+    conn,
+    `SELECT 1 AS present FROM information_schema.STATISTICS
+     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = ? LIMIT 1`,
+    [table, index],
+  );
+  return rows.length > 0;
 }
 
 async function binaryCollation(conn: Parameters<typeof select>[0]): Promise<string> {

@@ -1,3 +1,4 @@
+import { readAttemptHistory } from '@asynccmd/core';
 import type { CommandHeaders, CommandRecord, CommandStatus } from '@asynccmd/core';
 
 /** A row as the store's queries return it: ids and DATETIMEs as text (see connection.ts). */
@@ -21,21 +22,32 @@ export interface CommandRow {
   readonly updated_at: string;
   readonly started_at: string | null;
   readonly finished_at: string | null;
+  readonly retry_count_at_retry: number;
+  readonly rescue_count_at_retry: number;
+  readonly claimed_by: string | null;
+  readonly history: string | null;
 }
 
 export function toRecord(row: CommandRow): CommandRecord {
+  const status = row.status;
+  const startedAt = optionalTime(row.started_at);
+  const finishedAt = optionalTime(row.finished_at);
   return {
     id: String(row.id),
     type: row.type,
     bizKey: row.biz_key,
     payload: JSON.parse(row.payload) as unknown,
-    status: row.status,
+    status,
     maxRetry: Number(row.max_retry),
     retryCount: Number(row.retry_count),
     rescueCount: Number(row.rescue_count),
+    retryCountAtRetry: Number(row.retry_count_at_retry),
+    rescueCountAtRetry: Number(row.rescue_count_at_retry),
     nextRunAt: fromUtcText(row.next_run_at),
     lastError: row.last_error,
     owner: row.owner,
+    claimedBy: row.claimed_by,
+    history: readAttemptHistory(row.history, { status, startedAt, finishedAt, claimedBy: row.claimed_by }),
     // A SUCCESS row carries its completion's marker there (sql.ts says why): a token only while RUNNING.
     claimToken: row.status === 'RUNNING' ? row.claim_token : null,
     leaseUntil: row.status === 'RUNNING' ? optionalTime(row.lease_until) : null,
@@ -43,8 +55,8 @@ export function toRecord(row: CommandRow): CommandRecord {
     headers: JSON.parse(row.headers) as CommandHeaders,
     createdAt: fromUtcText(row.created_at),
     updatedAt: fromUtcText(row.updated_at),
-    startedAt: optionalTime(row.started_at),
-    finishedAt: optionalTime(row.finished_at),
+    startedAt,
+    finishedAt,
   };
 }
 

@@ -1,4 +1,4 @@
-import { TRANSITION_SOURCES } from '@asynccmd/core';
+import { ATTEMPT_HISTORY_LENGTH, TRANSITION_SOURCES } from '@asynccmd/core';
 
 /**
  * Every statement of the MySQL / MariaDB store, built once per (validated) table name. Values are
@@ -19,7 +19,28 @@ const LEASE_UNTIL = `${DB_NOW} + INTERVAL ? MICROSECOND`;
 
 const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
-  finished_at`;
+  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history`;
+
+/** A DATETIME (UTC) in epoch milliseconds, as the history keeps times; no time zone is involved. */
+const epochMs = (time: string): string =>
+  `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${time}) DIV 1000`;
+
+/**
+ * The row's history (NULL: none yet) with the attempt its claim ran appended, ending now with
+ * `outcome` and `error` (SQL expressions), and only the latest ATTEMPT_HISTORY_LENGTH kept: the
+ * array never holds more, so dropping its first is enough. Written in the same UPDATE as the
+ * outcome, as its first assignment: MySQL evaluates SET left to right, and later assignments
+ * would otherwise show through.
+ */
+const withAttempt = (outcome: string, error: string): string =>
+  `JSON_ARRAY_APPEND(
+     CASE WHEN JSON_LENGTH(COALESCE(history, '[]')) >= ${ATTEMPT_HISTORY_LENGTH} THEN JSON_REMOVE(history, '$[0]')
+          ELSE COALESCE(history, '[]') END,
+     '$', JSON_OBJECT('startedAt', ${epochMs('started_at')}, 'finishedAt', ${epochMs(DB_NOW)},
+                      'instance', claimed_by, 'outcome', ${outcome}, 'error', ${error}))`;
+
+/** The rescue a reclaim would add passes the limit (bound), counted since the latest admin retry. */
+const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > ?';
 
 const INSERT_COLUMNS = `(type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent, headers,
   created_at, updated_at)`;
@@ -27,12 +48,18 @@ const INSERT_COLUMNS = `(type, biz_key, payload, status, max_retry, next_run_at,
 /** One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, idempotent, headers. */
 const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
 
-/** The claimable rows, in the order the (status, next_run_at, id) index holds them. */
-const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?)`;
+/**
+ * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
+ * the row until that claim lets go (releaseRevoked) or the lease runs out, its executor may still run.
+ */
+const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 
-/** What a claim writes into a row; bound: the token, then the lease in microseconds. */
-const CLAIM = `status = 'RUNNING', claim_token = ?, lease_until = ${LEASE_UNTIL}, started_at = ${DB_NOW},
-           updated_at = ${DB_NOW}`;
+/** The claimable rows, in the order the (status, next_run_at, id) index holds them. */
+const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?) AND ${NOT_HELD_BACK}`;
+
+/** What a claim writes into a row; bound: the token, the instance, then the lease in microseconds. */
+const CLAIM = `status = 'RUNNING', claim_token = ?, claimed_by = ?, lease_until = ${LEASE_UNTIL},
+           started_at = ${DB_NOW}, updated_at = ${DB_NOW}`;
 
 /**
  * `n` claim refs; bound: the ids as one list, then `id, token` per ref (see store `refValues`). The
@@ -92,7 +119,7 @@ export function mysqlSql(t: string) {
      * subquery) would let two claimers read the same rows and deadlock upgrading them. The outer
      * WHERE repeats status and due time, so a row another claimer took meanwhile is left alone.
      * STRAIGHT_JOIN keeps the candidates first; `due` has only `id`, so other columns name c's.
-     * Bound: now, types, limit (candidates), token, lease, now, types (outer guard).
+     * Bound: now, types, limit (candidates), token, instance, lease, now, types (outer guard).
      */
     markDueLegacy: `UPDATE (
          SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE
@@ -105,10 +132,10 @@ export function mysqlSql(t: string) {
     /** claimById: one row by primary key; `types` is optional (the list form is a second statement). */
     claimById: `UPDATE ${byId}
        SET ${CLAIM}
-       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ?`,
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK}`,
     claimByIdOfTypes: `UPDATE ${byId}
        SET ${CLAIM}
-       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND type IN (?)`,
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK} AND type IN (?)`,
     claimedRow: `SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND claim_token = ? AND status = 'RUNNING'`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
@@ -116,30 +143,39 @@ export function mysqlSql(t: string) {
       `UPDATE ${byId} SET lease_until = ${LEASE_UNTIL}, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${refs(n)}`,
     heldRefs: (n: number) => `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)}`,
-    /** Bound: this call's marker, then the refs. */
+    /**
+     * Bound: this call's marker, then the refs. An earlier attempt's error stays in the history, not
+     * in last_error; the succeeded attempt is the row itself (see core attemptHistory), so the
+     * commonest write appends nothing.
+     */
     complete: (n: number) =>
       `UPDATE ${byId}
        SET status = 'SUCCESS', claim_token = ?, lease_until = NULL, finished_at = ${DB_NOW},
-           updated_at = ${DB_NOW}
+           updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND ${refs(n)}`,
     /** The rows one complete call finished (SUCCESS is final, so the marker stays put). */
     completedBy: `SELECT id FROM ${table} WHERE claim_token = ? AND status = 'SUCCESS'`,
-    /** Bound: status, retry_count, next_run_at, last_error, status again (for finished_at), id, token. */
+    /**
+     * Bound: status and last_error (for the history), status, retry_count, next_run_at, last_error,
+     * status again (for finished_at), id, token.
+     */
     failOne: `UPDATE ${byId}
-       SET status = ?, retry_count = ?, next_run_at = ?, last_error = ?, claim_token = NULL, lease_until = NULL,
+       SET history = ${withAttempt(`IF(? = 'DEAD', 'dead', 'failed')`, '?')},
+           status = ?, retry_count = ?, next_run_at = ?, last_error = ?, claim_token = NULL, lease_until = NULL,
            finished_at = CASE WHEN ? = 'DEAD' THEN ${DB_NOW} ELSE NULL END, updated_at = ${DB_NOW}
        WHERE id = ? AND status = 'RUNNING' AND claim_token = ?`,
     /**
      * fail of more than one attempt runs in a transaction: lock the rows still held (lockHeld),
-     * then write each one's outcome in this one statement. Bound: for each of status, retry_count,
-     * next_run_at, last_error and the status again (for finished_at), n pairs of (id, value); then
-     * the ids.
+     * then write each one's outcome in this one statement. Bound: for each of status and last_error
+     * (for the history), status, retry_count, next_run_at, last_error and the status again (for
+     * finished_at), n pairs of (id, value); then the ids.
      */
     failHeld: (n: number) => {
       const byRow = (value: string): string =>
         `CASE id ${Array.from({ length: n }, () => `WHEN ? THEN ${value}`).join(' ')} END`;
       return `UPDATE ${byId}
-       SET status = ${byRow('?')}, retry_count = ${byRow('?')}, next_run_at = ${byRow('?')},
+       SET history = ${withAttempt(byRow(`IF(? = 'DEAD', 'dead', 'failed')`), byRow('?'))},
+           status = ${byRow('?')}, retry_count = ${byRow('?')}, next_run_at = ${byRow('?')},
            last_error = ${byRow('?')}, finished_at = ${byRow(`IF(? = 'DEAD', ${DB_NOW}, NULL)`)},
            claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'RUNNING'`;
@@ -147,37 +183,52 @@ export function mysqlSql(t: string) {
     /** release and fail (of several attempts) run in a transaction: lock the rows still held, then move exactly those. */
     lockHeld: (n: number) =>
       `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
+    /** releaseRevoked likewise: the requeued rows these old claims still hold back. */
+    lockHeldBack: (n: number) =>
+      `SELECT id FROM ${byId} WHERE status = 'PENDING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
+    releaseRevoked: `UPDATE ${byId} SET claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE id IN (?) AND status = 'PENDING'`,
     release: `UPDATE ${byId} SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'RUNNING'`,
 
     /** A plain read first: most rounds find nothing hung and need no transaction or lock. */
     anyHung: `SELECT 1 AS hung FROM ${table} WHERE status = 'RUNNING' AND lease_until < ${DB_NOW} LIMIT 1`,
     /** Leases that expired on the database clock, oldest first, in a bounded batch (strategy adds the lock clause). */
-    hungCandidates: `SELECT id, type, rescue_count FROM ${table}
+    hungCandidates: `SELECT id, type, rescue_count, rescue_count_at_retry FROM ${table}
        WHERE status = 'RUNNING' AND lease_until < ${DB_NOW}
        ORDER BY lease_until, id LIMIT ?`,
     /**
-     * Back to PENDING due now (never later than it already was), or DEAD past the rescue limit.
-     * Bound: maxRescues ×4, the dead letter's text, the ids. Guarded by status and lease again.
+     * Back to PENDING keeping its due time (an orphan keeps its place in the queue), or DEAD past
+     * the rescue limit. Bound: maxRescues twice and the dead letter's text (for the history), then
+     * maxRescues twice, the dead letter's text, maxRescues, the ids. Guarded by status and lease again.
      */
     reclaim: `UPDATE ${byId}
-       SET status = CASE WHEN rescue_count + 1 > ? THEN 'DEAD' ELSE 'PENDING' END,
-           next_run_at = CASE WHEN rescue_count + 1 > ? THEN next_run_at ELSE LEAST(next_run_at, ${DB_NOW}) END,
-           last_error = CASE WHEN rescue_count + 1 > ? THEN ? ELSE last_error END,
-           finished_at = CASE WHEN rescue_count + 1 > ? THEN ${DB_NOW} ELSE NULL END,
+       SET history = ${withAttempt(
+         `IF(${PAST_RESCUE_LIMIT}, 'dead', 'lease_expired')`,
+         `IF(${PAST_RESCUE_LIMIT}, ?, NULL)`,
+       )},
+           status = CASE WHEN ${PAST_RESCUE_LIMIT} THEN 'DEAD' ELSE 'PENDING' END,
+           last_error = CASE WHEN ${PAST_RESCUE_LIMIT} THEN ? ELSE last_error END,
+           finished_at = CASE WHEN ${PAST_RESCUE_LIMIT} THEN ${DB_NOW} ELSE NULL END,
            rescue_count = rescue_count + 1, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'RUNNING' AND lease_until < ${DB_NOW}`,
 
-    // Admin transitions: one write guarded by the transition's source states (from core).
+    // Admin transitions: one write guarded by the transition's source states (from core). A retry
+    // keeps the counts and starts the retry budget and rescue limit from them.
     retry: `UPDATE ${byId}
-       SET status = 'PENDING', retry_count = 0, rescue_count = 0, next_run_at = ?, claim_token = NULL,
+       SET status = 'PENDING', retry_count_at_retry = retry_count, rescue_count_at_retry = rescue_count,
+           next_run_at = ?, claim_token = NULL,
            lease_until = NULL, finished_at = NULL, updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('retry')})`,
+    /** The old claim's token and lease stay on the row: they hold the command back (NOT_HELD_BACK). */
     requeue: `UPDATE ${byId}
-       SET status = 'PENDING', next_run_at = ?, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       SET history = ${withAttempt(`'requeued'`, 'NULL')}, status = 'PENDING', next_run_at = ?,
+           updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('requeue')})`,
+    /** Bound: the reason twice (a running attempt ends `killed` with it), the id. */
     kill: `UPDATE ${byId}
-       SET status = 'CANCELLED', last_error = COALESCE(?, last_error), claim_token = NULL, lease_until = NULL,
+       SET history = IF(status = 'RUNNING', ${withAttempt(`'killed'`, '?')}, history),
+           status = 'CANCELLED', last_error = COALESCE(?, last_error), claim_token = NULL, lease_until = NULL,
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('kill')})`,
     cancel: `UPDATE ${byId}
@@ -187,11 +238,14 @@ export function mysqlSql(t: string) {
 
     get: `SELECT ${COLUMNS} FROM ${table} WHERE id = ?`,
     getMany: `SELECT ${COLUMNS} FROM ${table} WHERE id IN (?) ORDER BY id`,
-    /** Newest first; the optional filters are added by the store in this order. */
+    /**
+     * Newest first by creation time, the id breaking ties (idx_created holds (created_at, id));
+     * the optional filters are added by the store in this order.
+     */
     list: (filters: readonly ('status' | 'type' | 'bizKey' | 'before')[]) =>
       `SELECT ${COLUMNS} FROM ${table}
        ${filters.length ? `WHERE ${filters.map((f) => LIST_FILTERS[f]).join(' AND ')}` : ''}
-       ORDER BY id DESC LIMIT ?`,
+       ORDER BY created_at DESC, id DESC LIMIT ?`,
     counts: `SELECT status, type, COUNT(*) AS count FROM ${table} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT MIN(next_run_at) AS oldest FROM ${table} WHERE status = 'PENDING' AND next_run_at <= ?`,
     /**
@@ -227,7 +281,8 @@ const LIST_FILTERS = {
   status: 'status IN (?)',
   type: 'type = ?',
   bizKey: 'biz_key = ?',
-  before: 'id < ?',
+  /** Below the cursor's (created_at, id); bound: its time twice, then its id. */
+  before: '(created_at < ? OR (created_at = ? AND id < ?))',
 } as const;
 
 export type MysqlSql = ReturnType<typeof mysqlSql>;

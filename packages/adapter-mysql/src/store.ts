@@ -33,6 +33,7 @@ import {
   checkTransition,
   decodeListCursor,
   encodeListCursor,
+  optionalInstance,
   optionalReason,
   optionalText,
   refuseNul,
@@ -121,7 +122,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
   get capabilities(): StoreCapabilities {
-    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: false };
+    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: false, revocations: false };
   }
 
   /** The claim strategy in use, asking the server its version the first time under 'auto'. */
@@ -209,6 +210,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const types = requireTypes(params.types);
     const round = {
       token: requireToken(params.token),
+      instance: optionalInstance(params.instance),
       leaseMicros: requireInt('leaseMs', params.leaseMs, 1) * 1000,
       now: requireInstant('now', params.now),
       types,
@@ -233,6 +235,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   async claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null> {
     const id = requireId(params.id);
     const token = requireToken(params.token);
+    const instance = optionalInstance(params.instance);
     const lease = requireInt('leaseMs', params.leaseMs, 1) * 1000;
     const now = requireInstant('now', params.now);
     const types = params.types === undefined ? undefined : requireTypes(params.types);
@@ -244,8 +247,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     try {
       const marked = await retryLockConflicts(() =>
         types === undefined
-          ? write(this.pool, this.sql.claimById, [token, lease, id, now])
-          : write(this.pool, this.sql.claimByIdOfTypes, [token, lease, id, now, types]),
+          ? write(this.pool, this.sql.claimById, [token, instance, lease, id, now])
+          : write(this.pool, this.sql.claimByIdOfTypes, [token, instance, lease, id, now, types]),
       );
       if (marked.affectedRows === 0) return null;
     } catch (e) {
@@ -304,6 +307,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     if (checked.length === 1) {
       const values = [
         one.status,
+        one.lastError,
+        one.status,
         one.retryCount,
         one.nextRunAt,
         one.lastError,
@@ -329,6 +334,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
           rows.flatMap((c) => [c.id, value(c)]);
         await write(conn, this.sql.failHeld(rows.length), [
           ...pairs((c) => c.status),
+          ...pairs((c) => c.lastError),
+          ...pairs((c) => c.status),
           ...pairs((c) => c.retryCount),
           ...pairs((c) => c.nextRunAt),
           ...pairs((c) => c.lastError),
@@ -342,17 +349,28 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    // PENDING is not final (the row may be claimed again at once), so lock, then move exactly those.
+    return this.lockThenMove(refs, this.sql.lockHeld, this.sql.release);
+  }
+
+  async releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    return this.lockThenMove(refs, this.sql.lockHeldBack, this.sql.releaseRevoked);
+  }
+
+  /** In one transaction: lock the rows `lock` finds for these refs, then `move` exactly those (bound: their ids). */
+  private async lockThenMove(
+    refs: readonly ClaimRef[],
+    lock: (count: number) => string,
+    move: string,
+  ): Promise<CommandId[]> {
     const { count, values } = refValues(refs);
     if (count === 0) return [];
-    // PENDING is not final (the row may be claimed again at once), so lock, then move exactly those.
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
-        const held = (await select<{ id: string }>(conn, this.sql.lockHeld(count), values)).map((r) =>
-          String(r.id),
-        );
-        if (held.length > 0) await write(conn, this.sql.release, [held]);
-        const released = new Set(held);
-        return unique(refs.map((r) => r.id)).filter((id) => released.has(id));
+        const held = (await select<{ id: string }>(conn, lock(count), values)).map((r) => String(r.id));
+        if (held.length > 0) await write(conn, move, [held]);
+        const moved = new Set(held);
+        return unique(refs.map((r) => r.id)).filter((id) => moved.has(id));
       }),
     );
   }
@@ -366,19 +384,24 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     if ((await retryConnectionLoss(() => select(this.pool, this.sql.anyHung))).length === 0) return [];
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
-        const hung = await select<{ id: string; type: string; rescue_count: number }>(
-          conn,
-          `${this.sql.hungCandidates} ${strategy.hungLock}`,
-          [limit],
-        );
+        const hung = await select<{
+          id: string;
+          type: string;
+          rescue_count: number;
+          rescue_count_at_retry: number;
+        }>(conn, `${this.sql.hungCandidates} ${strategy.hungLock}`, [limit]);
         if (hung.length === 0) return [];
         const ids = hung.map((h) => String(h.id));
-        await write(conn, this.sql.reclaim, [maxRescues, maxRescues, maxRescues, dead, maxRescues, ids]);
+        const limits = [maxRescues, maxRescues, dead];
+        await write(conn, this.sql.reclaim, [...limits, ...limits, maxRescues, ids]);
         // The rows are locked until commit, so the guarded write moved every one of them.
         return hung.map((h) => ({
           id: String(h.id),
           type: h.type,
-          status: Number(h.rescue_count) + 1 > maxRescues ? ('DEAD' as const) : ('PENDING' as const),
+          status:
+            Number(h.rescue_count) + 1 - Number(h.rescue_count_at_retry) > maxRescues
+              ? ('DEAD' as const)
+              : ('PENDING' as const),
         }));
       }),
     );
@@ -393,7 +416,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('kill', id, [reasonText(reason)]);
+    const why = reasonText(reason);
+    return this.adminTransition('kill', id, [why, why]);
   }
 
   async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
@@ -426,7 +450,12 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     if (type !== null) add('type', type);
     const bizKey = optionalText('bizKey', query.bizKey);
     if (bizKey !== null) add('bizKey', bizKey);
-    if (query.cursor !== undefined && query.cursor !== null) add('before', decodeListCursor(query.cursor));
+    if (query.cursor !== undefined && query.cursor !== null) {
+      const after = decodeListCursor(query.cursor);
+      const at = requireInstant('cursor', after.createdAt);
+      filters.push('before');
+      values.push(at, at, after.id);
+    }
     if (filters[0] === 'status' && (values[0] as unknown[]).length === 0)
       return { items: [], nextCursor: null };
     const rows = await retryConnectionLoss(() =>
@@ -434,7 +463,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     );
     const items = rows.slice(0, limit).map(toRecord);
     const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last.id) : null };
+    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
   }
 
   async stats(now: Date): Promise<StoreStats> {

@@ -146,10 +146,14 @@ describe('query plans with finished history in the table', () => {
         { name: 'heldRefs', statement: sql.heldRefs(n), values: refs(n), key: 'PRIMARY' },
         { name: 'lockHeld', statement: sql.lockHeld(n), values: refs(n), key: 'PRIMARY' },
         { name: 'release', statement: sql.release, values: [ids], key: 'PRIMARY' },
+        { name: 'lockHeldBack', statement: sql.lockHeldBack(n), values: refs(n), key: 'PRIMARY' },
+        { name: 'releaseRevoked', statement: sql.releaseRevoked, values: [ids], key: 'PRIMARY' },
         {
           name: 'failHeld',
           statement: sql.failHeld(n),
           values: [
+            ...ids.flatMap((id) => [id, 'PENDING']),
+            ...ids.flatMap((id) => [id, 'boom']),
             ...ids.flatMap((id) => [id, 'PENDING']),
             ...ids.flatMap((id) => [id, 1]),
             ...ids.flatMap((id) => [id, now]),
@@ -159,18 +163,40 @@ describe('query plans with finished history in the table', () => {
           ],
           key: 'PRIMARY',
         },
-        { name: 'reclaim', statement: sql.reclaim, values: [5, 5, 5, 'dead', 5, ids], key: 'PRIMARY' },
+        {
+          name: 'reclaim',
+          statement: sql.reclaim,
+          values: [5, 5, 'dead', 5, 5, 'dead', 5, ids],
+          key: 'PRIMARY',
+        },
         { name: 'getMany', statement: sql.getMany, values: [ids], key: 'PRIMARY' },
         {
           name: 'markClaimed',
           statement: sql.markClaimed,
-          values: ['t', 1000, pending.slice(0, n)],
+          values: ['t', 'worker', 1000, pending.slice(0, n)],
           key: 'PRIMARY',
         },
       ];
       for (const c of cases) await expectKeyed(c);
     },
   );
+
+  it('a list page walks idx_created newest first and reads only its own rows', async () => {
+    const [newest] = await conn.query('SELECT MAX(created_at) AS at FROM async_command');
+    const at = (newest as { at: string }[])[0]?.at;
+    for (const [name, statement, values] of [
+      ['first page', sql.list([]), [11]],
+      ['next page', sql.list(['before']), [at, at, held[0], 11]],
+    ] as const) {
+      const rows = await plan(statement, values);
+      expect(
+        rows.map((r) => r.key),
+        name,
+      ).toEqual(['idx_created']);
+      expect(rows[0]?.Extra ?? '', name).not.toMatch(/filesort/);
+      expect(await reads(statement, values), name).toBeLessThanOrEqual(MAX_READS);
+    }
+  });
 
   it('single-row writes and reads by id go through the primary key', async () => {
     const [id, other] = held as [string, string];
@@ -179,19 +205,24 @@ describe('query plans with finished history in the table', () => {
       {
         name: 'failOne',
         statement: sql.failOne,
-        values: ['PENDING', 1, now, 'boom', 'PENDING', id, TOKEN],
+        values: ['PENDING', 'boom', 'PENDING', 1, now, 'boom', 'PENDING', id, TOKEN],
         key: 'PRIMARY',
       },
       { name: 'retry', statement: sql.retry, values: [now, other], key: 'PRIMARY' },
       { name: 'requeue', statement: sql.requeue, values: [now, other], key: 'PRIMARY' },
-      { name: 'kill', statement: sql.kill, values: ['why', other], key: 'PRIMARY' },
+      { name: 'kill', statement: sql.kill, values: ['why', 'why', other], key: 'PRIMARY' },
       { name: 'cancel', statement: sql.cancel, values: ['why', due], key: 'PRIMARY' },
       { name: 'get', statement: sql.get, values: [id], key: 'PRIMARY' },
-      { name: 'claimById', statement: sql.claimById, values: ['t', 1000, due, now], key: 'PRIMARY' },
+      {
+        name: 'claimById',
+        statement: sql.claimById,
+        values: ['t', 'worker', 1000, due, now],
+        key: 'PRIMARY',
+      },
       {
         name: 'claimByIdOfTypes',
         statement: sql.claimByIdOfTypes,
-        values: ['t', 1000, due, now, ['work']],
+        values: ['t', 'worker', 1000, due, now, ['work']],
         key: 'PRIMARY',
       },
       { name: 'claimedRow', statement: sql.claimedRow, values: [id, TOKEN], key: 'PRIMARY' },
@@ -227,7 +258,7 @@ describe('query plans with finished history in the table', () => {
   });
 
   it('step 1 (legacy) reads LIMIT candidates from idx_due, then each by primary key', async () => {
-    const values = [now, ['work'], 10, 't', 1000, now, ['work']];
+    const values = [now, ['work'], 10, 't', 'worker', 1000, now, ['work']];
     const rows = await plan(sql.markDueLegacy, values);
     const candidates = rows.find((r) => r.table === 'async_command');
     expect(candidates?.key, JSON.stringify(rows)).toBe('idx_due');

@@ -58,6 +58,20 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 2,
+    name: 'attempt history and lists by creation time',
+    statements: (n) => [
+      // Constant defaults: PostgreSQL adds these columns without rewriting the table.
+      `ALTER TABLE ${n.table}
+         ADD COLUMN IF NOT EXISTS claimed_by            TEXT,
+         ADD COLUMN IF NOT EXISTS retry_count_at_retry  INTEGER NOT NULL DEFAULT 0,
+         ADD COLUMN IF NOT EXISTS rescue_count_at_retry INTEGER NOT NULL DEFAULT 0,
+         ADD COLUMN IF NOT EXISTS history               JSONB   NOT NULL DEFAULT '[]'`,
+      // Lists run newest first by (created_at, id): ids are taken in blocks per process.
+      `CREATE INDEX IF NOT EXISTS ${n.index('created_idx')} ON ${n.table} (created_at, id)`,
+    ],
+  },
+  {
     version: 3,
     name: 'dead-letter index',
     statements: (n) => [

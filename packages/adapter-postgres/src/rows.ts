@@ -1,3 +1,4 @@
+import { readAttemptHistory } from '@asynccmd/core';
 import type { CommandHeaders, CommandRecord, CommandStatus } from '@asynccmd/core';
 import type { CustomTypesConfig } from 'pg';
 
@@ -22,6 +23,10 @@ export interface CommandRow {
   readonly updated_at: string;
   readonly started_at: string | null;
   readonly finished_at: string | null;
+  readonly retry_count_at_retry: string;
+  readonly rescue_count_at_retry: string;
+  readonly claimed_by: string | null;
+  readonly history: string;
 }
 
 /**
@@ -33,26 +38,34 @@ export const RAW_TYPES: CustomTypesConfig = {
 };
 
 export function toRecord(row: CommandRow): CommandRecord {
+  const status = row.status as CommandStatus;
+  const startedAt = toDateOrNull(row.started_at);
+  const finishedAt = toDateOrNull(row.finished_at);
   return {
     id: row.id,
     type: row.type,
     bizKey: row.biz_key,
     payload: JSON.parse(row.payload) as unknown,
-    status: row.status as CommandStatus,
+    status,
     maxRetry: Number(row.max_retry),
     retryCount: Number(row.retry_count),
     rescueCount: Number(row.rescue_count),
+    retryCountAtRetry: Number(row.retry_count_at_retry),
+    rescueCountAtRetry: Number(row.rescue_count_at_retry),
     nextRunAt: toDate(row.next_run_at),
     lastError: row.last_error,
     owner: row.owner,
-    claimToken: row.claim_token,
-    leaseUntil: toDateOrNull(row.lease_until),
+    claimedBy: row.claimed_by,
+    history: readAttemptHistory(row.history, { status, startedAt, finishedAt, claimedBy: row.claimed_by }),
+    // A requeued PENDING row keeps its old claim's token and lease (sql.ts says why): shown only while RUNNING.
+    claimToken: status === 'RUNNING' ? row.claim_token : null,
+    leaseUntil: status === 'RUNNING' ? toDateOrNull(row.lease_until) : null,
     idempotent: row.idempotent === 't',
     headers: JSON.parse(row.headers) as CommandHeaders,
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
-    startedAt: toDateOrNull(row.started_at),
-    finishedAt: toDateOrNull(row.finished_at),
+    startedAt,
+    finishedAt,
   };
 }
 

@@ -1,4 +1,4 @@
-import { ACTIVE_STATUSES } from '@asynccmd/core';
+import { ACTIVE_STATUSES, ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core';
 import type { TableNames } from './names.js';
 
 /**
@@ -17,7 +17,33 @@ const lease = (param: string): string => `${NOW} + ${param}::float8 * interval '
 /** Columns of a command row, in the order rows.ts reads them. */
 const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
-  finished_at`;
+  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history`;
+
+/** A timestamptz in epoch milliseconds, as the history keeps times. */
+const epochMs = (time: string): string => `(extract(epoch FROM ${time}) * 1000)::bigint`;
+
+/**
+ * The row's history (of the row aliased `c`) with the attempt its claim ran appended, ending now
+ * with `outcome` and `error` (SQL expressions), and only the latest ATTEMPT_HISTORY_LENGTH kept:
+ * the array never holds more, so dropping its first is enough. Written in the same UPDATE as the
+ * outcome, so it costs no statement of its own.
+ */
+const withAttempt = (outcome: string, error: string): string =>
+  `(CASE WHEN jsonb_array_length(c.history) >= ${ATTEMPT_HISTORY_LENGTH} THEN c.history - 0 ELSE c.history END)
+     || jsonb_build_object('startedAt', ${epochMs('c.started_at')}, 'finishedAt', ${epochMs(NOW)},
+          'instance', c.claimed_by, 'outcome', ${outcome}, 'error', ${error})`;
+
+/**
+ * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
+ * the row until that claim lets go (releaseRevoked) or the lease runs out, its executor may still run.
+ */
+const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${NOW})`;
+
+/**
+ * The NOTIFY payload announcing that an admin write took a RUNNING command's claim away (see
+ * wakeups.ts, which reads it): `revoked <requeue|kill> <id> <token>`.
+ */
+export const REVOKED_PAYLOAD = /^revoked (requeue|kill) ([0-9]+) (.+)$/s;
 
 /** The idempotency key is held while a command is unfinished; same text as the unique index's predicate. */
 const active = (alias = ''): string =>
@@ -27,14 +53,33 @@ export type Sql = ReturnType<typeof buildSql>;
 
 export function buildSql(n: TableNames) {
   const t = n.table;
-  /** The claim's write: RUNNING under a fresh token, started and leased on the database clock. */
-  const claimSet = (token: string, leaseMs: string): string =>
-    `status = 'RUNNING', claim_token = ${token}, started_at = ${NOW}, lease_until = ${lease(leaseMs)}, updated_at = ${NOW}`;
+  /** The claim's write: RUNNING under a fresh token for `instance`, started and leased on the database clock. */
+  const claimSet = (token: string, leaseMs: string, instance: string): string =>
+    `status = 'RUNNING', claim_token = ${token}, claimed_by = ${instance}, started_at = ${NOW},
+     lease_until = ${lease(leaseMs)}, updated_at = ${NOW}`;
+  /** The rescue that a reclaim would add passes the limit ($2), counted since the latest admin retry. */
+  const pastRescueLimit = 'c.rescue_count + 1 - c.rescue_count_at_retry > $2';
   const returning = `RETURNING ${COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
+  /**
+   * An admin write that may take a claim away (`set`, on the row aliased `c`; $1 id, $2 sources):
+   * the row is locked and read first, so when it was RUNNING its old claim is announced with a
+   * NOTIFY on $4, the store's channel, which goes out as this statement's transaction commits.
+   */
+  const revoking = (by: 'requeue' | 'kill', set: string): string => `
+      WITH prior AS (SELECT id, status, claim_token FROM ${t} WHERE id = $1::bigint FOR UPDATE),
+      moved AS (
+        UPDATE ${t} AS c SET ${set}
+        FROM prior WHERE c.id = prior.id AND c.status = ANY($2::text[])
+        ${returning}, prior.status AS prior_status, prior.claim_token AS prior_token
+      )
+      SELECT ${COLUMNS},
+        CASE WHEN prior_status = 'RUNNING' AND prior_token IS NOT NULL
+          THEN pg_notify($4, 'revoked ${by} ' || id || ' ' || prior_token) END AS announced
+      FROM moved`;
   /** $1 id, $2 now, $5 types (null: any): the row claimById may take, locked. */
   const claimableById = `
         SELECT id FROM ${t}
-        WHERE id = $1::bigint AND status = 'PENDING' AND next_run_at <= $2::timestamptz
+        WHERE id = $1::bigint AND status = 'PENDING' AND next_run_at <= $2::timestamptz AND ${NOT_HELD_BACK}
           AND ($5::text[] IS NULL OR type = ANY($5::text[]))
         FOR UPDATE SKIP LOCKED`;
   return {
@@ -94,24 +139,25 @@ export function buildSql(n: TableNames) {
     /**
      * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in due order
      * from the partial index, skipping rows other claimers hold; the UPDATE then touches only those.
-     * $1 now, $2 types, $3 limit, $4 token, $5 lease ms.
+     * $1 now, $2 types, $3 limit, $4 token, $5 lease ms, $6 instance.
      */
     claimDue: `
       WITH due AS (
         SELECT id FROM ${t}
         WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz AND type = ANY($2::text[])
+          AND ${NOT_HELD_BACK}
         ORDER BY next_run_at, id
         LIMIT $3
         FOR UPDATE SKIP LOCKED
       )
-      UPDATE ${t} AS c SET ${claimSet('$4', '$5')}
+      UPDATE ${t} AS c SET ${claimSet('$4', '$5', '$6')}
       FROM due WHERE c.id = due.id
       ${returning}`,
 
-    /** $1 id, $2 now, $3 token, $4 lease ms, $5 types (null: any). */
+    /** $1 id, $2 now, $3 token, $4 lease ms, $5 types (null: any), $6 instance. */
     claimById: `
       WITH one AS (${claimableById})
-      UPDATE ${t} AS c SET ${claimSet('$3', '$4')}
+      UPDATE ${t} AS c SET ${claimSet('$3', '$4', '$6')}
       FROM one WHERE c.id = one.id
       ${returning}`,
 
@@ -123,7 +169,7 @@ export function buildSql(n: TableNames) {
     claimByIdAfterCommit: `
       WITH fast AS (SELECT set_config('synchronous_commit', 'off', true)),
         one AS (${claimableById})
-      UPDATE ${t} AS c SET ${claimSet('$3', '$4')}
+      UPDATE ${t} AS c SET ${claimSet('$3', '$4', '$6')}
       FROM one, fast WHERE c.id = one.id
       ${returning}`,
 
@@ -134,9 +180,14 @@ export function buildSql(n: TableNames) {
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id, c.claim_token`,
 
+    /**
+     * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
+     * is the row itself (started_at, finished_at, claimed_by; see core attemptHistory), so the
+     * hot path's commonest write appends nothing.
+     */
     complete: `
       UPDATE ${t} AS c SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL, finished_at = ${NOW},
-        updated_at = ${NOW}
+        updated_at = ${NOW}, last_error = NULL
       FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
@@ -147,20 +198,29 @@ export function buildSql(n: TableNames) {
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
 
+    /** A requeued command's old claim lets go: claimable at once. */
+    releaseRevoked: `
+      UPDATE ${t} AS c SET claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
+      FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
+      WHERE c.id = r.id AND c.status = 'PENDING' AND c.claim_token = r.token
+      RETURNING c.id`,
+
     /** Failed attempts' outcomes: unnest of ids, tokens, statuses, retry counts, next run times, errors. */
     fail: `
       UPDATE ${t} AS c SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
         last_error = f.last_error, claim_token = NULL, lease_until = NULL,
-        finished_at = CASE WHEN f.status = 'DEAD' THEN ${NOW} END, updated_at = ${NOW}
+        finished_at = CASE WHEN f.status = 'DEAD' THEN ${NOW} END, updated_at = ${NOW},
+        history = ${withAttempt(`CASE WHEN f.status = 'DEAD' THEN 'dead' ELSE 'failed' END`, 'f.last_error')}
       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::timestamptz[], $6::text[])
         AS f(id, token, status, retry_count, next_run_at, last_error)
       WHERE c.id = f.id AND c.status = 'RUNNING' AND c.claim_token = f.token
       RETURNING c.id`,
 
     /**
-     * Hung reclaim on the database clock, in a bounded batch: back to PENDING due now, or DEAD once
-     * the rescue count would pass $2 (with $3 as the reason). The UPDATE repeats the status and
-     * lease guard, so a row that completed or heartbeat meanwhile is left alone. $1 limit.
+     * Hung reclaim on the database clock, in a bounded batch: back to PENDING keeping its due time
+     * (an orphan keeps its place in the queue), or DEAD once the rescue count would pass $2 (with $3
+     * as the reason). The UPDATE repeats the status and lease guard, so a row that completed or
+     * heartbeat meanwhile is left alone. $1 limit.
      */
     reclaimHung: `
       WITH hung AS (
@@ -172,31 +232,40 @@ export function buildSql(n: TableNames) {
       )
       UPDATE ${t} AS c SET
         rescue_count = c.rescue_count + 1,
-        status = CASE WHEN c.rescue_count + 1 > $2 THEN 'DEAD' ELSE 'PENDING' END,
-        next_run_at = CASE WHEN c.rescue_count + 1 > $2 THEN c.next_run_at ELSE ${NOW} END,
-        last_error = CASE WHEN c.rescue_count + 1 > $2 THEN $3 ELSE c.last_error END,
-        finished_at = CASE WHEN c.rescue_count + 1 > $2 THEN ${NOW} END,
+        status = CASE WHEN ${pastRescueLimit} THEN 'DEAD' ELSE 'PENDING' END,
+        last_error = CASE WHEN ${pastRescueLimit} THEN $3 ELSE c.last_error END,
+        finished_at = CASE WHEN ${pastRescueLimit} THEN ${NOW} END,
+        history = ${withAttempt(`CASE WHEN ${pastRescueLimit} THEN 'dead' ELSE 'lease_expired' END`, `CASE WHEN ${pastRescueLimit} THEN $3::text END`)},
         claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
       FROM hung WHERE c.id = hung.id AND c.status = 'RUNNING' AND c.lease_until < ${NOW}
       RETURNING c.id, c.type, c.status`,
 
-    /** Admin transitions: one guarded UPDATE each; $1 id, $2 allowed source statuses. */
+    /**
+     * Admin transitions: one guarded UPDATE each; $1 id, $2 allowed source statuses. A retry keeps
+     * the counts and starts the retry budget and rescue limit from them.
+     */
     retry: `
-      UPDATE ${t} AS c SET status = 'PENDING', retry_count = 0, rescue_count = 0, next_run_at = $3::timestamptz,
+      UPDATE ${t} AS c SET status = 'PENDING', retry_count_at_retry = c.retry_count,
+        rescue_count_at_retry = c.rescue_count, next_run_at = $3::timestamptz,
         claim_token = NULL, lease_until = NULL, finished_at = NULL, updated_at = ${NOW}
       WHERE id = $1::bigint AND status = ANY($2::text[])
       ${returning}`,
-    requeue: `
-      UPDATE ${t} AS c SET status = 'PENDING', next_run_at = $3::timestamptz, claim_token = NULL, lease_until = NULL,
-        updated_at = ${NOW}
-      WHERE id = $1::bigint AND status = ANY($2::text[])
-      ${returning}`,
-    /** kill and cancel: $3 reason (null keeps the last error). */
-    dispose: `
-      UPDATE ${t} AS c SET status = 'CANCELLED', last_error = COALESCE($3, last_error), claim_token = NULL,
-        lease_until = NULL, finished_at = ${NOW}, updated_at = ${NOW}
-      WHERE id = $1::bigint AND status = ANY($2::text[])
-      ${returning}`,
+    /**
+     * $3 now, $4 the channel. The old claim's token and lease stay on the row: they hold the
+     * command back (NOT_HELD_BACK) while the old executor may still run.
+     */
+    requeue: revoking(
+      'requeue',
+      `status = 'PENDING', next_run_at = $3::timestamptz, updated_at = ${NOW},
+        history = ${withAttempt(`'requeued'`, 'NULL::text')}`,
+    ),
+    /** kill and cancel: $3 reason (null keeps the last error), $4 the channel; a running attempt ends `killed`. */
+    dispose: revoking(
+      'kill',
+      `status = 'CANCELLED', last_error = COALESCE($3::text, c.last_error), claim_token = NULL,
+        lease_until = NULL, finished_at = ${NOW}, updated_at = ${NOW},
+        history = CASE WHEN c.status = 'RUNNING' THEN ${withAttempt(`'killed'`, '$3::text')} ELSE c.history END`,
+    ),
     /** Who holds the idempotency key a retried command needs; $1 the retried id. */
     keyHolder: `
       SELECT h.id FROM ${t} AS h JOIN ${t} AS me ON h.type = me.type AND h.biz_key = me.biz_key
@@ -207,15 +276,19 @@ export function buildSql(n: TableNames) {
     statusOf: `SELECT status FROM ${t} WHERE id = $1::bigint`,
     get: `SELECT ${COLUMNS} FROM ${t} WHERE id = $1::bigint`,
     getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id = ANY($1::bigint[])`,
-    /** $1 statuses (null: any), $2 type, $3 biz key, $4 cursor (ids below it), $5 limit. */
+    /**
+     * Newest first by creation time, the id breaking ties (ids are taken in blocks per process, so
+     * their order is not the submission order). $1 statuses (null: any), $2 type, $3 biz key,
+     * $4 and $5 the cursor's creation time and id (rows below it), $6 limit.
+     */
     list: `
       SELECT ${COLUMNS} FROM ${t}
       WHERE ($1::text[] IS NULL OR status = ANY($1::text[]))
         AND ($2::text IS NULL OR type = $2)
         AND ($3::text IS NULL OR biz_key = $3)
-        AND ($4::bigint IS NULL OR id < $4::bigint)
-      ORDER BY id DESC
-      LIMIT $5`,
+        AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::bigint))
+      ORDER BY created_at DESC, id DESC
+      LIMIT $6`,
     counts: `SELECT status, type, count(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT min(next_run_at) AS oldest FROM ${t} WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz`,
     /**

@@ -3,10 +3,13 @@ import * as E from 'fp-ts/lib/Either.js';
 import {
   checkTransition,
   CommandNotFoundError,
+  decodeListCursor,
+  encodeListCursor,
   DEFAULT_MAX_PAYLOAD_BYTES,
   FINISHED_STATUSES,
   IdempotencyConflictError,
   InvalidArgumentError,
+  optionalInstance,
   requireId,
   requireInt,
   requireStatuses,
@@ -43,6 +46,7 @@ import type {
   PurgeParams,
   ReclaimedCommand,
   ReclaimParams,
+  RevocationChannel,
   StoreCapabilities,
   StoreStats,
 } from '@asynccmd/core';
@@ -107,8 +111,10 @@ const ID_BLOCK = 128;
  */
 export class PostgresCommandStore implements CommandStore<PoolClient> {
   readonly dialect = 'postgres';
-  readonly capabilities: StoreCapabilities = { skipLocked: true, wakeups: true };
+  readonly capabilities: StoreCapabilities = { skipLocked: true, wakeups: true, revocations: true };
   readonly wakeups: PostgresWakeups;
+  /** Requeues and kills of running commands, heard on the LISTEN connection the wake-ups use. */
+  readonly revocations: RevocationChannel;
   readonly pool: Pool;
   /** The pool of claims, heartbeats and outcomes: losing one of those only runs a command again. */
   readonly hotPool: Pool;
@@ -132,6 +138,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     this.ownsPool = parts.ownsPool;
     this.names = parts.names;
     this.wakeups = parts.wakeups;
+    this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
     this.maxPayloadBytes = requireInt(
       'maxPayloadBytes',
       parts.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
@@ -242,6 +249,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       limit,
       requireToken(p.token),
       requireLease(p.leaseMs),
+      optionalInstance(p.instance),
     ];
     if (limit === 0 || types.length === 0) return [];
     // The claim that follows a notification runs on the LISTEN connection that just delivered it.
@@ -254,7 +262,14 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   async claimById(p: ClaimByIdParams): Promise<ClaimedCommand | null> {
     const v = claimByIdValues(p);
     if (v === null) return null;
-    const [row] = await this.hot<CommandRow>(this.sql.claimById, [v.id, v.now, v.token, v.leaseMs, v.types]);
+    const [row] = await this.hot<CommandRow>(this.sql.claimById, [
+      v.id,
+      v.now,
+      v.token,
+      v.leaseMs,
+      v.types,
+      v.instance,
+    ]);
     return row ? (toRecord(row) as ClaimedCommand) : null;
   }
 
@@ -267,7 +282,14 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     // No types to claim: settled at once, like claimById's null.
     if (v === null) return Promise.resolve(null);
     const types = v.types === null ? null : arrayLiteral(v.types);
-    const claimed = this.riders.claimOnCommit(tx, [v.id, v.now, v.token, String(v.leaseMs), types]);
+    const claimed = this.riders.claimOnCommit(tx, [
+      v.id,
+      v.now,
+      v.token,
+      String(v.leaseMs),
+      types,
+      v.instance,
+    ]);
     return claimed && claimed.then((row) => (row ? (toRecord(row) as ClaimedCommand) : null));
   }
 
@@ -290,6 +312,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
 
   release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
     return this.fencedBatch(this.sql.release, refs);
+  }
+
+  releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    return this.fencedBatch(this.sql.releaseRevoked, refs);
   }
 
   async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
@@ -326,15 +352,15 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('requeue', id, this.sql.requeue, [requireTime('now', now)]);
+    return this.admin('requeue', id, this.sql.requeue, [requireTime('now', now), this.names.channel]);
   }
 
   async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('kill', id, this.sql.dispose, [reasonText(reason)]);
+    return this.admin('kill', id, this.sql.dispose, [reasonText(reason), this.names.channel]);
   }
 
   async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('cancel', id, this.sql.dispose, [reasonText(reason)]);
+    return this.admin('cancel', id, this.sql.dispose, [reasonText(reason), this.names.channel]);
   }
 
   async get(id: CommandId): Promise<CommandRecord | null> {
@@ -353,16 +379,18 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
 
   async list(q: ListQuery): Promise<ListPage> {
     const limit = requireInt('limit', q.limit ?? 50, 1, 1000);
+    const after = q.cursor === undefined || q.cursor === null ? null : decodeListCursor(q.cursor);
     const rows = await this.query<CommandRow>(this.pool, this.sql.list, [
       q.status === undefined ? null : requireStatuses(q.status),
       optionalText('type', q.type),
       optionalText('bizKey', q.bizKey),
-      q.cursor === undefined || q.cursor === null ? null : decodeCursor(q.cursor),
+      after?.createdAt.toISOString() ?? null,
+      after?.id ?? null,
       limit + 1,
     ]);
     const items = rows.slice(0, limit).map(toRecord);
     const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
   }
 
   async stats(now: Date): Promise<StoreStats> {
@@ -575,6 +603,7 @@ function claimByIdValues(p: ClaimByIdParams): {
   token: string;
   leaseMs: number;
   types: string[] | null;
+  instance: string | null;
 } | null {
   const types = p.types === undefined ? null : requireTypes(p.types);
   const values = {
@@ -583,6 +612,7 @@ function claimByIdValues(p: ClaimByIdParams): {
     token: requireToken(p.token),
     leaseMs: requireLease(p.leaseMs),
     types,
+    instance: optionalInstance(p.instance),
   };
   return types !== null && types.length === 0 ? null : values;
 }
@@ -601,21 +631,4 @@ function requireLease(leaseMs: unknown): number {
 
 function byDueThenId(a: CommandRecord, b: CommandRecord): number {
   return a.nextRunAt.getTime() - b.nextRunAt.getTime() || compareIds(a.id, b.id);
-}
-
-const CURSOR_PREFIX = 'id:';
-
-/** Cursors are opaque to callers; inside, the last id of the page. */
-function encodeCursor(id: CommandId): string {
-  return Buffer.from(`${CURSOR_PREFIX}${id}`, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: unknown): CommandId {
-  const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  try {
-    if (text.startsWith(CURSOR_PREFIX)) return requireId(text.slice(CURSOR_PREFIX.length));
-  } catch {
-    // fall through to the argument error
-  }
-  throw new InvalidArgumentError('the list cursor is not one this store handed out');
 }

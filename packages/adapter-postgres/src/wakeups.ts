@@ -1,6 +1,7 @@
-import type { Logger, WakeupChannel } from '@asynccmd/core';
+import type { Logger, RevokedClaim, WakeupChannel } from '@asynccmd/core';
 import pg from 'pg';
 import type { ClientBase, ClientConfig, Notification, Pool } from 'pg';
+import { REVOKED_PAYLOAD } from './sql.js';
 
 export interface PostgresWakeupsOptions {
   /** Sends the NOTIFYs (outside any caller transaction). */
@@ -36,9 +37,14 @@ export interface PostgresWakeupsOptions {
  * fallback.
  *
  * lendAfterWake() lets the one claim that follows a notification run on the LISTEN connection.
+ *
+ * The same channel carries the claims admin requeues and kills take away from running commands
+ * (sent by those statements themselves, so they arrive as the write commits; sql.ts
+ * REVOKED_PAYLOAD): subscribeRevocations() hears them on the same connection.
  */
 export class PostgresWakeups implements WakeupChannel<ClientBase> {
   private readonly subscribers = new Set<() => void>();
+  private readonly revocationSubscribers = new Set<(revoked: RevokedClaim) => void>();
   /** The store's transactions still open, and those of them to announce at commit. */
   private readonly open = new WeakSet<ClientBase>();
   private readonly announce = new WeakSet<ClientBase>();
@@ -61,17 +67,31 @@ export class PostgresWakeups implements WakeupChannel<ClientBase> {
     return this.client !== null;
   }
 
-  async subscribe(onWake: () => void): Promise<() => Promise<void>> {
+  subscribe(onWake: () => void): Promise<() => Promise<void>> {
+    return this.listen(this.subscribers, onWake);
+  }
+
+  /** Hears the claims requeues and kills take away, for as long as the returned function is not called. */
+  subscribeRevocations(onRevoked: (revoked: RevokedClaim) => void): Promise<() => Promise<void>> {
+    return this.listen(this.revocationSubscribers, onRevoked);
+  }
+
+  private async listen<T>(into: Set<T>, subscriber: T): Promise<() => Promise<void>> {
     if (this.closed) throw new Error('the PostgreSQL store is closed');
-    this.subscribers.add(onWake);
+    into.add(subscriber);
     if (this.client === null) await this.ensureListening();
     let active = true;
     return async () => {
       if (!active) return;
       active = false;
-      this.subscribers.delete(onWake);
-      if (this.subscribers.size === 0) await this.stopListening();
+      into.delete(subscriber);
+      if (!this.wanted()) await this.stopListening();
     };
+  }
+
+  /** Someone listens: the LISTEN connection is to be kept up. */
+  private wanted(): boolean {
+    return this.subscribers.size > 0 || this.revocationSubscribers.size > 0;
   }
 
   /**
@@ -152,6 +172,7 @@ export class PostgresWakeups implements WakeupChannel<ClientBase> {
     if (this.windowTimer !== null) clearTimeout(this.windowTimer);
     this.windowTimer = null;
     this.subscribers.clear();
+    this.revocationSubscribers.clear();
     await this.stopListening();
   }
 
@@ -176,6 +197,8 @@ export class PostgresWakeups implements WakeupChannel<ClientBase> {
     client.on('end', () => this.lost(client));
     client.on('notification', (msg: Notification) => {
       if (msg.channel !== this.options.channel) return;
+      const revoked = REVOKED_PAYLOAD.exec(msg.payload ?? '');
+      if (revoked) return this.revoked(revoked);
       this.notified = true;
       this.wake();
     });
@@ -188,7 +211,7 @@ export class PostgresWakeups implements WakeupChannel<ClientBase> {
       this.scheduleReconnect();
       return;
     }
-    if (this.closed || this.subscribers.size === 0) {
+    if (this.closed || !this.wanted()) {
       await client.end().catch(() => undefined);
       return;
     }
@@ -210,7 +233,7 @@ export class PostgresWakeups implements WakeupChannel<ClientBase> {
   }
 
   private scheduleReconnect(): void {
-    if (this.closed || this.subscribers.size === 0 || this.reconnectTimer !== null) return;
+    if (this.closed || !this.wanted() || this.reconnectTimer !== null) return;
     const { reconnectMinMs, reconnectMaxMs } = this.options;
     const base = Math.min(reconnectMaxMs, reconnectMinMs * 2 ** this.failures);
     this.failures += 1;
@@ -235,9 +258,18 @@ export class PostgresWakeups implements WakeupChannel<ClientBase> {
   }
 
   private wake(): void {
-    for (const onWake of [...this.subscribers]) {
+    this.tell(this.subscribers, undefined);
+  }
+
+  private revoked([, by, id, token]: RegExpExecArray): void {
+    const revoked: RevokedClaim = { ref: { id: id!, token: token! }, by: by as RevokedClaim['by'] };
+    this.tell(this.revocationSubscribers, revoked);
+  }
+
+  private tell<T>(subscribers: ReadonlySet<(message: T) => void>, message: T): void {
+    for (const subscriber of [...subscribers]) {
       try {
-        onWake();
+        subscriber(message);
       } catch (err) {
         this.options.logger.error({ err }, 'asynccmd: wake-up subscriber threw');
       }

@@ -112,6 +112,7 @@ describe('PostgresCommandStore', () => {
     expect(indexes.map((i) => i.indexname)).toEqual(
       [
         'async_command_active_key',
+        'async_command_created_idx',
         'async_command_dead_idx',
         'async_command_due_idx',
         'async_command_lease_idx',
@@ -741,7 +742,8 @@ describe('PostgresCommandStore', () => {
     const retried = await store.retry(id!, new Date());
     expect(E.isRight(retried) && retried.right).toMatchObject({
       status: 'PENDING',
-      retryCount: 0,
+      retryCount: 1,
+      retryCountAtRetry: 1,
       finishedAt: null,
     });
     const [c2] = await claim(['admin']);

@@ -8,7 +8,10 @@ import { ACTIVE_STATUSES } from '@asynccmd/core';
 export interface Migration {
   readonly version: number;
   readonly name: string;
-  /** DDL statements for `table`; each must be safe to re-run (IF NOT EXISTS). */
+  /**
+   * DDL statements for `table`. A version runs in one transaction, so it applies whole or not at
+   * all; statements that can say IF NOT EXISTS do anyway.
+   */
   statements(table: string): readonly string[];
 }
 
@@ -56,10 +59,25 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 2,
+    name: 'attempt history and lists by creation time',
+    // A version runs in one transaction (runMigrations), so its DDL applies whole or not at all.
+    statements: (t) => [
+      `ALTER TABLE ${t} ADD COLUMN claimed_by TEXT`,
+      `ALTER TABLE ${t} ADD COLUMN retry_count_at_retry INTEGER NOT NULL DEFAULT 0`,
+      `ALTER TABLE ${t} ADD COLUMN rescue_count_at_retry INTEGER NOT NULL DEFAULT 0`,
+      `ALTER TABLE ${t} ADD COLUMN history TEXT NOT NULL DEFAULT '[]'`,
+      // Lists run newest first by (created_at, id), with or without one status.
+      `DROP INDEX IF EXISTS ${t}_status`,
+      `CREATE INDEX IF NOT EXISTS ${t}_status_created ON ${t} (status, created_at, id)`,
+      `CREATE INDEX IF NOT EXISTS ${t}_created ON ${t} (created_at, id)`,
+    ],
+  },
+  {
     version: 3,
     name: 'dead-letter lookup',
-    // The health probe's dead-letter count walks the (status, id) index of version 1; the version
-    // is recorded so the numbers mean the same on every adapter.
+    // The health probe's dead-letter count walks the (status, created_at, id) index of version 2;
+    // the version is recorded so the numbers mean the same on every adapter.
     statements: () => [],
   },
   {

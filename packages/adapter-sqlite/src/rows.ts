@@ -1,3 +1,4 @@
+import { readAttemptHistory } from '@asynccmd/core';
 import type { CommandHeaders, CommandRecord, CommandStatus } from '@asynccmd/core';
 
 /** A row as the statements in sql.ts return it. */
@@ -21,30 +22,42 @@ export interface CommandRow {
   readonly updated_at: number;
   readonly started_at: number | null;
   readonly finished_at: number | null;
+  readonly retry_count_at_retry: number;
+  readonly rescue_count_at_retry: number;
+  readonly claimed_by: string | null;
+  readonly history: string;
 }
 
 export function toRecord(row: CommandRow): CommandRecord {
+  // The CHECK constraint on the column admits only the five statuses.
+  const status = row.status as CommandStatus;
+  const startedAt = toDate(row.started_at);
+  const finishedAt = toDate(row.finished_at);
   return {
     id: row.id,
     type: row.type,
     bizKey: row.biz_key,
     payload: JSON.parse(row.payload) as unknown,
-    // The CHECK constraint on the column admits only the five statuses.
-    status: row.status as CommandStatus,
+    status,
     maxRetry: row.max_retry,
     retryCount: row.retry_count,
     rescueCount: row.rescue_count,
+    retryCountAtRetry: row.retry_count_at_retry,
+    rescueCountAtRetry: row.rescue_count_at_retry,
     nextRunAt: new Date(row.next_run_at),
     lastError: row.last_error,
     owner: row.owner,
-    claimToken: row.claim_token,
-    leaseUntil: toDate(row.lease_until),
+    claimedBy: row.claimed_by,
+    history: readAttemptHistory(row.history, { status, startedAt, finishedAt, claimedBy: row.claimed_by }),
+    // A requeued PENDING row keeps its old claim's token and lease (sql.ts says why): shown only while RUNNING.
+    claimToken: status === 'RUNNING' ? row.claim_token : null,
+    leaseUntil: status === 'RUNNING' ? toDate(row.lease_until) : null,
     idempotent: row.idempotent === 1,
     headers: JSON.parse(row.headers) as CommandHeaders,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
-    startedAt: toDate(row.started_at),
-    finishedAt: toDate(row.finished_at),
+    startedAt,
+    finishedAt,
   };
 }
 

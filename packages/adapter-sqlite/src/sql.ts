@@ -1,3 +1,5 @@
+import { ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core';
+
 /**
  * Every statement of the SQLite store, built once per (validated) table name. Values are always
  * bound parameters; lists arrive as one JSON text parameter read with json_each, so a statement's
@@ -14,7 +16,29 @@ export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
  */
 const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
-  created_at, updated_at, started_at, finished_at`;
+  created_at, updated_at, started_at, finished_at, retry_count_at_retry, rescue_count_at_retry,
+  claimed_by, history`;
+
+/**
+ * The row's history with the attempt its claim ran appended, ending now with `outcome` and `error`
+ * (SQL expressions), and only the latest ATTEMPT_HISTORY_LENGTH kept: the array never holds more,
+ * so dropping its first is enough. Written in the same UPDATE as the outcome (SQLite's SET reads
+ * the row as it was), so it costs no statement of its own.
+ */
+const withAttempt = (t: string, outcome: string, error: string): string =>
+  `json_insert(CASE WHEN json_array_length(${t}.history) >= ${ATTEMPT_HISTORY_LENGTH}
+                    THEN json_remove(${t}.history, '$[0]') ELSE ${t}.history END,
+     '$[#]', json_object('startedAt', ${t}.started_at, 'finishedAt', ${DB_NOW}, 'instance', ${t}.claimed_by,
+                         'outcome', ${outcome}, 'error', ${error}))`;
+
+/**
+ * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
+ * the row until that claim lets go (releaseRevoked) or the lease runs out, its executor may still run.
+ */
+const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
+
+/** The rescue a reclaim would add passes the limit, counted since the latest admin retry. */
+const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > :maxRescues';
 
 /** One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, headers. */
 const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ${DB_NOW}, ${DB_NOW})`;
@@ -49,19 +73,19 @@ export function sqliteSql(t: string) {
 
     /** Oldest due first; one statement, and SQLite has a single writer, so no row is claimed twice. */
     claimDue: `UPDATE ${t}
-       SET status = 'RUNNING', claim_token = :token, lease_until = ${DB_NOW} + :leaseMs,
+       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE status = 'PENDING' AND id IN (
          SELECT id FROM ${t} INDEXED BY ${t}_due
          WHERE status = 'PENDING' AND next_run_at <= :now
-           AND type IN (SELECT value FROM json_each(:types))
+           AND type IN (SELECT value FROM json_each(:types)) AND ${NOT_HELD_BACK}
          ORDER BY next_run_at, id
          LIMIT :limit)
        RETURNING ${COLUMNS}`,
     claimById: `UPDATE ${t}
-       SET status = 'RUNNING', claim_token = :token, lease_until = ${DB_NOW} + :leaseMs,
+       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
-       WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now
+       WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
          AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types)))
        RETURNING ${COLUMNS}`,
 
@@ -69,16 +93,21 @@ export function sqliteSql(t: string) {
     heartbeat: `UPDATE ${t} SET lease_until = ${DB_NOW} + :leaseMs, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id, claim_token AS token`,
+    /**
+     * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
+     * is the row itself (see core attemptHistory): the commonest write appends nothing.
+     */
     complete: `UPDATE ${t}
        SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL,
-           finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
+           finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */
     fail: `UPDATE ${t}
        SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
            last_error = f.last_error, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW},
-           finished_at = CASE WHEN f.status = 'DEAD' THEN ${DB_NOW} ELSE NULL END
+           finished_at = CASE WHEN f.status = 'DEAD' THEN ${DB_NOW} ELSE NULL END,
+           history = ${withAttempt(t, `CASE WHEN f.status = 'DEAD' THEN 'dead' ELSE 'failed' END`, 'f.last_error')}
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS status,
                     value ->> 3 AS retry_count, value ->> 4 AS next_run_at, value ->> 5 AS last_error
              FROM json_each(:attempts)) AS f
@@ -88,17 +117,26 @@ export function sqliteSql(t: string) {
        SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
+    /** A requeued command's old claim lets go: claimable at once. */
+    releaseRevoked: `UPDATE ${t}
+       SET claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+       WHERE status = 'PENDING' AND ${REFS}
+       RETURNING CAST(id AS TEXT) AS id`,
 
     /**
      * Leases that expired on the database clock, oldest first, in a bounded batch. A reclaimed
-     * command is due at once (never later than it already was); past the rescue limit it is DEAD.
+     * command keeps its due time (an orphan keeps its place in the queue); past the rescue limit it
+     * is DEAD.
      */
     reclaimHung: `UPDATE ${t}
-       SET status = CASE WHEN rescue_count + 1 > :maxRescues THEN 'DEAD' ELSE 'PENDING' END,
-           next_run_at = CASE WHEN rescue_count + 1 > :maxRescues THEN next_run_at
-                              ELSE MIN(next_run_at, ${DB_NOW}) END,
-           last_error = CASE WHEN rescue_count + 1 > :maxRescues THEN :deadError ELSE last_error END,
-           finished_at = CASE WHEN rescue_count + 1 > :maxRescues THEN ${DB_NOW} ELSE NULL END,
+       SET status = CASE WHEN ${PAST_RESCUE_LIMIT} THEN 'DEAD' ELSE 'PENDING' END,
+           last_error = CASE WHEN ${PAST_RESCUE_LIMIT} THEN :deadError ELSE last_error END,
+           finished_at = CASE WHEN ${PAST_RESCUE_LIMIT} THEN ${DB_NOW} ELSE NULL END,
+           history = ${withAttempt(
+             t,
+             `CASE WHEN ${PAST_RESCUE_LIMIT} THEN 'dead' ELSE 'lease_expired' END`,
+             `CASE WHEN ${PAST_RESCUE_LIMIT} THEN :deadError END`,
+           )},
            rescue_count = rescue_count + 1,
            claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND lease_until < ${DB_NOW} AND id IN (
@@ -109,28 +147,33 @@ export function sqliteSql(t: string) {
        RETURNING CAST(id AS TEXT) AS id, type, status`,
 
     // Admin transitions: one write guarded by the transition's source states (:sources, from core).
+    // A retry keeps the counts and starts the retry budget and rescue limit from them.
     retry: `UPDATE ${t}
-       SET status = 'PENDING', retry_count = 0, rescue_count = 0, next_run_at = :now,
+       SET status = 'PENDING', retry_count_at_retry = retry_count, rescue_count_at_retry = rescue_count,
+           next_run_at = :now,
            claim_token = NULL, lease_until = NULL, finished_at = NULL, updated_at = ${DB_NOW}
        WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
        RETURNING ${COLUMNS}`,
+    /** The old claim's token and lease stay on the row: they hold the command back (NOT_HELD_BACK). */
     requeue: `UPDATE ${t}
-       SET status = 'PENDING', next_run_at = :now, claim_token = NULL, lease_until = NULL,
-           updated_at = ${DB_NOW}
+       SET status = 'PENDING', next_run_at = :now, updated_at = ${DB_NOW},
+           history = ${withAttempt(t, `'requeued'`, 'NULL')}
        WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
        RETURNING ${COLUMNS}`,
-    /** kill and cancel: both end in CANCELLED; they differ only in their sources. */
+    /** kill and cancel: both end in CANCELLED, a running attempt as `killed`; they differ only in their sources. */
     cancel: `UPDATE ${t}
        SET status = 'CANCELLED', last_error = COALESCE(:reason, last_error), claim_token = NULL,
-           lease_until = NULL, finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
+           lease_until = NULL, finished_at = ${DB_NOW}, updated_at = ${DB_NOW},
+           history = CASE WHEN status = 'RUNNING' THEN ${withAttempt(t, `'killed'`, ':reason')} ELSE history END
        WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
        RETURNING ${COLUMNS}`,
 
     get: `SELECT ${COLUMNS} FROM ${t} WHERE id = ?`,
     getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY ${t}.id`,
     /**
-     * Newest first, with only the conditions asked for (fixed fragments; values stay parameters), so
-     * the planner can walk the (status, id) index or the primary key backwards and stop at LIMIT.
+     * Newest first by creation time, the id breaking ties, with only the conditions asked for (fixed
+     * fragments; values stay parameters), so the planner can walk the (status, created_at, id) or
+     * the (created_at, id) index backwards and stop at LIMIT.
      */
     list: (filter: ListFilter) =>
       `SELECT ${COLUMNS} FROM ${t}
@@ -140,18 +183,18 @@ export function sqliteSql(t: string) {
            filter.statuses ? `status IN (SELECT value FROM json_each(:statuses))` : null,
            filter.type ? `type = :type` : null,
            filter.bizKey ? `biz_key = :bizKey` : null,
-           filter.before ? `${t}.id < :before` : null,
+           filter.before ? `(created_at, ${t}.id) < (:beforeAt, :before)` : null,
          ]
            .filter((c) => c !== null)
            .join(' AND ') || '1'
        }
-       ORDER BY ${t}.id DESC
+       ORDER BY created_at DESC, ${t}.id DESC
        LIMIT :limit`,
     counts: `SELECT status, type, COUNT(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT MIN(next_run_at) FROM ${t} INDEXED BY ${t}_due WHERE status = 'PENDING' AND next_run_at <= ?`,
     /** Dead letters counted up to a limit, from the (status, id) index: the cost stays that limit. */
     deadLettersUpTo: `SELECT COUNT(*) FROM (
-         SELECT 1 FROM ${t} INDEXED BY ${t}_status WHERE status = 'DEAD' LIMIT ?)`,
+         SELECT 1 FROM ${t} INDEXED BY ${t}_status_created WHERE status = 'DEAD' LIMIT ?)`,
     /** Outcomes finished in [:from, :to), by status and latency bucket, from the finished_at index. */
     outcomeCounts: `SELECT status, latency_bucket, COUNT(*) AS count FROM (
          SELECT status,
@@ -171,11 +214,12 @@ export function sqliteSql(t: string) {
 
 /** Which optional conditions a list query has. */
 export interface ListFilter {
-  /** One status: `status = ?`, which walks the (status, id) index in order without a sort. */
+  /** One status: `status = ?`, which walks the (status, created_at, id) index in order without a sort. */
   readonly status: boolean;
   readonly statuses: boolean;
   readonly type: boolean;
   readonly bizKey: boolean;
+  /** Below a cursor's (created_at, id). */
   readonly before: boolean;
 }
 

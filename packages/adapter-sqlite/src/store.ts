@@ -13,6 +13,7 @@ import {
   checkTransition,
   decodeListCursor,
   encodeListCursor,
+  optionalInstance,
   optionalReason,
   optionalText,
   requireInstant,
@@ -106,7 +107,7 @@ const ADMIN_ATTEMPTS = 3;
  */
 export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   readonly dialect = 'sqlite';
-  readonly capabilities: StoreCapabilities = { skipLocked: false, wakeups: false };
+  readonly capabilities: StoreCapabilities = { skipLocked: false, wakeups: false, revocations: false };
   readonly table: string;
   readonly db: SqliteDatabase;
   private readonly owned: boolean;
@@ -215,6 +216,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       now: instant('now', params.now),
       types: JSON.stringify(types),
       limit,
+      instance: optionalInstance(params.instance),
     };
     if (limit === 0 || types.length === 0) return [];
     return this.run(() => {
@@ -230,6 +232,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       leaseMs: requireInt('leaseMs', params.leaseMs, 1),
       now: instant('now', params.now),
       types: params.types === undefined ? null : JSON.stringify(requireTypes(params.types)),
+      instance: optionalInstance(params.instance),
     };
     return this.run(() => {
       const row = this.stmt('claimById').get(claim) as CommandRow | undefined;
@@ -254,6 +257,10 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
 
   async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
     return this.fencedBatch('release', refs);
+  }
+
+  async releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+    return this.fencedBatch('releaseRevoked', refs);
   }
 
   async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
@@ -326,19 +333,21 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   async list(query: ListQuery): Promise<ListPage> {
     const limit = requireInt('limit', query.limit ?? 50, 1, 1000);
     const statuses = query.status === undefined ? null : requireStatuses(query.status);
+    const after = query.cursor === undefined || query.cursor === null ? null : decodeListCursor(query.cursor);
     const conditions = {
       status: statuses?.length === 1 ? statuses[0]! : null,
       statuses: statuses === null || statuses.length === 1 ? null : JSON.stringify(statuses),
       type: optionalText('type', query.type),
       bizKey: optionalText('bizKey', query.bizKey),
-      before: query.cursor === undefined || query.cursor === null ? null : decodeCursor(query.cursor),
+      beforeAt: after === null ? null : after.createdAt.getTime(),
+      before: after === null ? null : BigInt(after.id),
     };
     const filter: ListFilter = {
       status: conditions.status !== null,
       statuses: conditions.statuses !== null,
       type: conditions.type !== null,
       bizKey: conditions.bizKey !== null,
-      before: conditions.before !== null,
+      before: after !== null,
     };
     // Only the parameters the statement names may be bound.
     const params = Object.fromEntries(Object.entries(conditions).filter(([, v]) => v !== null));
@@ -348,7 +357,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       const rows = stmt.all({ ...params, limit: limit + 1 }) as CommandRow[];
       const items = rows.slice(0, limit).map(toRecord);
       const last = items[items.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last.id) : null };
+      return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
     });
   }
 
@@ -516,7 +525,10 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     ];
   }
 
-  private async fencedBatch(name: 'complete' | 'release', refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  private async fencedBatch(
+    name: 'complete' | 'release' | 'releaseRevoked',
+    refs: readonly ClaimRef[],
+  ): Promise<CommandId[]> {
     if (refs.length === 0) return [];
     const json = refsJson(refs);
     return this.run(() => {
@@ -588,10 +600,6 @@ function reasonText(reason: unknown): string | null {
 /** `[[id, "token"], …]` for the fenced batch statements; ids are validated digits. */
 function refsJson(refs: readonly ClaimRef[]): string {
   return `[${refs.map((r) => `[${requireId(r.id)},${JSON.stringify(requireToken(r.token))}]`).join(',')}]`;
-}
-
-function decodeCursor(cursor: unknown): bigint {
-  return BigInt(decodeListCursor(cursor));
 }
 
 function isUniqueViolation(e: unknown): boolean {

@@ -176,7 +176,14 @@ describe('SqliteCommandStore (adapter specifics)', () => {
       (store.db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(params) as { detail: string }[])
         .map((r) => r.detail)
         .join('; ');
-    const claimPlan = plan(sql.claimDue, { token: 't', leaseMs: 1, now: 1, types: '["a"]', limit: 1 });
+    const claimPlan = plan(sql.claimDue, {
+      token: 't',
+      instance: 'worker',
+      leaseMs: 1,
+      now: 1,
+      types: '["a"]',
+      limit: 1,
+    });
     expect(claimPlan).toContain('async_command_due');
     expect(claimPlan).not.toContain('TEMP B-TREE');
     expect(plan(sql.reclaimHung, { maxRescues: 1, deadError: 'x', limit: 1 })).toContain(
@@ -187,10 +194,16 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     );
     const listByStatus = plan(
       sql.list({ status: true, statuses: false, type: false, bizKey: false, before: true }),
-      { status: 'DEAD', before: 10, limit: 51 },
+      { status: 'DEAD', beforeAt: 10, before: 10, limit: 51 },
     );
-    expect(listByStatus).toContain('async_command_status');
+    expect(listByStatus).toContain('async_command_status_created');
     expect(listByStatus).not.toContain('TEMP B-TREE');
+    const listAll = plan(
+      sql.list({ status: false, statuses: false, type: false, bizKey: false, before: true }),
+      { beforeAt: 10, before: 10, limit: 51 },
+    );
+    expect(listAll).toContain('async_command_created');
+    expect(listAll).not.toContain('TEMP B-TREE');
   });
 
   it('a transaction blocked by a transaction of another store in this process waits without blocking the event loop', async () => {

@@ -26,6 +26,7 @@ import {
   readStats,
   requireCommandId,
   toStatusResource,
+  type CommandStatusResource,
 } from '@asynccmd/runtime/ops';
 import {
   CliFailure,
@@ -399,8 +400,8 @@ function describeCommand(c: CommandRecord): string {
     ['status', `${c.status} (${view.operation})`],
     [
       'attempts',
-      `${c.retryCount} failed of ${c.maxRetry + 1} allowed; reclaimed after a lost lease ` +
-        `${c.rescueCount} time${c.rescueCount === 1 ? '' : 's'}`,
+      `${c.retryCount} failed, reclaimed after a lost lease ${c.rescueCount} time${c.rescueCount === 1 ? '' : 's'}; ` +
+        `${view.attempts.retriesLeft} of ${c.maxRetry} retries left`,
     ],
     ['nextRunAt', iso(c.nextRunAt)],
     ['lastError', c.lastError ?? '-'],
@@ -411,7 +412,19 @@ function describeCommand(c: CommandRecord): string {
     ['finishedAt', iso(c.finishedAt)],
     ['leaseUntil', iso(c.leaseUntil)],
     ['headers', JSON.stringify(c.headers)],
+    ['history', describeHistory(view.history)],
     ['payload', JSON.stringify(c.payload, null, 2)],
   ];
   return lines.map(([k, v]) => `${k.padEnd(11)} ${v}`).join('\n');
+}
+
+/** One attempt a line, oldest first, under the first line's label. */
+function describeHistory(history: CommandStatusResource['history']): string {
+  if (history.length === 0) return '-';
+  return history
+    .map((a, i) => {
+      const line = `${i + 1}. ${a.outcome}, on ${a.instance ?? '-'}, ${a.startedAt ?? '-'} → ${a.finishedAt}`;
+      return a.error === null ? line : `${line}: ${a.error}`;
+    })
+    .join(`\n${' '.repeat(12)}`);
 }

@@ -1,4 +1,4 @@
-import type { CommandStore } from '@asynccmd/core';
+import { decideFailure, immediateBackoff, type CommandStore } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpsDatabase } from '../../runtime/test/ops/admin-http.suite.js';
 import {
@@ -93,7 +93,9 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect(human.out).toMatch(new RegExp(`^id\\s+${id}$`, 'm'));
       expect(human.out).toMatch(/^status\s+PENDING \(accepted\)$/m);
       expect(human.out).toContain('"note": "gift"');
-      expect(human.out).toMatch(/^attempts\s+0 failed of 4 allowed; reclaimed after a lost lease 0 times$/m);
+      expect(human.out).toMatch(
+        /^attempts\s+0 failed, reclaimed after a lost lease 0 times; 3 of 3 retries left$/m,
+      );
       expect(human.out).not.toContain('0x');
       const json = JSON.parse((await run('show', id, '--json')).out);
       expect(json).toMatchObject({
@@ -106,6 +108,23 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       const bad = await run('show', 'abc');
       expect(bad.code).toBe(2);
       expect(bad.err).toContain('is not a command id');
+      // The attempts so far, one line each, oldest first.
+      const c = await claim(store, id);
+      await store.fail([
+        {
+          ref: { id, token: c.claimToken },
+          outcome: decideFailure(c, 'ledger timeout', new Date(), immediateBackoff),
+        },
+      ]);
+      await succeed(store, id);
+      const history = await run('show', id);
+      expect(history.out).toMatch(
+        /^attempts\s+1 failed, reclaimed after a lost lease 0 times; 2 of 3 retries left$/m,
+      );
+      expect(history.out).toMatch(/^history\s+1\. failed, on -, \S+ → \S+: ledger timeout$/m);
+      expect(history.out).toMatch(/^\s+2\. succeeded, on -, \S+ → \S+$/m);
+      const shown = JSON.parse((await run('show', id, '--json')).out);
+      expect(shown.history.map((a: { outcome: string }) => a.outcome)).toEqual(['failed', 'succeeded']);
       const unknown = await run('show', '987654321');
       expect(unknown.code).toBe(1);
       expect(unknown.err).toBe('asynccmd: command 987654321 does not exist\n');

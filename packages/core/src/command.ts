@@ -34,17 +34,30 @@ export interface CommandRecord<P = unknown> {
   readonly bizKey: string | null;
   readonly payload: P;
   readonly status: CommandStatus;
-  /** Retries allowed after the first attempt; the failure after the last retry makes it DEAD. */
+  /**
+   * Retries allowed after the first attempt (counted since the latest admin retry); the failure
+   * after the last of them makes it DEAD.
+   */
   readonly maxRetry: number;
-  /** Failed attempts so far. */
+  /** Failed attempts so far, in all: an admin retry does not reset it. */
   readonly retryCount: number;
-  /** Times the command was taken back from an instance that went silent (lease expired). */
+  /** Times the command was taken back from an instance that went silent (lease expired), in all. */
   readonly rescueCount: number;
+  /**
+   * retryCount and rescueCount when a person last retried the command (0 and 0 if never): the
+   * retry budget (`maxRetry`) and the rescue limit count only what came after.
+   */
+  readonly retryCountAtRetry: number;
+  readonly rescueCountAtRetry: number;
   /** Due time: a PENDING command is claimed only once this has passed. */
   readonly nextRunAt: Date;
   readonly lastError: string | null;
   /** The submitting service, for people reading the table. */
   readonly owner: string | null;
+  /** The runtime instance holding (RUNNING) or that last held the claim; null if none named itself. */
+  readonly claimedBy: string | null;
+  /** The latest attempts (at most ATTEMPT_HISTORY_LENGTH), oldest first. */
+  readonly history: readonly AttemptRecord[];
   /** Fresh token of the claim that holds a RUNNING command; null otherwise. */
   readonly claimToken: string | null;
   /** Database-clock deadline of a RUNNING command's lease; past it, the command is hung. */
@@ -59,6 +72,37 @@ export interface CommandRecord<P = unknown> {
   /** When it reached SUCCESS, DEAD or CANCELLED. */
   readonly finishedAt: Date | null;
 }
+
+/**
+ * How an attempt ended: succeeded; failed (a retry is due) or dead (no retry left, or past the
+ * rescue limit); lease_expired (its instance went silent: taken back); requeued or killed (a
+ * person took the claim away while it ran).
+ */
+export type AttemptOutcome = 'succeeded' | 'failed' | 'dead' | 'lease_expired' | 'requeued' | 'killed';
+
+export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = [
+  'succeeded',
+  'failed',
+  'dead',
+  'lease_expired',
+  'requeued',
+  'killed',
+];
+
+/** One attempt in a command's history. Times are the database clock's. */
+export interface AttemptRecord {
+  /** When its claim started it. */
+  readonly startedAt: Date | null;
+  readonly finishedAt: Date;
+  /** The runtime instance that ran it (the claim's `instance`); null if the claim named none. */
+  readonly instance: string | null;
+  readonly outcome: AttemptOutcome;
+  /** The failure (as lastError keeps it), a kill's reason, or why it became DEAD; else null. */
+  readonly error: string | null;
+}
+
+/** Attempts a command's history keeps: the latest ones, so a row stays small however often it runs. */
+export const ATTEMPT_HISTORY_LENGTH = 10;
 
 /** A RUNNING command as a claim hands it out: the token is what fences its outcome. */
 export interface ClaimedCommand<P = unknown> extends CommandRecord<P> {

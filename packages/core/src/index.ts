@@ -1,6 +1,7 @@
 export * from './status.js';
 export * from './errors.js';
 export * from './command.js';
+export * from './attempt-history.js';
 export * from './identifier.js';
 export * from './error-text.js';
 export * from './payload.js';

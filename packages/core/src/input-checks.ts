@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js';
-import type { CommandId } from './command.js';
+import type { CommandId, CommandRecord } from './command.js';
 import { InvalidArgumentError, PayloadNotSerialisableError, PayloadTooLargeError } from './errors.js';
 import { jsonNestsDeeperThan, MAX_PAYLOAD_DEPTH } from './payload.js';
 import { isCommandStatus } from './status.js';
@@ -141,6 +141,18 @@ export function requireStatuses(status: unknown): CommandStatus[] {
   return list as CommandStatus[];
 }
 
+/** Longest instance name a claim may carry (the narrowest column of the three databases). */
+export const MAX_INSTANCE_CHARS = 128;
+
+/** A claim's `instance`: a non-empty name of at most MAX_INSTANCE_CHARS characters, or none. */
+export function optionalInstance(value: unknown): string | null {
+  const text = optionalText('instance', value);
+  if (text !== null && (text === '' || [...text].length > MAX_INSTANCE_CHARS)) {
+    throw new InvalidArgumentError(`instance must be 1 to ${MAX_INSTANCE_CHARS} characters`);
+  }
+  return text;
+}
+
 /**
  * Text a store keeps in a column or matches against one (type, bizKey, owner, tokens): no NUL
  * character, which PostgreSQL text cannot hold — so no store keeps one, and a filter naming one
@@ -237,17 +249,32 @@ export function requireHeadersJson(headers: unknown): string {
   return json;
 }
 
-const CURSOR_PREFIX = 'id:';
-
-/** The opaque `nextCursor` of a list page whose last (oldest) item is `id`. */
-export function encodeListCursor(id: CommandId): string {
-  return Buffer.from(`${CURSOR_PREFIX}${id}`, 'utf8').toString('base64url');
+/**
+ * Where a list page ended: its last (oldest) item's creation time and id. Lists run newest first by
+ * (createdAt, id), the id breaking ties; the next page starts strictly below this position.
+ */
+export interface ListPosition {
+  readonly createdAt: Date;
+  readonly id: CommandId;
 }
 
-/** The id a list cursor stands for; anything this module did not hand out is refused. */
-export function decodeListCursor(cursor: unknown): CommandId {
+const CURSOR = /^c1:(0|[1-9][0-9]{0,15}):([1-9][0-9]{0,18})$/;
+/** The latest time a Date holds. */
+const MAX_TIME_MS = 8.64e15;
+
+/** The opaque `nextCursor` of a list page whose last (oldest) item is `last`. */
+export function encodeListCursor(last: Pick<CommandRecord, 'createdAt' | 'id'>): string {
+  return Buffer.from(`c1:${last.createdAt.getTime()}:${last.id}`, 'utf8').toString('base64url');
+}
+
+/** The position a list cursor stands for; anything that is not a cursor a store handed out is refused. */
+export function decodeListCursor(cursor: unknown): ListPosition {
   const text = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  const id = text.startsWith(CURSOR_PREFIX) ? parseCommandId(text.slice(CURSOR_PREFIX.length)) : null;
-  if (!id || E.isLeft(id)) throw new InvalidArgumentError('the list cursor is not one this store handed out');
-  return id.right;
+  const m = CURSOR.exec(text);
+  const ms = Number(m?.[1]);
+  const id = m ? parseCommandId(m[2]) : null;
+  if (!id || E.isLeft(id) || !(ms <= MAX_TIME_MS)) {
+    throw new InvalidArgumentError('the list cursor is not one this store handed out');
+  }
+  return { createdAt: new Date(ms), id: id.right };
 }

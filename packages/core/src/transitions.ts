@@ -11,7 +11,7 @@ import type { CommandStatus } from './status.js';
  *   PENDING ──claim──▶ RUNNING ──succeed──▶ SUCCESS
  *      ▲                 │ fail (retries left)        ──▶ PENDING (backoff)
  *      │                 │ fail (retries exhausted)   ──▶ DEAD ──retry──▶ PENDING
- *      │                 │ reclaim (lease expired)    ──▶ PENDING, or DEAD past the rescue limit
+ *      │                 │ reclaim (lease expired)    ──▶ PENDING (same due time), or DEAD past the rescue limit
  *      │                 │ release / requeue          ──▶ PENDING
  *      └─────────────────┘ kill ──▶ CANCELLED (also from PENDING and DEAD); cancel: PENDING ──▶ CANCELLED
  *
@@ -67,6 +67,8 @@ export interface CommandState {
   readonly maxRetry: number;
   readonly retryCount: number;
   readonly rescueCount: number;
+  readonly retryCountAtRetry: number;
+  readonly rescueCountAtRetry: number;
   readonly claimToken: string | null;
   readonly nextRunAt: Date;
   readonly lastError: string | null;
@@ -91,10 +93,14 @@ export function claim(s: CommandState, token: string): Result {
   );
 }
 
+/** Done: the error of an earlier attempt stays in the history, not in lastError. */
 export function succeed(s: CommandState, token: string): Result {
-  return E.map((c: CommandState): CommandState => ({ ...c, status: 'SUCCESS', claimToken: null }))(
-    from('succeed', s, token),
-  );
+  return E.map((c: CommandState): CommandState => ({
+    ...c,
+    status: 'SUCCESS',
+    claimToken: null,
+    lastError: null,
+  }))(from('succeed', s, token));
 }
 
 /** What a failed attempt turns into; adapters write exactly this, fenced by the claim token. */
@@ -105,23 +111,34 @@ export interface FailureOutcome {
   readonly lastError: string;
 }
 
+/** Retries the command has used of its `maxRetry`: those since the latest admin retry. */
+export function retriesUsed(s: Pick<CommandState, 'retryCount' | 'retryCountAtRetry'>): number {
+  return s.retryCount - s.retryCountAtRetry;
+}
+
+/** Retries the command has left before a failure makes it DEAD. */
+export function retriesLeft(s: Pick<CommandState, 'maxRetry' | 'retryCount' | 'retryCountAtRetry'>): number {
+  return Math.max(0, s.maxRetry - retriesUsed(s));
+}
+
 /**
- * A failed attempt: a retry at now + backoff(retryCount) while retries remain, else a dead letter.
- * With maxRetry = 5 a command runs at most 6 times.
+ * A failed attempt: a retry at now + backoff(retries used) while retries remain, else a dead
+ * letter. With maxRetry = 5 a command runs at most 6 times (from its submit, or from an admin retry).
  */
 export function decideFailure(
-  s: Pick<CommandState, 'maxRetry' | 'retryCount'>,
+  s: Pick<CommandState, 'maxRetry' | 'retryCount' | 'retryCountAtRetry'>,
   error: unknown,
   now: Date,
   backoff: BackoffPolicy,
 ): FailureOutcome {
   const lastError = truncateErrorText(describeFailure(error));
-  if (s.retryCount >= s.maxRetry) {
+  const used = retriesUsed(s);
+  if (used >= s.maxRetry) {
     return { status: 'DEAD', retryCount: s.retryCount + 1, nextRunAt: now, lastError };
   }
   // Whatever the policy answers (NaN, a negative or an absurd delay), the retry time is one every
   // store can write: recording the failure must never fail because of its backoff.
-  const delay = backoff.delayMs(s.retryCount);
+  const delay = backoff.delayMs(used);
   const at = now.getTime() + (delay > 0 ? delay : 0);
   return {
     status: 'PENDING',
@@ -160,15 +177,17 @@ export const DEFAULT_MAX_RESCUES = 5;
 
 /**
  * A RUNNING command whose lease expired on the database clock: its instance is gone. It goes back
- * to PENDING, unless it has already been rescued `maxRescues` times — a command that crashes its
- * process every time must not loop forever, so it becomes a dead letter a person will see.
+ * to PENDING keeping its due time — an orphan keeps its place in the queue rather than going behind
+ * everything submitted since — unless it has already been rescued `maxRescues` times: a command
+ * that crashes its process every time must not loop forever, so it becomes a dead letter a person
+ * will see. The limit counts rescues since the latest admin retry.
  */
-export function reclaim(s: CommandState, now: Date, maxRescues: number = DEFAULT_MAX_RESCUES): Result {
+export function reclaim(s: CommandState, maxRescues: number = DEFAULT_MAX_RESCUES): Result {
   return E.map((c: CommandState): CommandState => {
     const rescueCount = c.rescueCount + 1;
-    return rescueCount > maxRescues
+    return rescueCount - c.rescueCountAtRetry > maxRescues
       ? { ...c, status: 'DEAD', claimToken: null, rescueCount, lastError: rescueLimitMessage(maxRescues) }
-      : { ...c, status: 'PENDING', claimToken: null, rescueCount, nextRunAt: now };
+      : { ...c, status: 'PENDING', claimToken: null, rescueCount };
   })(from('reclaim', s));
 }
 
@@ -176,14 +195,17 @@ export function rescueLimitMessage(maxRescues: number): string {
   return `lease expired more than ${maxRescues} times (the executing instance kept disappearing)`;
 }
 
-/** A person's retry of a dead letter: fresh attempts, due now. */
+/**
+ * A person's retry of a dead letter: fresh attempts, due now. The counts are kept (the record of
+ * what happened); the retry budget and the rescue limit start again from them.
+ */
 export function retry(s: CommandState, now: Date): Result {
   return E.map((c: CommandState): CommandState => ({
     ...c,
     status: 'PENDING',
     claimToken: null,
-    retryCount: 0,
-    rescueCount: 0,
+    retryCountAtRetry: c.retryCount,
+    rescueCountAtRetry: c.rescueCount,
     nextRunAt: now,
   }))(from('retry', s));
 }

@@ -40,7 +40,8 @@ describe('adapter input checks', () => {
     expect(requirePayloadJson('{"a":1}', 100)).toBe('{"a":1}');
     expect(requireHeadersJson(undefined)).toBe('{}');
     expect(requireHeadersJson({ traceparent: 'x' })).toBe('{"traceparent":"x"}');
-    expect(decodeListCursor(encodeListCursor('9007199254740993'))).toBe('9007199254740993');
+    const last = { createdAt: new Date(1_700_000_000_123), id: '9007199254740993' };
+    expect(decodeListCursor(encodeListCursor(last))).toEqual(last);
   });
 
   it('refuse bad input with typed errors', () => {
@@ -57,6 +58,21 @@ describe('adapter input checks', () => {
     expect(code(() => requireHeadersJson(['x']))).toBe('INVALID_ARGUMENT');
     expect(code(() => decodeListCursor('bm9wZQ'))).toBe('INVALID_ARGUMENT');
     expect(code(() => decodeListCursor(42))).toBe('INVALID_ARGUMENT');
+    const foreign = (text: string): string => Buffer.from(text).toString('base64url');
+    for (const text of [
+      'id:5',
+      'c1:5',
+      'c1:-1:5',
+      'c1:1:0',
+      'c1:1.5:5',
+      'c1:8640000000000001:5',
+      'c1:1:5:x',
+    ]) {
+      expect(
+        code(() => decodeListCursor(foreign(text))),
+        text,
+      ).toBe('INVALID_ARGUMENT');
+    }
   });
 });
 
@@ -202,7 +218,7 @@ describe('stored times', () => {
 
   it('a backoff that answers nonsense still gives a storable retry time', () => {
     const now = new Date();
-    const state = { maxRetry: 3, retryCount: 0 };
+    const state = { maxRetry: 3, retryCount: 0, retryCountAtRetry: 0 };
     const at = (delay: number) =>
       decideFailure(state, new Error('x'), now, { delayMs: () => delay }).nextRunAt;
     expect(at(1e20).getTime()).toBe(LATEST_STORED_TIME);

@@ -23,6 +23,8 @@ const pending: CommandState = {
   maxRetry: 2,
   retryCount: 0,
   rescueCount: 0,
+  retryCountAtRetry: 0,
+  rescueCountAtRetry: 0,
   claimToken: null,
   nextRunAt: t0,
   lastError: null,
@@ -57,7 +59,15 @@ describe('state machine', () => {
   });
 
   it('a max retry of 0 dead-letters the first failure', () => {
-    expect(decideFailure({ maxRetry: 0, retryCount: 0 }, 'x', t0, backoff).status).toBe('DEAD');
+    expect(decideFailure({ maxRetry: 0, retryCount: 0, retryCountAtRetry: 0 }, 'x', t0, backoff).status).toBe(
+      'DEAD',
+    );
+  });
+
+  it('success clears the last error: it stays in the history, not on the command', () => {
+    const failed = right(fail(right(claim(pending, 'a')), 'a', new Error('flaky'), t0, backoff));
+    expect(failed.lastError).toBe('flaky');
+    expect(right(succeed(right(claim(failed, 'b')), 'b')).lastError).toBeNull();
   });
 
   it('fences outcomes with the claim token', () => {
@@ -87,16 +97,35 @@ describe('state machine', () => {
 
   it('reclaims a hung command and dead-letters it past the rescue limit', () => {
     let s = right(claim(pending, 't1'));
-    s = right(reclaim(s, t0, 1));
-    expect(s).toMatchObject({ status: 'PENDING', rescueCount: 1, claimToken: null });
-    s = right(reclaim(right(claim(s, 't2')), t0, 1));
+    s = right(reclaim(s, 1));
+    expect(s).toMatchObject({
+      status: 'PENDING',
+      rescueCount: 1,
+      claimToken: null,
+      nextRunAt: pending.nextRunAt,
+    });
+    s = right(reclaim(right(claim(s, 't2')), 1));
     expect(s.status).toBe('DEAD');
     expect(s.lastError).toMatch(/lease expired more than 1 times/);
   });
 
-  it('admin retry gives a dead letter fresh attempts; kill and cancel dispose', () => {
+  it('admin retry gives a dead letter fresh attempts and keeps its counts; kill and cancel dispose', () => {
     const dead: CommandState = { ...pending, status: 'DEAD', retryCount: 3, rescueCount: 2 };
-    expect(right(retry(dead, t0))).toMatchObject({ status: 'PENDING', retryCount: 0, rescueCount: 0 });
+    const retried = right(retry(dead, t0));
+    expect(retried).toMatchObject({
+      status: 'PENDING',
+      retryCount: 3,
+      rescueCount: 2,
+      retryCountAtRetry: 3,
+      rescueCountAtRetry: 2,
+    });
+    // The budget starts again: maxRetry (2) more retries, backed off from the first step again.
+    const first = decideFailure(retried, 'x', t0, backoff);
+    expect(first).toMatchObject({ status: 'PENDING', retryCount: 4 });
+    expect(first.nextRunAt.getTime() - t0.getTime()).toBe(backoff.delayMs(0));
+    expect(decideFailure({ ...retried, retryCount: 5 }, 'x', t0, backoff).status).toBe('DEAD');
+    // And the rescue limit: one more rescue than before the retry is still within a limit of 1.
+    expect(right(reclaim(right(claim(retried, 'r')), 1)).status).toBe('PENDING');
     expect(right(kill(dead, 'not needed'))).toMatchObject({ status: 'CANCELLED', lastError: 'not needed' });
     expect(right(cancel(pending))).toMatchObject({ status: 'CANCELLED' });
     expect(right(requeue(right(claim(pending, 't')), t0))).toMatchObject({

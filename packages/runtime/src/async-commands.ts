@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import {
   DEFAULT_MAX_PAYLOAD_BYTES,
   DEFAULT_MAX_RESCUES,
   exponentialBackoff,
   InvalidArgumentError,
+  optionalInstance,
   silentLogger,
   systemClock,
   type Clock,
@@ -51,6 +53,11 @@ export interface RuntimeState {
 /** crypto.randomUUID: a fresh token per claim (seed §3). */
 export const uuidTokenSource: TokenSource = { next: () => randomUUID() };
 
+/** A name for this runtime's claims: host and process for people, and random so no two runtimes share one. */
+export function defaultInstanceId(): string {
+  return `${hostname().slice(0, 80)}/${process.pid}/${randomUUID().slice(0, 8)}`;
+}
+
 /**
  * One asynccmd instance: the client to submit with, and the scheduler, pools and lease keeper that
  * run this process's executors. `start()` to run, `stop()` to shut down gracefully.
@@ -65,6 +72,8 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   readonly clock: Clock;
   readonly logger: Logger;
   readonly leases: LeaseKeeper;
+  /** How this instance names itself in its claims (claimedBy, the attempt history). */
+  readonly instanceId: string;
   readonly #runner: CommandRunner;
   readonly #outcomes: OutcomeWriter;
   readonly #outage: StoreOutage;
@@ -78,6 +87,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
     const tokens = options.tokens ?? uuidTokenSource;
+    this.instanceId = optionalInstance(options.instanceId) ?? defaultInstanceId();
     this.events = new CommandEvents(this.logger);
     this.#outage = new StoreOutage(this.events, this.logger);
     const pools = options.pools ?? {};
@@ -102,6 +112,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       events: this.events,
       clock: this.clock,
       outage: this.#outage,
+      instance: this.instanceId,
     };
     this.#runner = new CommandRunner({
       ...shared,
@@ -109,6 +120,10 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       interceptors: options.interceptors ?? [],
       leases: this.leases,
       outcomes: this.#outcomes,
+      onClaimable: () => {
+        store.wakeups?.notify();
+        this.scheduler.wake();
+      },
     });
     const dispatcher = new Dispatcher(this.pools, this.#runner);
     const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
@@ -194,16 +209,18 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   }: StopOptions): Promise<void> {
     const wasRunning = this.#status === 'running';
     this.#status = 'stopping';
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    // Every wait below ends when shutdown is over, whoever won its race: a timer left running
+    // would hold the process open for up to `timeoutMs` after stop() resolved.
+    const over = new AbortController();
+    const deadline = pause(timeoutMs, over.signal);
     try {
       if (wasRunning) {
         const loopDone = this.scheduler.stop();
         for (const pool of this.pools.all()) pool.drainQueue();
         await this.#releaseUnstarted();
-        await Promise.race([loopDone, pause(timeoutMs, deadline.signal)]);
+        await Promise.race([loopDone, deadline]);
         await this.#releaseUnstarted();
-        await Promise.race([this.#runner.whenIdle(), pause(timeoutMs, deadline.signal)]);
+        await Promise.race([this.#runner.whenIdle(), deadline]);
         if (this.#runner.inflight().length > 0) {
           this.logger.warn(
             { running: this.#runner.inflight().length, timeoutMs },
@@ -211,16 +228,14 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
           );
           this.#runner.abortRunning();
           this.#outcomes.giveUp();
-          await Promise.race([this.#runner.whenIdle(), pause(1_000)]);
+          await Promise.race([this.#runner.whenIdle(), pause(1_000, over.signal)]);
         }
         await loopDone;
       }
       await this.leases.stop();
       if (closeStore) await this.store.close();
     } finally {
-      clearTimeout(timer);
-      // Ends the waits raced above, whose timers would otherwise hold the process for timeoutMs.
-      deadline.abort();
+      over.abort();
       this.#status = 'stopped';
     }
   }

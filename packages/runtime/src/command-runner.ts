@@ -25,6 +25,8 @@ export interface CommandRunnerDeps {
   readonly leases: LeaseKeeper;
   readonly outcomes: OutcomeWriter;
   readonly outage: StoreOutage;
+  /** A requeued command this instance let go of can be claimed now (wake the claimers). */
+  readonly onClaimable: () => void;
 }
 
 /**
@@ -47,7 +49,10 @@ export class CommandRunner {
     const entry = this.deps.registry.require(command.type);
     const execution = new Execution(command, entry, via, (e, runner) => this.run(e, runner));
     execution.releaseLease = this.deps.leases.hold(execution);
-    execution.drop = () => this.#forget(execution);
+    execution.drop = () => {
+      this.#forget(execution);
+      this.#letGo(execution);
+    };
     this.#inflight.add(execution);
     if (this.deps.events.listening) this.deps.events.emit({ kind: 'claimed', command, via });
     return execution;
@@ -179,7 +184,31 @@ export class CommandRunner {
       else execution.onAbort = reject;
     });
     aborted.catch(() => undefined);
-    return Promise.race([next(), aborted]);
+    const ran = Promise.resolve(next());
+    execution.executorSettled = ran.then(
+      () => undefined,
+      () => undefined,
+    );
+    return Promise.race([ran, aborted]);
+  }
+
+  /**
+   * A claim taken away while this instance held it: once its executor has really stopped (not
+   * just been given up on), say so, and a requeued command is claimable at once rather than when
+   * the old lease runs out. Never rejects; if it fails, the lease runs out by itself.
+   */
+  #letGo(execution: Execution): void {
+    const { store, logger, onClaimable } = this.deps;
+    void execution.executorSettled.then(async () => {
+      try {
+        if ((await store.releaseRevoked([execution.ref])).length > 0) onClaimable();
+      } catch (error) {
+        logger.debug(
+          { err: error, id: execution.command.id },
+          'asynccmd: letting go of a requeued claim failed; its lease will run out',
+        );
+      }
+    });
   }
 
   #notRecorded(execution: Execution, result: WriteResult, outcome: 'succeeded' | 'failed'): void {
@@ -191,6 +220,7 @@ export class CommandRunner {
       );
       return;
     }
+    this.#letGo(execution);
     this.deps.events.emit({ kind: 'fenced', command, outcome });
     this.deps.logger.warn(
       { id: command.id, type: command.type, outcome },

@@ -1,6 +1,6 @@
 import type { ClaimedCommand, ClaimRef } from '@asynccmd/core';
 import type { RegisteredExecutor } from './executor-registry.js';
-import type { HeldLease } from './lease-keeper.js';
+import type { HeldLease, LossNotice } from './lease-keeper.js';
 import type { PoolJob, PoolJobTail } from './work-pool.js';
 
 export type ExecutionState = 'claimed' | 'running' | 'finishing' | 'done';
@@ -19,6 +19,13 @@ export class Execution implements PoolJob, HeldLease {
   drop: () => void = () => undefined;
   /** Set by the runner while the executor runs: stops waiting for it once aborted. */
   onAbort: ((reason: unknown) => void) | null = null;
+  /**
+   * Settles when the executor itself has returned or thrown — later than the run, when it was
+   * aborted and ignores (or takes time to obey) its signal. Set by the runner when it starts it.
+   */
+  executorSettled: Promise<void> = Promise.resolve();
+  /** How the claim was found taken away; null while it holds. */
+  lostBy: LossNotice | null = null;
   readonly ref: ClaimRef;
   #controller: AbortController | null = null;
 
@@ -53,11 +60,16 @@ export class Execution implements PoolJob, HeldLease {
     this.onAbort?.(reason);
   }
 
-  lost(): void {
+  lost(notice: LossNotice): void {
+    this.lostBy = notice;
     if (this.state === 'claimed')
       this.drop(); // never starts; the store already moved on
     else if (this.state === 'running') {
-      this.abort('lease-lost', namedError('LeaseLostError', 'the claim was taken away while running'));
+      const how = { heartbeat: 'found by a heartbeat', requeue: 'requeued', kill: 'killed' }[notice];
+      this.abort(
+        'lease-lost',
+        namedError('LeaseLostError', `the claim was taken away while running (${how})`),
+      );
     }
   }
 }

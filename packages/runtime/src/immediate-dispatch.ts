@@ -19,6 +19,8 @@ export interface ImmediateDispatchDeps {
   readonly clock: Clock;
   readonly tokens: TokenSource;
   readonly outage: StoreOutage;
+  /** This runtime's name in its claims. */
+  readonly instance: string;
   /** False before start and once stopping: then the poll loop (here or elsewhere) runs them. */
   readonly accepting: () => boolean;
 }
@@ -100,7 +102,14 @@ export class ImmediateDispatch {
   }
 
   #params(id: CommandId): ClaimByIdParams {
-    const { clock, tokens } = this.deps;
-    return { id, now: clock.now(), token: tokens.next(), leaseMs: this.#leaseMs, types: this.#types };
+    const { clock, tokens, instance } = this.deps;
+    return {
+      id,
+      now: clock.now(),
+      token: tokens.next(),
+      leaseMs: this.#leaseMs,
+      types: this.#types,
+      instance,
+    };
   }
 }

@@ -1,4 +1,4 @@
-import { EXECUTION_MODES, InvalidArgumentError } from '@asynccmd/core';
+import { EXECUTION_MODES, InvalidArgumentError, MAX_INSTANCE_CHARS } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
 import type { AsyncCommandsOptions } from './options.js';
 import type { PoolOptions } from './work-pool.js';
@@ -144,6 +144,7 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   interceptors: listOf('interceptors', aFunction('an interceptor function (command, next)')),
   headersProvider: aFunction('a function returning the headers'),
   owner: text(MAX_OWNER_LENGTH),
+  instanceId: text(MAX_INSTANCE_CHARS),
   maxPayloadBytes: integer(1, 2 ** 31 - 1),
   defaultMaxRetry: integer(0, MAX_RETRY_LIMIT),
   backoff: backoffPolicy,

@@ -42,6 +42,11 @@ export interface AsyncCommandsOptions<Tx = unknown> {
   readonly headersProvider?: SubmitHeadersProvider;
   /** Default `owner` column of submitted commands. */
   readonly owner?: string;
+  /**
+   * Names this instance in the claims it takes (a command's `claimedBy` and its attempt history),
+   * 1 to 128 characters. Default: `<hostname>/<pid>/<random>`, different for every runtime.
+   */
+  readonly instanceId?: string;
   /** Largest payload accepted, as UTF-8 JSON bytes. Default: core DEFAULT_MAX_PAYLOAD_BYTES (64 KiB). */
   readonly maxPayloadBytes?: number;
   /** Retries after the first attempt when neither the submit nor the executor says. Default 5. */

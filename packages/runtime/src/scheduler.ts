@@ -29,6 +29,8 @@ export interface SchedulerDeps {
   readonly clock: Clock;
   readonly tokens: TokenSource;
   readonly outage: StoreOutage;
+  /** This runtime's name in its claims. */
+  readonly instance: string;
 }
 
 export interface RoundResult {
@@ -118,7 +120,7 @@ export class Scheduler {
    * the pool's `refillWaitMs`.
    */
   async runRound(reason: WakeReason = 'poll'): Promise<RoundResult> {
-    const { store, clock, tokens, runner, dispatcher, events } = this.deps;
+    const { store, clock, tokens, runner, dispatcher, events, instance } = this.deps;
     const began = performance.now();
     const reclaimed = this.#reclaimed;
     this.#reclaimed = 0;
@@ -148,7 +150,7 @@ export class Scheduler {
         }
         now ??= clock.now();
         if (pool) this.#disarmTopUp(pool); // claiming for it now; if still short, re-armed below
-        const rows = await store.claimDue({ types, limit, now, token: tokens.next(), leaseMs });
+        const rows = await store.claimDue({ types, limit, now, token: tokens.next(), leaseMs, instance });
         budget.set(pool, limit - rows.length);
         claimed += rows.length;
         group.hungry = rows.length === limit;

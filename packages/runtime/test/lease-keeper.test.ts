@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger, type ClaimRef, type CommandEvent } from '@asynccmd/core';
+import { silentLogger, type ClaimRef, type CommandEvent, type RevokedClaim } from '@asynccmd/core';
 import { CommandEvents } from '../src/command-events.js';
 import { LeaseKeeper } from '../src/lease-keeper.js';
 import { StoreOutage } from '../src/store-outage.js';
@@ -59,5 +59,38 @@ describe('LeaseKeeper', () => {
     await keeper.beat();
     expect(lost).toEqual([]);
     expect(keeper.size).toBe(1);
+  });
+
+  it('hears the store say a claim was taken away, and tells that claim alone at once', async () => {
+    let announce: ((r: RevokedClaim) => void) | null = null;
+    let unsubscribed = false;
+    const store = stubStore({
+      heartbeat: async (refs) => [...refs],
+      revocations: {
+        subscribe: async (onRevoked) => {
+          announce = onRevoked;
+          return async () => void (unsubscribed = true);
+        },
+      },
+    });
+    const keeper = new LeaseKeeper(
+      store,
+      new StoreOutage(new CommandEvents(silentLogger), silentLogger),
+      60_000,
+    );
+    const lost: string[] = [];
+    keeper.hold({ ref: ref('1'), leaseMs: 8000, lost: (how) => lost.push(`1 ${how}`) });
+    keeper.hold({ ref: ref('2'), leaseMs: 8000, lost: (how) => lost.push(`2 ${how}`) });
+    keeper.start();
+    expect(await keeper.hearingRevocations).toBe(true);
+    announce!({ ref: ref('2', 'someone else'), by: 'kill' });
+    announce!({ ref: ref('9'), by: 'kill' });
+    expect(lost).toEqual([]);
+    announce!({ ref: ref('2'), by: 'requeue' });
+    announce!({ ref: ref('2'), by: 'requeue' });
+    expect(lost).toEqual(['2 requeue']);
+    expect(keeper.size).toBe(1);
+    await keeper.stop();
+    expect(unsubscribed).toBe(true);
   });
 });

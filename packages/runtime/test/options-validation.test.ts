@@ -37,6 +37,7 @@ const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[
   ['interceptors', [fn, [{}], [null]]],
   ['headersProvider', [{}, { traceparent: 'x' }]],
   ['owner', ['', 42, 'x'.repeat(65), 'svc\u0000']],
+  ['instanceId', ['', 42, 'x'.repeat(129), 'host\u0000']],
   ['maxPayloadBytes', [0, -1, 1.5, NaN, Infinity, '65536', 2 ** 31]],
   ['defaultMaxRetry', [-1, 1.5, 1001, NaN, '5']],
   ['backoff', [fn, null, {}, { delayMs: 100 }, exponentialBackoff]],

@@ -10,8 +10,8 @@ export function stubStore(overrides: Partial<CommandStore>): CommandStore {
     get(target, prop: string) {
       if (prop in target) return target[prop as keyof CommandStore];
       if (prop === 'dialect') return 'stub';
-      if (prop === 'capabilities') return { skipLocked: false, wakeups: false };
-      if (prop === 'wakeups' || prop === 'then') return undefined;
+      if (prop === 'capabilities') return { skipLocked: false, wakeups: false, revocations: false };
+      if (prop === 'wakeups' || prop === 'revocations' || prop === 'then') return undefined;
       return missing(prop);
     },
   });
@@ -35,6 +35,10 @@ export function claimedRow(
     maxRetry: 5,
     retryCount: 0,
     rescueCount: 0,
+    retryCountAtRetry: 0,
+    rescueCountAtRetry: 0,
+    claimedBy: null,
+    history: [],
     nextRunAt: now,
     lastError: null,
     owner: null,

@@ -154,7 +154,13 @@ describe('drainUntilIdle', () => {
     kit.advance(2_000);
     expect((await kit.drainUntilIdle()).attempts).toMatchObject([{ attempt: 3, outcome: 'succeeded' }]);
     const [row] = await kit.submitted('mail.send');
-    expect(row).toMatchObject({ status: 'SUCCESS', retryCount: 2, lastError: 'mail server down (call 2)' });
+    // A success clears lastError; the failures stay in the attempt history.
+    expect(row).toMatchObject({ status: 'SUCCESS', retryCount: 2, lastError: null });
+    expect(row?.history.map((a) => [a.outcome, a.error])).toEqual([
+      ['failed', 'mail server down (call 1)'],
+      ['failed', 'mail server down (call 2)'],
+      ['succeeded', null],
+    ]);
   });
 
   it('runs a delayed command only once the clock reaches its runAt', async () => {

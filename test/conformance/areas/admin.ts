@@ -9,9 +9,21 @@ import {
   immediateBackoff,
   truncateErrorText,
 } from '@asynccmd/core';
-import type { AdminTransition, CommandId, CommandStatus, CommandStore } from '@asynccmd/core';
+import type { AdminTransition, CommandId, CommandStatus, CommandStore, RevokedClaim } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
-import { claimOne, freshToken, later, newCommand, submitOne, uniqueType, useArea } from '../support.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  claim,
+  claimOne,
+  freshToken,
+  later,
+  newCommand,
+  submitOne,
+  uniqueType,
+  untilDatabaseClockPasses,
+  useArea,
+} from '../support.js';
+import { failOnce } from './outcomes.js';
 
 /** Puts a fresh command of a fresh type into `status` through the store's own transitions. */
 export async function commandIn<Tx>(
@@ -87,15 +99,17 @@ export function adminArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       );
     });
 
-    it('retry: DEAD → PENDING with fresh attempts, due at `now`, keeping the last error', async () => {
+    it('retry: DEAD → PENDING with fresh attempts, due at `now`, keeping the last error and the counts', async () => {
       const store = ctx.store();
       const { id, type } = await commandIn(store, 'DEAD');
       const now = new Date(Date.UTC(2030, 1, 2, 3, 4, 5, 6));
       const r = await store.retry(id, now);
       expect(E.isRight(r) && r.right).toMatchObject({
         status: 'PENDING',
-        retryCount: 0,
+        retryCount: 1,
         rescueCount: 0,
+        retryCountAtRetry: 1,
+        rescueCountAtRetry: 0,
         lastError: 'set up as dead',
         finishedAt: null,
       });
@@ -103,14 +117,117 @@ export function adminArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       expect((await claimOne(store, type, { now })).id).toBe(id);
     });
 
-    it('requeue: RUNNING → PENDING due at `now`; the old claim is fenced out', async () => {
+    it('retry keeps the record: counts and history survive it, and the retry budget starts again', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type, { maxRetry: 1 }));
+      const statuses = async (messages: string[]) => {
+        const out: string[] = [];
+        for (const m of messages) out.push((await failOnce(store, type, m, 'worker')).status);
+        return out;
+      };
+      expect(await statuses(['one', 'two'])).toEqual(['PENDING', 'DEAD']);
+      const r = await store.retry(id, new Date());
+      expect(E.isRight(r) && r.right).toMatchObject({ retryCount: 2, retryCountAtRetry: 2 });
+      // maxRetry 1 again: one retry, then a dead letter once more; nothing counted is lost.
+      expect(await statuses(['three', 'four'])).toEqual(['PENDING', 'DEAD']);
+      const dead = await store.get(id);
+      expect(dead).toMatchObject({ status: 'DEAD', retryCount: 4, retryCountAtRetry: 2, lastError: 'four' });
+      expect(dead!.history.map((a) => [a.outcome, a.error])).toEqual([
+        ['failed', 'one'],
+        ['dead', 'two'],
+        ['failed', 'three'],
+        ['dead', 'four'],
+      ]);
+    });
+
+    it('requeue and kill of a running command end its attempt in the history; kill of one not running adds none', async () => {
+      const store = ctx.store();
+      const requeued = await commandIn(store, 'RUNNING');
+      expect(E.isRight(await store.requeue(requeued.id, new Date()))).toBe(true);
+      const killed = await commandIn(store, 'RUNNING');
+      expect(E.isRight(await store.kill(killed.id, 'poison'))).toBe(true);
+      const pending = await commandIn(store, 'PENDING');
+      expect(E.isRight(await store.kill(pending.id, 'not needed'))).toBe(true);
+      const [r, k, p] = await store.getMany([requeued.id, killed.id, pending.id]);
+      expect(r!.history.map((a) => [a.outcome, a.error])).toEqual([['requeued', null]]);
+      expect(k!.history.map((a) => [a.outcome, a.error])).toEqual([['killed', 'poison']]);
+      expect(k!.history[0]!.startedAt).toEqual(k!.startedAt);
+      expect(p!.history).toEqual([]);
+    });
+
+    it('requeue: RUNNING → PENDING due at `now`; the old claim is fenced out, and held back until it lets go', async () => {
       const store = ctx.store();
       const { id, type, token } = await commandIn(store, 'RUNNING');
       const now = new Date(Date.UTC(2030, 1, 2));
       const r = await store.requeue(id, now);
+      expect(E.isRight(r) && r.right).toMatchObject({
+        status: 'PENDING',
+        claimToken: null,
+        leaseUntil: null,
+      });
       expect(E.isRight(r) && r.right.nextRunAt.getTime()).toBe(now.getTime());
-      expect(await store.complete([{ id, token: token! }])).toEqual([]);
-      expect((await claimOne(store, type, { now })).id).toBe(id);
+      const old = { id, token: token! };
+      expect(await store.complete([old])).toEqual([]);
+      expect(await store.heartbeat([old], 60_000)).toEqual([]);
+      // The old executor may still be running: nobody may start the command again meanwhile.
+      expect(await claim(store, type, { now })).toEqual([]);
+      expect(await store.claimById({ id, now, token: freshToken(), leaseMs: 1000 })).toBeNull();
+      // Only the old claim can let go (a stranger's ref changes nothing); then it is claimable at once.
+      expect(await store.releaseRevoked([{ id, token: freshToken() }])).toEqual([]);
+      expect(await claim(store, type, { now })).toEqual([]);
+      expect(await store.releaseRevoked([old, old])).toEqual([id]);
+      expect(await store.releaseRevoked([old])).toEqual([]);
+      const again = await claimOne(store, type, { now });
+      expect(again.id).toBe(id);
+      // Letting go again, late, touches nothing of the new claim.
+      expect(await store.releaseRevoked([old])).toEqual([]);
+      expect(await store.get(id)).toMatchObject({ status: 'RUNNING', claimToken: again.claimToken });
+    });
+
+    it('requeue: without a word from the old claim, the command is claimable once that lease has run out', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type));
+      const c = await claimOne(store, type, { leaseMs: 1_000 });
+      expect(E.isRight(await store.requeue(id, new Date()))).toBe(true);
+      const early = await claim(store, type);
+      // Inside the lease on the database clock nobody gets it (a slow machine may be past it already).
+      if ((await store.now()).getTime() <= c.leaseUntil!.getTime()) expect(early).toEqual([]);
+      if (early.length === 0) {
+        await untilDatabaseClockPasses(store, c.leaseUntil!);
+        // Held back, not hung: no reclaim touches it.
+        expect((await store.reclaimHung({ limit: 1000, maxRescues: 5 })).map((x) => x.id)).not.toContain(id);
+        expect((await claimOne(store, type)).id).toBe(id);
+      } else expect(early.map((x) => x.id)).toEqual([id]);
+    });
+
+    it('revocations: where the store declares them, the holder hears of a requeue or a kill of its running claim', async () => {
+      const store = ctx.store();
+      if (!store.capabilities.revocations) {
+        expect(store.revocations).toBeUndefined();
+        return;
+      }
+      const peer = await ctx.harness().openPeer();
+      try {
+        const heard: RevokedClaim[] = [];
+        const unsubscribe = await peer.revocations!.subscribe((r) => heard.push(r));
+        const requeued = await commandIn(store, 'RUNNING');
+        const killed = await commandIn(store, 'RUNNING');
+        const pending = await commandIn(store, 'PENDING');
+        expect(E.isRight(await store.requeue(requeued.id, new Date()))).toBe(true);
+        expect(E.isRight(await store.kill(killed.id, 'poison'))).toBe(true);
+        expect(E.isRight(await store.kill(pending.id))).toBe(true);
+        const expected = [
+          { ref: { id: requeued.id, token: requeued.token }, by: 'requeue' },
+          { ref: { id: killed.id, token: killed.token }, by: 'kill' },
+        ];
+        for (let i = 0; i < 500 && heard.length < expected.length; i++) await sleep(10);
+        expect(heard).toEqual(expected);
+        await unsubscribe();
+      } finally {
+        await peer.close();
+      }
     });
 
     it('kill: a running command is cancelled and its executor fenced out; the reason becomes lastError', async () => {

@@ -90,7 +90,7 @@ export function inputArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       await submitOne(store, newCommand(type));
       const c = await claimOne(store, type);
       const outcome = decideFailure(
-        { maxRetry: 3, retryCount: 0 },
+        { maxRetry: 3, retryCount: 0, retryCountAtRetry: 0 },
         new Error('x'),
         new Date(),
         immediateBackoff,

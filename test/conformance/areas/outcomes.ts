@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { LAST_ERROR_MAX_CHARS, decideFailure, exponentialBackoff, truncateErrorText } from '@asynccmd/core';
+import {
+  ATTEMPT_HISTORY_LENGTH,
+  LAST_ERROR_MAX_CHARS,
+  decideFailure,
+  exponentialBackoff,
+  immediateBackoff,
+  truncateErrorText,
+} from '@asynccmd/core';
+import type { CommandId, CommandStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
 import {
   claim,
@@ -13,6 +21,19 @@ import {
 } from '../support.js';
 
 const backoff = exponentialBackoff({ baseMs: 60_000, capMs: 3_600_000 });
+
+/** Claims the one command of `type` as `instance` and records its failure with `message`; returns the outcome's status. */
+export async function failOnce<Tx>(
+  store: CommandStore<Tx>,
+  type: string,
+  message: string,
+  instance?: string,
+): Promise<{ id: CommandId; status: 'PENDING' | 'DEAD' }> {
+  const c = await claimOne(store, type, instance === undefined ? {} : { instance });
+  const outcome = decideFailure(c, new Error(message), new Date(), immediateBackoff);
+  expect(await store.fail([{ ref: { id: c.id, token: c.claimToken }, outcome }])).toEqual([c.id]);
+  return { id: c.id, status: outcome.status };
+}
 
 export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string): void {
   describe('outcomes: complete, fail, heartbeat, release', () => {
@@ -53,6 +74,102 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       expect(statuses.filter((s) => s === 'RUNNING')).toHaveLength(25);
     });
 
+    it('each attempt goes into the history (start, end, instance, outcome, error); a success clears lastError', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type, { maxRetry: 3 }));
+      const before = await store.now();
+      const first = await claimOne(store, type, { instance: 'worker-a/7' });
+      expect(first).toMatchObject({ claimedBy: 'worker-a/7', history: [] });
+      const error = 'Error: the "ledger" said no ☃';
+      const outcome = decideFailure(first, error, new Date(), immediateBackoff);
+      expect(await store.fail([{ ref: { id, token: first.claimToken }, outcome }])).toEqual([id]);
+      const second = await claimOne(store, type, { instance: 'worker-b/9' });
+      expect(await store.complete([{ id, token: second.claimToken }])).toEqual([id]);
+      const after = await store.now();
+      const done = await store.get(id);
+      expect(done).toMatchObject({
+        status: 'SUCCESS',
+        lastError: null,
+        retryCount: 1,
+        claimedBy: 'worker-b/9',
+      });
+      expect(done!.history).toEqual([
+        {
+          startedAt: first.startedAt,
+          finishedAt: expect.any(Date),
+          instance: 'worker-a/7',
+          outcome: 'failed',
+          error,
+        },
+        {
+          startedAt: second.startedAt,
+          finishedAt: expect.any(Date),
+          instance: 'worker-b/9',
+          outcome: 'succeeded',
+          error: null,
+        },
+      ]);
+      const [failed, succeeded] = done!.history;
+      expect(failed!.finishedAt.getTime()).toBeGreaterThanOrEqual(before.getTime());
+      expect(failed!.finishedAt.getTime()).toBeLessThanOrEqual(second.startedAt!.getTime());
+      expect(succeeded!.finishedAt.getTime()).toBeLessThanOrEqual(after.getTime());
+      expect(succeeded!.finishedAt).toEqual(done!.finishedAt);
+      expect(await store.list({ type })).toMatchObject({ items: [{ history: done!.history }] });
+    });
+
+    it(`the history keeps the latest ${ATTEMPT_HISTORY_LENGTH} attempts, oldest first`, async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type, { maxRetry: 11 }));
+      for (let n = 1; n <= 12; n++) {
+        expect(await failOnce(store, type, `attempt ${n}`, `i${n}`)).toEqual({
+          id,
+          status: n === 12 ? 'DEAD' : 'PENDING',
+        });
+      }
+      const dead = await store.get(id);
+      expect(dead).toMatchObject({ status: 'DEAD', retryCount: 12, lastError: 'attempt 12' });
+      const kept = Array.from(
+        { length: ATTEMPT_HISTORY_LENGTH },
+        (_, i) => 12 - ATTEMPT_HISTORY_LENGTH + 1 + i,
+      );
+      expect(dead!.history.map((a) => [a.instance, a.outcome, a.error])).toEqual(
+        kept.map((n) => [`i${n}`, n === 12 ? 'dead' : 'failed', `attempt ${n}`]),
+      );
+    });
+
+    it('a claim names its instance or none; a malformed one is refused before anything is written', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type));
+      for (const instance of ['', 'x'.repeat(129), 42]) {
+        await expect(claim(store, type, { instance: instance as string })).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+        });
+        await expect(
+          store.claimById({
+            id,
+            now: new Date(),
+            token: freshToken(),
+            leaseMs: 1000,
+            instance: instance as string,
+          }),
+        ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      }
+      const c = await claimOne(store, type);
+      expect(c.claimedBy).toBeNull();
+      expect(await store.complete([{ id, token: c.claimToken }])).toEqual([id]);
+      expect((await store.get(id))!.history).toEqual([
+        expect.objectContaining({ instance: null, outcome: 'succeeded' }),
+      ]);
+      const longest = uniqueType();
+      await submitOne(store, newCommand(longest));
+      expect((await claimOne(store, longest, { instance: '名'.repeat(128) })).claimedBy).toBe(
+        '名'.repeat(128),
+      );
+    });
+
     it('a stale executor cannot overwrite the outcome of a newer claim', async () => {
       const store = ctx.store();
       const type = uniqueType();
@@ -60,6 +177,7 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const first = await claimOne(store, type);
       // The first claim is forced back (as a reclaim would), and the command is claimed again.
       expect((await store.requeue(id, new Date(Date.now() - 1000)))._tag).toBe('Right');
+      expect(await store.releaseRevoked([{ id, token: first.claimToken }])).toEqual([id]);
       const second = await claimOne(store, type);
       expect(second.claimToken).not.toBe(first.claimToken);
       const failure = decideFailure(first, new Error('late'), new Date(), backoff);
@@ -133,8 +251,18 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       expect(claimed.map((c) => c.id)).toEqual(ids);
       const [a, b, c, d] = claimed;
       const now = new Date();
-      const retry = decideFailure({ maxRetry: 5, retryCount: 0 }, new Error('retry me'), now, backoff);
-      const dead = decideFailure({ maxRetry: 2, retryCount: 2 }, new Error('gave up ☃'), now, backoff);
+      const retry = decideFailure(
+        { maxRetry: 5, retryCount: 0, retryCountAtRetry: 0 },
+        new Error('retry me'),
+        now,
+        backoff,
+      );
+      const dead = decideFailure(
+        { maxRetry: 2, retryCount: 2, retryCountAtRetry: 0 },
+        new Error('gave up ☃'),
+        now,
+        backoff,
+      );
       const bogus = { ...dead, status: 'SUCCESS' } as never;
       // One bad outcome anywhere: a typed error, and nothing written.
       await expect(

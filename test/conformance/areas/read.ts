@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { CommandRecord } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
-import { claim, newCommand, rejectionCode, submit, submitOne, uniqueType, useArea } from '../support.js';
+import {
+  claim,
+  newCommand,
+  rejectionCode,
+  submit,
+  submitOne,
+  uniqueType,
+  untilDatabaseClockPasses,
+  useArea,
+} from '../support.js';
 import { commandIn } from './admin.js';
 
 const byIdDesc = (a: string, b: string): number =>
@@ -67,6 +76,33 @@ export function readArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string):
       expect(seen).toEqual([...ids].sort(byIdDesc));
     });
 
+    it('list is newest first by creation time, however the instances took their ids', async () => {
+      const store = ctx.store();
+      const peer = await ctx.harness().openPeer();
+      try {
+        const type = uniqueType();
+        const submitted: string[] = [];
+        // Two instances submitting in turn, each one strictly later than the one before.
+        for (const on of [store, peer, store, peer, store, peer]) {
+          const id = await submitOne(on, newCommand(type));
+          submitted.push(id);
+          await untilDatabaseClockPasses(store, (await store.get(id))!.createdAt);
+        }
+        const newestFirst = [...submitted].reverse();
+        expect((await store.list({ type })).items.map((i) => i.id)).toEqual(newestFirst);
+        const paged: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await peer.list({ type, limit: 4, cursor });
+          paged.push(...page.items.map((i) => i.id));
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined);
+        expect(paged).toEqual(newestFirst);
+      } finally {
+        await peer.close();
+      }
+    });
+
     it('list refuses a bad limit, status or cursor with INVALID_ARGUMENT', async () => {
       const store = ctx.store();
       for (const bad of [
@@ -74,6 +110,9 @@ export function readArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string):
         { limit: 1001 },
         { limit: 2.5 },
         { cursor: 'not-a-cursor' },
+        { cursor: Buffer.from('id:5').toString('base64url') },
+        { cursor: Buffer.from('c1:-1:5').toString('base64url') },
+        { cursor: Buffer.from('c1:1700000000000:0').toString('base64url') },
         { status: 'DONE' },
       ]) {
         expect(await rejectionCode(store.list(bad as never))).toBe('INVALID_ARGUMENT');

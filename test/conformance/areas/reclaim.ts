@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import * as E from 'fp-ts/lib/Either.js';
 import { rescueLimitMessage } from '@asynccmd/core';
 import type { ClaimedCommand, CommandStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
@@ -71,6 +72,23 @@ export function reclaimArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: strin
       expect(await store.complete([{ id, token: again.claimToken }])).toEqual([id]);
     });
 
+    it('an orphan keeps its place: reclaimed, it keeps its due time and runs before work due after it', async () => {
+      const store = ctx.store();
+      await drainExpired(store);
+      const type = uniqueType();
+      const dueAt = new Date(Date.now() - 60_000);
+      const orphan = await submitOne(store, newCommand(type, { runAt: dueAt }));
+      const c = await claimOne(store, type, { leaseMs: 1, now: new Date() });
+      const newer = await submitOne(store, newCommand(type, { runAt: new Date(Date.now() - 30_000) }));
+      await expire(store, [c]);
+      expect(await store.reclaimHung({ limit: 1000, maxRescues: 5 })).toEqual([
+        { id: orphan, type, status: 'PENDING' },
+      ]);
+      expect((await store.get(orphan))!.nextRunAt.getTime()).toBe(dueAt.getTime());
+      const [first, second] = await claim(store, type, { now: new Date() });
+      expect([first?.id, second?.id]).toEqual([orphan, newer]);
+    });
+
     it('leaves heartbeating commands alone', async () => {
       const store = ctx.store();
       await drainExpired(store);
@@ -119,7 +137,19 @@ export function reclaimArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: strin
         claimToken: null,
       });
       expect(dead!.finishedAt).toBeInstanceOf(Date);
+      expect(dead!.history.map((a) => [a.outcome, a.error])).toEqual([
+        ['lease_expired', null],
+        ['dead', rescueLimitMessage(1)],
+      ]);
       expect(await claim(store, type, { now: new Date(8.64e15) })).toEqual([]);
+      // A person's retry starts the rescue limit again, and keeps the count.
+      expect(E.isRight(await store.retry(id, new Date()))).toBe(true);
+      const c = await claimOne(store, type, { leaseMs: 1, now: new Date(8.64e15) });
+      await expire(store, [c]);
+      expect(await store.reclaimHung({ limit: 1000, maxRescues: 1 })).toEqual([
+        { id, type, status: 'PENDING' },
+      ]);
+      expect(await store.get(id)).toMatchObject({ status: 'PENDING', rescueCount: 3, rescueCountAtRetry: 2 });
     });
 
     it('works in bounded batches', async () => {

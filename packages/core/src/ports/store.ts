@@ -79,15 +79,16 @@ export interface CommandStore<Tx = unknown> {
 
   /**
    * RUNNING → SUCCESS for each ref whose token still holds the command, in one statement; sets
-   * finishedAt. Returns the ids that were completed; the others were fenced out (a stale executor
-   * never overwrites a newer outcome).
+   * finishedAt and clears lastError (earlier errors stay in the history, where the attempt shows as
+   * `succeeded`, read from the row: see core readAttemptHistory). Returns the ids that were
+   * completed; the others were fenced out (a stale executor never overwrites a newer outcome).
    */
   complete(refs: readonly ClaimRef[]): Promise<CommandId[]>;
 
   /**
    * Writes failed attempts' outcomes (from core `decideFailure`): PENDING with the retry time, or
    * DEAD (finishedAt set) — many at once, in one statement where the database allows, each fenced by
-   * its own claim token. Returns the ids whose outcome was written, in the attempts' order, each
+   * its own claim token — and appends each as a `failed` (or `dead`) attempt with its error. Returns the ids whose outcome was written, in the attempts' order, each
    * once; the others were fenced out. Every outcome is checked before anything is written.
    */
   fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]>;
@@ -99,24 +100,50 @@ export interface CommandStore<Tx = unknown> {
   release(refs: readonly ClaimRef[]): Promise<CommandId[]>;
 
   /**
+   * Lets go of claims a requeue took away, once their executors have stopped: each command a
+   * requeue holds back for one of them (see `requeue`) can be claimed at once. A ref that holds
+   * nothing back (its command was claimed again, killed or is done) changes nothing. Returns the
+   * ids let go, each once.
+   */
+  releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]>;
+
+  /**
    * Takes back up to `limit` RUNNING commands whose lease expired on the database clock:
-   * → PENDING due now with rescueCount + 1, or → DEAD once rescueCount would exceed `maxRescues`.
+   * → PENDING with rescueCount + 1, keeping its nextRunAt (an orphan keeps its place in the queue),
+   * or → DEAD once the rescues since the latest admin retry would exceed `maxRescues`; the attempt
+   * goes into the history as `lease_expired` (or `dead`).
    * Guarded by status and lease, so a command that completed or heartbeat meanwhile is untouched.
    */
   reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]>;
 
-  /** Admin: DEAD → PENDING with fresh attempts, due `now`. */
+  /**
+   * Admin: DEAD → PENDING with fresh attempts, due `now`: retryCount and rescueCount are kept, and
+   * the retry budget and rescue limit count from them (retryCountAtRetry, rescueCountAtRetry).
+   */
   retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>>;
-  /** Admin: RUNNING → PENDING (a hung command forced back), due `now`; the old claim is fenced out. */
+  /**
+   * Admin: RUNNING → PENDING (a hung command forced back), due `now`; the old claim is fenced out
+   * and its attempt recorded as `requeued`. Its executor may still be running, so no claim takes
+   * the command until the old claim's holder lets go (`releaseRevoked`) or the old lease runs out
+   * on the database clock: it never runs twice at once because of a requeue. Where the store has
+   * `revocations`, the holder hears of it at once; elsewhere at its next heartbeat.
+   */
   requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>>;
-  /** Admin: PENDING | RUNNING | DEAD → CANCELLED; `reason` becomes lastError when given. */
+  /**
+   * Admin: PENDING | RUNNING | DEAD → CANCELLED; `reason` becomes lastError when given. A running
+   * attempt goes into the history as `killed`, and its holder hears of it through `revocations`
+   * (where the store has them) or at its next heartbeat.
+   */
   kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>>;
   /** Admin: PENDING → CANCELLED only (refused once started). */
   cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>>;
 
   get(id: CommandId): Promise<CommandRecord | null>;
   getMany(ids: readonly CommandId[]): Promise<CommandRecord[]>;
-  /** Filtered listing in id order (descending: newest first), paged by an opaque cursor. */
+  /**
+   * Filtered listing, newest first by creation time (createdAt, then id, descending), paged by an
+   * opaque cursor; a cursor this store did not hand out is refused with INVALID_ARGUMENT.
+   */
   list(query: ListQuery): Promise<ListPage>;
   /** Counts by (status, type), and the nextRunAt of the oldest due PENDING command. */
   stats(now: Date): Promise<StoreStats>;
@@ -148,6 +175,13 @@ export interface CommandStore<Tx = unknown> {
   /** Cross-process wake-ups, where the database has them (Postgres LISTEN/NOTIFY). */
   readonly wakeups?: WakeupChannel<Tx>;
 
+  /**
+   * Where the database can tell: the claims an admin requeue or kill takes away from a RUNNING
+   * command, announced to every instance as the admin write commits (Postgres NOTIFY), so the one
+   * holding it aborts the execution at once instead of at its next heartbeat.
+   */
+  readonly revocations?: RevocationChannel;
+
   /** Closes the store's own connections (never the caller's). */
   close(): Promise<void>;
 }
@@ -163,6 +197,8 @@ export interface StoreCapabilities {
   readonly skipLocked: boolean;
   /** `wakeups` is present and delivers notifications between processes. */
   readonly wakeups: boolean;
+  /** `revocations` is present: a requeue or kill reaches the holding instance at once. */
+  readonly revocations: boolean;
 }
 
 export interface InsertResult {
@@ -177,6 +213,8 @@ export interface ClaimDueParams {
   readonly now: Date;
   readonly token: string;
   readonly leaseMs: number;
+  /** Who claims (a runtime instance; at most 128 characters): recorded as claimedBy and in the history. */
+  readonly instance?: string;
 }
 
 export interface ClaimByIdParams {
@@ -185,6 +223,8 @@ export interface ClaimByIdParams {
   readonly token: string;
   readonly leaseMs: number;
   readonly types?: readonly string[];
+  /** As in ClaimDueParams. */
+  readonly instance?: string;
 }
 
 export interface ReclaimParams {
@@ -267,6 +307,18 @@ export interface PurgeParams {
   readonly olderThan: Date;
   readonly statuses?: readonly ('SUCCESS' | 'CANCELLED' | 'DEAD')[];
   readonly limit: number;
+}
+
+/** A claim an admin write took away from a RUNNING command. */
+export interface RevokedClaim {
+  readonly ref: ClaimRef;
+  readonly by: 'requeue' | 'kill';
+}
+
+/** Announcements of claims taken away, for the instances that may hold them. */
+export interface RevocationChannel {
+  /** Calls `onRevoked` for every claim taken away from now on; returns a function that stops listening. */
+  subscribe(onRevoked: (revoked: RevokedClaim) => void): Promise<() => Promise<void>>;
 }
 
 /** Coalesced cross-process "there is new work" signals. */

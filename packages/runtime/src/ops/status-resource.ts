@@ -1,6 +1,9 @@
 import {
   isTerminalOperationState,
   operationState,
+  retriesLeft,
+  type AttemptOutcome,
+  type AttemptRecord,
   type CommandRecord,
   type CommandStatus,
   type OperationState,
@@ -29,7 +32,11 @@ export interface CommandStatusResource {
     readonly maxRetry: number;
     /** Times it was taken back from an instance that went silent. */
     readonly rescued: number;
+    /** Retries left before a failure makes it a dead letter (an admin retry restores maxRetry). */
+    readonly retriesLeft: number;
   };
+  /** Its latest attempts (at most 10), oldest first. */
+  readonly history: readonly AttemptView[];
   readonly nextRunAt: string;
   readonly lastError: string | null;
   readonly owner: string | null;
@@ -38,6 +45,26 @@ export interface CommandStatusResource {
   readonly startedAt: string | null;
   readonly finishedAt: string | null;
   readonly links: { readonly self: string };
+}
+
+/** One attempt of the command. */
+export interface AttemptView {
+  readonly startedAt: string | null;
+  readonly finishedAt: string;
+  /** The runtime instance that ran it. */
+  readonly instance: string | null;
+  readonly outcome: AttemptOutcome;
+  readonly error: string | null;
+}
+
+export function toAttemptView(a: AttemptRecord): AttemptView {
+  return {
+    startedAt: a.startedAt?.toISOString() ?? null,
+    finishedAt: a.finishedAt.toISOString(),
+    instance: a.instance,
+    outcome: a.outcome,
+    error: a.error,
+  };
 }
 
 /** `basePath` is where the admin routes are mounted ('' or e.g. '/ops'). */
@@ -50,7 +77,13 @@ export function toStatusResource(c: CommandRecord, basePath = ''): CommandStatus
     status: c.status,
     operation,
     terminal: isTerminalOperationState(operation),
-    attempts: { failed: c.retryCount, maxRetry: c.maxRetry, rescued: c.rescueCount },
+    attempts: {
+      failed: c.retryCount,
+      maxRetry: c.maxRetry,
+      rescued: c.rescueCount,
+      retriesLeft: retriesLeft(c),
+    },
+    history: c.history.map(toAttemptView),
     nextRunAt: c.nextRunAt.toISOString(),
     lastError: c.lastError,
     owner: c.owner,

@@ -104,8 +104,9 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
         status: 'PENDING',
         operation: 'accepted',
         terminal: false,
-        attempts: { failed: 0, maxRetry: 3, rescued: 0 },
+        attempts: { failed: 0, maxRetry: 3, rescued: 0, retriesLeft: 3 },
         lastError: null,
+        history: [],
         links: { self: `/commands/${id}` },
       });
       expect(Date.parse(body.createdAt)).not.toBeNaN();
@@ -210,7 +211,15 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       const deadId = await makeDead(store, 'admin.t');
       const retried = await api.post(`/commands/${deadId}/retry`);
       expect(retried.status).toBe(200);
-      expect(retried.body).toMatchObject({ id: deadId, status: 'PENDING', attempts: { failed: 0 } });
+      // The record survives a retry: the failed attempt still counts, and the history shows it.
+      expect(retried.body).toMatchObject({
+        id: deadId,
+        status: 'PENDING',
+        attempts: { failed: 1, maxRetry: 0, retriesLeft: 0 },
+        history: [{ outcome: 'dead', error: 'downstream said no', instance: null }],
+      });
+      const [attempt] = (retried.body as { history: { startedAt: string; finishedAt: string }[] }).history;
+      expect(Date.parse(attempt!.finishedAt)).toBeGreaterThanOrEqual(Date.parse(attempt!.startedAt));
 
       const again = await api.post(`/commands/${deadId}/retry`);
       expect(again.status).toBe(409);
