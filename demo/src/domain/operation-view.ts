@@ -23,7 +23,11 @@ export interface CommandView {
   readonly operation: OperationState;
   readonly failedAttempts: number;
   readonly maxRetry: number;
-  readonly lastError: string | null;
+  /**
+   * Whether the latest attempt failed. The error text itself stays behind the admin API: it can
+   * carry what a downstream or driver said (hosts, credentials), and this view is public.
+   */
+  readonly lastAttemptFailed: boolean;
   readonly nextRunAt: string;
   readonly finishedAt: string | null;
   readonly links: { readonly status: string };
@@ -176,7 +180,7 @@ function toCommandView(fact: FactName, c: CommandRecord, paths: ViewPaths): Comm
     operation: operationState(c),
     failedAttempts: c.retryCount,
     maxRetry: c.maxRetry,
-    lastError: c.lastError,
+    lastAttemptFailed: c.lastError !== null,
     nextRunAt: c.nextRunAt.toISOString(),
     finishedAt: c.finishedAt?.toISOString() ?? null,
     links: { status: `${paths.adminBase}/commands/${encodeURIComponent(c.id)}` },

@@ -125,6 +125,9 @@ export async function checkDownstreamFailure(dir: string): Promise<CheckResult> 
     const sync = failed.commands.find((c) => c.fact === 'external.synced');
     const healthDown = await pollHealth(service.url, 503);
     const downReasons = healthReasons(healthDown);
+    // The error text is the admin API's to show (the public operation view carries none).
+    const dead = sync ? await httpJson(`${service.url}/admin/commands/${sync.id}`, 'GET') : null;
+    const lastError = (dead?.body as { lastError?: string | null } | undefined)?.lastError ?? '';
 
     service.downstreams.external.recover();
     const retry = sync ? await httpJson(`${service.url}/admin/commands/${sync.id}/retry`, 'POST') : null;
@@ -145,7 +148,7 @@ export async function checkDownstreamFailure(dir: string): Promise<CheckResult> 
         'retries, then a visible dead letter (health DOWN); an admin retry completes it once the downstream is back',
       observed:
         `order answered ${answer.status}; external.synced failed ${sync ? sync.failedAttempts : '?'} times → ${sync?.status ?? '?'} ` +
-        `(lastError "${sync?.lastError ?? ''}"), operation ${failed.state}; GET /health → ${healthDown.status} ` +
+        `(lastError "${lastError}"), operation ${failed.state}; GET /health → ${healthDown.status} ` +
         `(${downReasons || 'no reason'}); downstream recovered, POST /admin/commands/${sync?.id ?? '?'}/retry → ` +
         `${retry?.status ?? '—'}; operation ${done.state}; GET /health → ${healthUp.status}`,
       passed,
