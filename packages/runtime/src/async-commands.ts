@@ -21,7 +21,7 @@ import { Dispatcher } from './dispatcher.js';
 import type { CommandTypeMap } from './executor.js';
 import { ExecutorRegistry } from './executor-registry.js';
 import { ImmediateDispatch } from './immediate-dispatch.js';
-import { LeaseKeeper } from './lease-keeper.js';
+import { LeaseKeeper } from './services/lease-keeper.js';
 import {
   DEFAULT_LEASE_MS,
   DEFAULT_MAX_RETRY,

@@ -25,7 +25,7 @@ export type { PoolSet } from './pool-set.js';
 export type { CommandEvents } from './command-events.js';
 export type { ExecutorRegistry, RegisteredExecutor } from './executor-registry.js';
 export type { Scheduler, SchedulerState } from './scheduler.js';
-export type { LeaseKeeper } from './lease-keeper.js';
+export type { LeaseKeeper } from './services/lease-keeper.js';
 export { installShutdownHandlers } from './shutdown-signals.js';
 export type { ShutdownSignalOptions } from './shutdown-signals.js';
 
@@ -45,6 +45,6 @@ export type { HealthOptions, HealthReason, HealthReasonCode, HealthReport } from
 export { statusPath } from './ops/status-resource.js';
 export { publicStatusPath } from './ops/public-status.js';
 export type { PublicStatusLinkOptions, PublicStatusOptions } from './ops/public-status.js';
-export { purgeFinished, RetentionJob } from './ops/retention.js';
-export type { PurgeOptions, PurgeResult, RetentionJobOptions, Timers } from './ops/retention.js';
+export { purgeFinished, RetentionJob } from './services/retention.js';
+export type { PurgeOptions, PurgeResult, RetentionJobOptions, Timers } from './services/retention.js';
 export type { DashboardOptions } from './ops/dashboard/dashboard.js';

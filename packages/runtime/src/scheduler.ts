@@ -3,7 +3,7 @@ import type { CommandEvents } from './command-events.js';
 import type { CommandRunner } from './command-runner.js';
 import type { Dispatcher, RunHere } from './dispatcher.js';
 import type { ExecutorRegistry } from './executor-registry.js';
-import { HungReclaimer } from './hung-reclaimer.js';
+import { HungReclaimer } from './services/hung-reclaimer.js';
 import type { PoolSet } from './pool-set.js';
 import type { PoolState, WorkPool } from './work-pool.js';
 import type { StoreOutage } from './store-outage.js';

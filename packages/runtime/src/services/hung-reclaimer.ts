@@ -1,7 +1,7 @@
 import type { CommandStore } from '@asynccmd/core';
-import type { CommandEvents } from './command-events.js';
-import type { StoreOutage } from './store-outage.js';
-import { outageDelayMs } from './wake-signal.js';
+import type { CommandEvents } from '../command-events.js';
+import type { StoreOutage } from '../store-outage.js';
+import { outageDelayMs } from '../wake-signal.js';
 
 export interface HungReclaimerOptions {
   readonly intervalMs: number;

@@ -1,7 +1,7 @@
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
 import type { CommandId } from '@asynccmd/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { purgeFinished, RetentionJob, type PurgeResult, type Timers } from '../../src/ops/retention.js';
+import { purgeFinished, RetentionJob, type PurgeResult, type Timers } from '../../src/services/retention.js';
 import {
   makeDead,
   openTempSqlite,
@@ -9,7 +9,7 @@ import {
   succeed,
   untilDatabaseClockPasses,
   type TempSqlite,
-} from './support.js';
+} from '../ops/support.js';
 
 /** Lets every queued promise callback run (the job schedules its next run when a run settles). */
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));

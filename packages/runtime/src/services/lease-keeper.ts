@@ -1,5 +1,5 @@
 import type { ClaimRef, CommandStore, RevokedClaim } from '@asynccmd/core';
-import type { StoreOutage } from './store-outage.js';
+import type { StoreOutage } from '../store-outage.js';
 
 /** How a claim was found taken away: by a heartbeat, or by the store's word of a requeue or kill. */
 export type LossNotice = 'heartbeat' | RevokedClaim['by'];
