@@ -1,7 +1,7 @@
 import type { CommandStore } from '@asynccmd/core';
 import type { CommandEvents } from '../command-events.js';
 import type { StoreOutage } from '../store-outage.js';
-import { outageDelayMs } from '../wake-signal.js';
+import { PeriodicService, type RunOutcome } from './periodic-service.js';
 
 export interface HungReclaimerOptions {
   readonly intervalMs: number;
@@ -13,75 +13,40 @@ export interface HungReclaimerOptions {
  * Puts RUNNING commands whose lease has lapsed on the database clock (their instance died) back to
  * PENDING, or DEAD past `maxRescues`. It runs on its own timer — at start, then every `intervalMs`
  * — never inside a claim round, so claiming (and a woken round's latency) never waits for it.
- * A store failure is reported and retried with backoff.
+ * A full batch means more are probably hung: it looks again at once. A store failure is reported
+ * and retried with backoff.
  */
-export class HungReclaimer {
-  #timer: NodeJS.Timeout | null = null;
-  #running: Promise<void> | null = null;
-  #stopped = true;
-  #failures = 0;
-
+export class HungReclaimer extends PeriodicService {
   constructor(
     private readonly store: CommandStore,
     private readonly events: CommandEvents,
-    private readonly outage: StoreOutage,
+    outage: StoreOutage,
     readonly options: HungReclaimerOptions,
     /** Called when some were reclaimed; `due` of them are PENDING again and can be claimed now. */
     private readonly onReclaimed: (reclaimed: number, due: number) => void,
-  ) {}
-
-  start(): void {
-    if (!this.#stopped) return;
-    this.#stopped = false;
-    this.#schedule(0);
+  ) {
+    super(
+      {
+        operation: 'reclaim',
+        intervalMs: options.intervalMs,
+        runOnStart: true,
+        maxOutageDelayMs: Math.max(options.intervalMs, 5_000),
+      },
+      outage,
+    );
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    await this.#running;
-  }
-
-  /** One look for hung commands. Never rejects; returns how many were reclaimed. */
-  async reclaim(): Promise<number> {
-    try {
-      const reclaimed = await this.store.reclaimHung({
-        limit: this.options.batchSize,
-        maxRescues: this.options.maxRescues,
-      });
-      this.outage.succeeded('reclaim');
-      this.#failures = 0;
-      let due = 0;
-      for (const r of reclaimed) {
-        if (r.status !== 'DEAD') due++;
-        this.events.emit({ kind: 'reclaimed', id: r.id, type: r.type, dead: r.status === 'DEAD' });
-      }
-      if (reclaimed.length > 0) this.onReclaimed(reclaimed.length, due);
-      return reclaimed.length;
-    } catch (error) {
-      this.#failures = this.outage.failed('reclaim', error);
-      return 0;
+  protected async work(): Promise<RunOutcome> {
+    const reclaimed = await this.store.reclaimHung({
+      limit: this.options.batchSize,
+      maxRescues: this.options.maxRescues,
+    });
+    let due = 0;
+    for (const r of reclaimed) {
+      if (r.status !== 'DEAD') due++;
+      this.events.emit({ kind: 'reclaimed', id: r.id, type: r.type, dead: r.status === 'DEAD' });
     }
-  }
-
-  #schedule(delayMs: number): void {
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      this.#running = this.reclaim().then((count) => {
-        this.#running = null;
-        if (this.#stopped) return;
-        // A full batch: probably more hung ones, look again at once; an outage: back off.
-        const { intervalMs, batchSize } = this.options;
-        const next =
-          this.#failures > 0
-            ? Math.max(intervalMs, outageDelayMs(this.#failures, Math.max(intervalMs, 5_000)))
-            : count >= batchSize
-              ? 0
-              : intervalMs;
-        this.#schedule(next);
-      });
-    }, delayMs);
-    this.#timer.unref();
+    if (reclaimed.length > 0) this.onReclaimed(reclaimed.length, due);
+    return reclaimed.length >= this.options.batchSize ? 'more' : 'done';
   }
 }

@@ -1,10 +1,7 @@
-import {
-  InvalidArgumentError,
-  silentLogger,
-  type CommandStore,
-  type Logger,
-  type PurgeParams,
-} from '@asynccmd/core';
+import { InvalidArgumentError, type CommandStore, type Logger, type PurgeParams } from '@asynccmd/core';
+import { MAX_PURGE_BATCH_SIZE } from '../options-validation.js';
+import type { StoreOutage } from '../store-outage.js';
+import { PeriodicService, type RunOutcome } from './periodic-service.js';
 
 export interface PurgeOptions {
   /** Finished commands whose finishedAt is older than this (on the database clock) go. */
@@ -53,108 +50,45 @@ function validatePurgeOptions(options: PurgeOptions): number {
       `olderThanMs must be a non-negative whole number, not ${options.olderThanMs}`,
     );
   }
-  if (!Number.isSafeInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
-    throw new InvalidArgumentError(`batchSize must be between 1 and 100000, not ${batchSize}`);
+  if (!Number.isSafeInteger(batchSize) || batchSize < 1 || batchSize > MAX_PURGE_BATCH_SIZE) {
+    throw new InvalidArgumentError(
+      `batchSize must be between 1 and ${MAX_PURGE_BATCH_SIZE}, not ${batchSize}`,
+    );
   }
   return batchSize;
 }
 
-/** setTimeout/clearTimeout, injectable so tests drive the job without waiting. */
-export interface Timers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-const nodeTimers: Timers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
-
-export interface RetentionJobOptions extends PurgeOptions {
-  readonly store: CommandStore;
-  /** Time between the end of one purge and the start of the next. Default 1 h. */
+/** The runtime's `retention` option: what purgeFinished is given, and how often. */
+export interface RetentionOptions extends Omit<PurgeOptions, 'signal'> {
+  /** From the start of one purge to the start of the next; the first comes at start. Default 1 h. */
   readonly intervalMs?: number;
-  /** Run once right away on start(). Default true. */
-  readonly runOnStart?: boolean;
-  readonly timers?: Timers;
-  readonly logger?: Logger;
-  /** Called after each run (for metrics or tests). */
-  readonly onRun?: (outcome: { result?: PurgeResult; error?: unknown }) => void;
 }
+
+export const DEFAULT_RETENTION_INTERVAL_MS = 3_600_000;
 
 /**
- * Runs purgeFinished periodically. Runs never overlap: the next one is scheduled when the previous
- * one ends. A failed run is logged and retried at the next interval.
+ * Runs purgeFinished at start and then periodically. Purges never overlap; stop() interrupts one
+ * between batches. A failed purge is reported as a store outage of `purge` and tried again after
+ * the interval.
  */
-export class RetentionJob {
-  private readonly timers: Timers;
-  private readonly intervalMs: number;
-  private readonly logger: Logger;
-  private handle: unknown = null;
-  private running: Promise<void> | null = null;
-  private started = false;
-  private abort = new AbortController();
-
-  constructor(private readonly options: RetentionJobOptions) {
-    this.timers = options.timers ?? nodeTimers;
-    this.intervalMs = options.intervalMs ?? 3_600_000;
-    this.logger = options.logger ?? silentLogger;
-    validatePurgeOptions(options);
-    if (!Number.isSafeInteger(this.intervalMs) || this.intervalMs < 1) {
-      throw new InvalidArgumentError(`intervalMs must be a positive whole number, not ${this.intervalMs}`);
-    }
+export class Retention extends PeriodicService {
+  constructor(
+    private readonly store: CommandStore,
+    outage: StoreOutage,
+    private readonly logger: Logger,
+    readonly options: RetentionOptions,
+  ) {
+    const intervalMs = options.intervalMs ?? DEFAULT_RETENTION_INTERVAL_MS;
+    super(
+      { operation: 'purge', intervalMs, runOnStart: true, maxOutageDelayMs: Math.max(intervalMs, 5_000) },
+      outage,
+    );
   }
 
-  get isRunning(): boolean {
-    return this.started;
-  }
-
-  start(): void {
-    if (this.started) return;
-    this.started = true;
-    this.abort = new AbortController();
-    if (this.options.runOnStart ?? true) this.tick();
-    else this.schedule();
-  }
-
-  /** Stops scheduling, interrupts a purge between batches, and waits for it. */
-  async stop(): Promise<void> {
-    this.started = false;
-    this.abort.abort();
-    if (this.handle !== null) {
-      this.timers.clearTimeout(this.handle);
-      this.handle = null;
-    }
-    await this.running;
-  }
-
-  /** One purge now (also what each tick does). Never throws: failures are logged and reported to onRun. */
-  async runOnce(): Promise<void> {
-    const { store, olderThanMs, includeDead, batchSize } = this.options;
-    try {
-      const result = await purgeFinished(store, {
-        olderThanMs,
-        includeDead,
-        batchSize,
-        signal: this.abort.signal,
-      });
-      if (result.deleted > 0) this.logger.info({ ...result }, 'asynccmd retention purged finished commands');
-      this.options.onRun?.({ result });
-    } catch (error) {
-      this.logger.error({ err: error }, 'asynccmd retention purge failed');
-      this.options.onRun?.({ error });
-    }
-  }
-
-  private tick(): void {
-    this.handle = null;
-    this.running = this.runOnce().finally(() => {
-      this.running = null;
-      if (this.started) this.schedule();
-    });
-  }
-
-  private schedule(): void {
-    this.handle = this.timers.setTimeout(() => this.tick(), this.intervalMs);
+  protected async work(signal: AbortSignal): Promise<RunOutcome> {
+    const { olderThanMs, includeDead, batchSize } = this.options;
+    const result = await purgeFinished(this.store, { olderThanMs, includeDead, batchSize, signal });
+    if (result.deleted > 0) this.logger.info({ ...result }, 'asynccmd retention purged finished commands');
+    return 'done';
   }
 }

@@ -1,18 +1,32 @@
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
-import type { CommandId } from '@asynccmd/core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { purgeFinished, RetentionJob, type PurgeResult, type Timers } from '../../src/services/retention.js';
+import { silentLogger, type CommandEvent, type CommandId, type CommandStore } from '@asynccmd/core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { CommandEvents } from '../../src/command-events.js';
+import { createAsyncCommands } from '../../src/create-async-commands.js';
+import { purgeFinished, Retention, type RetentionOptions } from '../../src/services/retention.js';
+import { StoreOutage } from '../../src/store-outage.js';
 import {
   makeDead,
   openTempSqlite,
+  recordingLogger,
   submit,
   succeed,
-  untilDatabaseClockPasses,
   type TempSqlite,
 } from '../ops/support.js';
 
-/** Lets every queued promise callback run (the job schedules its next run when a run settles). */
+/** Lets every queued promise callback run (the service schedules its next run when a run settles). */
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Until `condition` holds, yielding with setImmediate, which the fake timers below leave real. */
+async function until(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 20_000; i++) {
+    if (await condition()) return;
+    await settled();
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+const PURGED = 'asynccmd retention purged finished commands';
 
 describe('retention on SQLite', () => {
   let db: TempSqlite;
@@ -26,6 +40,9 @@ describe('retention on SQLite', () => {
     // Each test starts from an empty table.
     await purgeFinished(db.store, { olderThanMs: 0, includeDead: true });
   });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   /** n finished commands plus one DEAD and one PENDING; returns their ids once the clock has passed them. */
   async function finished(n: number, type = 'retention.t') {
@@ -35,8 +52,22 @@ describe('retention on SQLite', () => {
     await db.store.cancel(cancelled);
     const dead = await makeDead(db.store, type);
     const pending = await submit(db.store, type);
-    await untilDatabaseClockPasses(db.store, (await db.store.get(dead))?.finishedAt ?? new Date());
+    const last = (await db.store.get(dead))?.finishedAt ?? new Date();
+    await until('the database clock passes the last finish', async () => (await db.store.now()) > last);
     return { done: [...done, cancelled], dead, pending };
+  }
+
+  /** The retention service of a runtime, on `store`, reporting through `logger` and `events`. */
+  function retention(
+    store: CommandStore,
+    options: RetentionOptions,
+    logger = recordingLogger(),
+    events = new CommandEvents(silentLogger),
+  ) {
+    return {
+      service: new Retention(store, new StoreOutage(events, logger.logger), logger.logger, options),
+      logger,
+    };
   }
 
   it('purges SUCCESS and CANCELLED in bounded batches until done, keeping DEAD and unfinished', async () => {
@@ -68,82 +99,66 @@ describe('retention on SQLite', () => {
     await expect(purgeFinished(db.store, { olderThanMs: 0, batchSize: 0 })).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
     });
-    expect(() => new RetentionJob({ store: db.store, olderThanMs: 0, intervalMs: 0 })).toThrow(/intervalMs/);
+    expect(() =>
+      createAsyncCommands({ store: db.store, executors: [], retention: { olderThanMs: 0, intervalMs: 0 } }),
+    ).toThrow(/`retention` intervalMs/);
   });
 
-  it('RetentionJob runs on start, then at each interval on the injected timers, and stops cleanly', async () => {
-    const scheduled: { fn: () => void; ms: number; handle: number }[] = [];
-    const cleared: unknown[] = [];
-    const timers: Timers = {
-      setTimeout: (fn, ms) => {
-        const handle = scheduled.length + 1;
-        scheduled.push({ fn, ms, handle });
-        return handle;
-      },
-      clearTimeout: (handle) => cleared.push(handle),
-    };
-    const runs: PurgeResult[] = [];
-    let notify: () => void = () => undefined;
-    const nextRun = () => new Promise<void>((resolve) => (notify = resolve));
-    const job = new RetentionJob({
-      store: db.store,
-      olderThanMs: 0,
-      batchSize: 10,
-      intervalMs: 60_000,
-      timers,
-      onRun: ({ result }) => {
-        if (result) runs.push(result);
-        notify();
-      },
-    });
-
+  it('the retention service runs on start, then at each interval, and stops cleanly', async () => {
     await finished(3);
-    let ran = nextRun();
-    job.start();
-    expect(job.isRunning).toBe(true);
-    await ran;
-    expect(runs[0]?.deleted).toBe(4);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const { service, logger } = retention(db.store, { olderThanMs: 0, batchSize: 10, intervalMs: 60_000 });
+    const runs = () => logger.entries.filter((e) => e.msg === PURGED).map((e) => e.obj);
+
+    service.start();
+    expect(service.started).toBe(true);
+    vi.advanceTimersByTime(0);
+    await until('the first purge', () => runs().length === 1);
+    expect(runs()[0]?.['deleted']).toBe(4);
     await settled();
-    expect(scheduled.map((s) => s.ms)).toEqual([60_000]);
+    expect(vi.getTimerCount()).toBe(1); // the next run, an interval on
 
     const { dead } = await finished(1);
-    ran = nextRun();
-    scheduled[0]?.fn();
-    await ran;
-    expect(runs[1]?.deleted).toBe(2);
+    vi.advanceTimersByTime(59_000);
+    await settled();
+    expect(runs()).toHaveLength(1);
+    vi.advanceTimersByTime(1_000);
+    await until('the second purge', () => runs().length === 2);
+    expect(runs()[1]?.['deleted']).toBe(2);
     expect((await db.store.get(dead))?.status).toBe('DEAD');
     await settled();
-    expect(scheduled).toHaveLength(2);
+    expect(vi.getTimerCount()).toBe(1);
 
-    await job.stop();
-    expect(job.isRunning).toBe(false);
-    expect(cleared).toEqual([2]);
-    expect(scheduled).toHaveLength(2);
+    await service.stop();
+    expect(service.started).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('RetentionJob reports a failed run and keeps its schedule', async () => {
+  it('the retention service reports a failed run as a store outage and keeps its schedule', async () => {
     const closed = createSqliteStore({ filename: db.file });
     await closed.close();
-    const scheduled: (() => void)[] = [];
-    const errors: unknown[] = [];
-    let notify: () => void = () => undefined;
-    const ran = new Promise<void>((resolve) => (notify = resolve));
-    const job = new RetentionJob({
-      store: closed,
-      olderThanMs: 0,
-      intervalMs: 1_000,
-      timers: { setTimeout: (fn) => scheduled.push(fn), clearTimeout: () => undefined },
-      onRun: ({ error }) => {
-        errors.push(error);
-        notify();
-      },
-    });
-    job.start();
-    await ran;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const events = new CommandEvents(silentLogger);
+    const errors: CommandEvent[] = [];
+    events.on((e) => e.kind === 'store-error' && errors.push(e));
+    const { service, logger } = retention(
+      closed,
+      { olderThanMs: 0, intervalMs: 1_000 },
+      recordingLogger(),
+      events,
+    );
+    service.start();
+    vi.advanceTimersByTime(0);
+    await until('the first failure', () => errors.length === 1);
+    expect(errors[0]).toMatchObject({ kind: 'store-error', operation: 'purge', error: expect.any(Error) });
     await settled();
-    expect(errors).toHaveLength(1);
-    expect(errors[0]).toBeInstanceOf(Error);
-    expect(scheduled).toHaveLength(1);
-    await job.stop();
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(5_000);
+    await until('the second failure', () => errors.length === 2);
+    expect(logger.entries.filter((e) => e.level === 'warn')).toHaveLength(1); // once per outage
+    await settled();
+    expect(vi.getTimerCount()).toBe(1);
+    await service.stop();
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
