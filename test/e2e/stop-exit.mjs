@@ -15,6 +15,8 @@ const finished = new Promise((resolve) => (allRan = resolve));
 const runtime = createAsyncCommands({
   store: openStore(spec.store.options),
   pollIntervalMs: 50,
+  // Every background service runs (retention keeps a day: it deletes nothing the suite reads).
+  retention: { olderThanMs: 86_400_000, intervalMs: 50 },
   executors: modes.map((mode) => ({
     type: `stop.${mode}`,
     mode,

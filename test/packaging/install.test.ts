@@ -235,7 +235,7 @@ describe('the packages as a user installs them', () => {
   }, INSTALL_TIMEOUT_MS);
 
   it('every package has a README, a LICENSE, its repository, engines, files, ranges, and maps of shipped files', () => {
-    expect(publishedDirs.length).toBeGreaterThanOrEqual(7);
+    expect(publishedDirs.length).toBeGreaterThanOrEqual(8);
     for (const dir of publishedDirs) {
       const manifest = manifestOf(join(ROOT, dir));
       const pack = packedFiles.find((p) => p.name === manifest.name);
@@ -410,6 +410,67 @@ describe('the packages as a user installs them', () => {
       } finally {
         db.close();
       }
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+
+  it(
+    "an adapter's author: store-conformance + adapter-sqlite + vitest, the README's harness compiles and an area of the suite passes",
+    async () => {
+      const dir = scratchProject('conformance', { noEmit: true });
+      scratches.push(dir);
+      const workspaceDriver = dirname(require.resolve('better-sqlite3/package.json'));
+      const { version } = manifestOf(workspaceDriver) as Manifest & { version: string };
+      const vitest = (
+        manifestOf(dirname(require.resolve('vitest/package.json'))) as Manifest & { version: string }
+      ).version;
+      await install(
+        dir,
+        `store conformance (store-conformance, adapter-sqlite, vitest ${vitest}; better-sqlite3's binary copied)`,
+        [
+          ...tarballs('@asynccmd/core', '@asynccmd/adapter-sqlite', '@asynccmd/store-conformance'),
+          `better-sqlite3@${version}`,
+          `vitest@${vitest}`,
+          '@types/better-sqlite3@7.6',
+          '@types/node@20',
+        ],
+        ['--ignore-scripts'],
+      );
+      const binary = 'build/Release/better_sqlite3.node';
+      mkdirSync(dirname(join(dir, 'node_modules/better-sqlite3', binary)), { recursive: true });
+      copyFileSync(join(workspaceDriver, binary), join(dir, 'node_modules/better-sqlite3', binary));
+
+      writeFileSync(
+        join(dir, 'conformance.test.ts'),
+        readmeProgram(join(ROOT, 'packages/store-conformance/README.md')),
+      );
+      await mustRun(process.execPath, [TSC, '-p', '.'], dir);
+      // One small area, as the README says to pick one: the whole suite is the adapters' own tests.
+      const report = join(dir, 'report.json');
+      await mustRun(
+        process.execPath,
+        [
+          join(dir, 'node_modules/vitest/vitest.mjs'),
+          'run',
+          'conformance.test.ts',
+          '-t',
+          '^store conformance: sqlite purge ',
+          '--reporter=json',
+          `--outputFile=${report}`,
+        ],
+        dir,
+      );
+      const { numPassedTests, numFailedTests, testResults } = JSON.parse(readFileSync(report, 'utf8')) as {
+        numPassedTests: number;
+        numFailedTests: number;
+        testResults: { assertionResults: { status: string; ancestorTitles: string[] }[] }[];
+      };
+      expect(numFailedTests).toBe(0);
+      expect(numPassedTests).toBeGreaterThan(0);
+      const ran = testResults.flatMap((f) => f.assertionResults).filter((t) => t.status === 'passed');
+      expect(new Set(ran.map((t) => t.ancestorTitles.join(' > ')))).toEqual(
+        new Set(['store conformance: sqlite > purge']),
+      );
     },
     INSTALL_TIMEOUT_MS,
   );

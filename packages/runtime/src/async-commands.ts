@@ -21,7 +21,6 @@ import { Dispatcher } from './dispatcher.js';
 import type { CommandTypeMap } from './executor.js';
 import { ExecutorRegistry } from './executor-registry.js';
 import { ImmediateDispatch } from './immediate-dispatch.js';
-import { LeaseKeeper } from './lease-keeper.js';
 import {
   DEFAULT_LEASE_MS,
   DEFAULT_MAX_RETRY,
@@ -37,6 +36,10 @@ import { heartbeatPeriod, validateOptions } from './options-validation.js';
 import { OutcomeWriter } from './outcome-writer.js';
 import { PoolSet } from './pool-set.js';
 import { Scheduler, type SchedulerState } from './scheduler.js';
+import { HungReclaimer } from './services/hung-reclaimer.js';
+import { LeaseKeeper } from './services/lease-keeper.js';
+import { Maintainer } from './services/maintainer.js';
+import { Retention } from './services/retention.js';
 import { pause, StoreOutage } from './store-outage.js';
 
 export type RuntimeStatus = 'idle' | 'running' | 'stopping' | 'stopped';
@@ -59,8 +62,9 @@ export function defaultInstanceId(): string {
 }
 
 /**
- * One asynccmd instance: the client to submit with, and the scheduler, pools and lease keeper that
- * run this process's executors. `start()` to run, `stop()` to shut down gracefully.
+ * One asynccmd instance: the client to submit with, and the scheduler, pools and background
+ * services (lease keeper, hung reclaimer, retention when asked for) that run this process's
+ * executors and keep the table. `start()` to run, `stop()` to shut down gracefully.
  */
 export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unknown> {
   readonly store: CommandStore<Tx>;
@@ -77,6 +81,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   readonly #runner: CommandRunner;
   readonly #outcomes: OutcomeWriter;
   readonly #outage: StoreOutage;
+  readonly #maintainer: Maintainer;
   #status: RuntimeStatus = 'idle';
   #stopped: Promise<void> | null = null;
 
@@ -131,12 +136,24 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       { ...shared, pools: this.pools, runner: this.#runner, dispatcher, tokens },
       {
         pollIntervalMs,
-        reclaimIntervalMs: options.reclaimIntervalMs ?? pollIntervalMs,
         scheduledBatchSize: options.scheduledBatchSize ?? DEFAULT_SCHEDULED_BATCH_SIZE,
-        reclaimBatchSize: options.reclaimBatchSize ?? DEFAULT_RECLAIM_BATCH_SIZE,
-        maxRescues: options.maxRescues ?? DEFAULT_MAX_RESCUES,
       },
     );
+    const reclaimer = new HungReclaimer(
+      store,
+      this.events,
+      this.#outage,
+      {
+        intervalMs: options.reclaimIntervalMs ?? pollIntervalMs,
+        batchSize: options.reclaimBatchSize ?? DEFAULT_RECLAIM_BATCH_SIZE,
+        maxRescues: options.maxRescues ?? DEFAULT_MAX_RESCUES,
+      },
+      (reclaimed, due) => this.scheduler.reclaimed(reclaimed, due),
+    );
+    const retention = options.retention
+      ? new Retention(store, this.#outage, this.logger, options.retention)
+      : null;
+    this.#maintainer = new Maintainer(this.leases, [reclaimer, retention]);
     const immediate = new ImmediateDispatch({
       ...shared,
       runner: this.#runner,
@@ -176,18 +193,19 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     return this.events.on(listener);
   }
 
-  /** Starts heartbeats and the poll loop. */
+  /** Starts the poll loop and the background services. */
   start(): void {
     if (this.#status !== 'idle')
       throw new InvalidArgumentError(`cannot start: the runtime is ${this.#status}`);
     this.#status = 'running';
-    this.leases.start();
     this.scheduler.start();
+    this.#maintainer.start();
   }
 
   /**
-   * Graceful shutdown: stop claiming, release claimed-but-unstarted commands, wait for running ones
-   * up to `timeoutMs` (then abort their signals), stop heartbeats, close the store.
+   * Graceful shutdown: stop claiming and the table's upkeep, release claimed-but-unstarted
+   * commands, wait for running ones up to `timeoutMs` (then abort their signals), stop heartbeats,
+   * close the store.
    */
   stop(options: StopOptions = {}): Promise<void> {
     this.#stopped ??= this.#shutdown(options);
@@ -215,7 +233,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     const deadline = pause(timeoutMs, over.signal);
     try {
       if (wasRunning) {
-        const loopDone = this.scheduler.stop();
+        const loopDone = Promise.all([this.scheduler.stop(), this.#maintainer.stopUpkeep()]);
         for (const pool of this.pools.all()) pool.drainQueue();
         await this.#releaseUnstarted();
         await Promise.race([loopDone, deadline]);
@@ -232,7 +250,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
         }
         await loopDone;
       }
-      await this.leases.stop();
+      await this.#maintainer.stop();
       if (closeStore) await this.store.close();
     } finally {
       over.abort();

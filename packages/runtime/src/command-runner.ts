@@ -10,7 +10,7 @@ import type { CommandEvents } from './command-events.js';
 import type { ExecutionContext } from './executor.js';
 import type { ExecutorRegistry } from './executor-registry.js';
 import { Execution, namedError } from './execution.js';
-import type { LeaseKeeper } from './lease-keeper.js';
+import type { LeaseKeeper } from './services/lease-keeper.js';
 import { ABANDONED, type OutcomeWriter, type WriteResult } from './outcome-writer.js';
 import type { StoreOutage } from './store-outage.js';
 import type { PoolJobTail } from './work-pool.js';

@@ -1,6 +1,6 @@
 import type { ClaimedCommand, ClaimRef } from '@asynccmd/core';
 import type { RegisteredExecutor } from './executor-registry.js';
-import type { HeldLease, LossNotice } from './lease-keeper.js';
+import type { HeldLease, LossNotice } from './services/lease-keeper.js';
 import type { PoolJob, PoolJobTail } from './work-pool.js';
 
 export type ExecutionState = 'claimed' | 'running' | 'finishing' | 'done';

@@ -1,6 +1,7 @@
-// The main entry: the runtime, its client and executors, graceful shutdown, and the admin HTTP API
-// with health, status resources and retention. It loads no DI container, metrics or tracing
-// library and sets no global; those live behind the subpaths:
+// The main entry: the runtime, its client and executors, graceful shutdown, retention (a runtime
+// option; purgeFinished for one-off use), and the admin HTTP API with health and status resources.
+// It loads no DI container, metrics or tracing library and sets no global; those live behind the
+// subpaths:
 //   @asynccmd/runtime/inversify  asyncCommandModule, AsyncCommandTokens (inversify, reflect-metadata)
 //   @asynccmd/runtime/metrics    createMetrics (prom-client)
 //   @asynccmd/runtime/tracing    createTraceHeadersProvider, createTracingInterceptor (@opentelemetry/api)
@@ -25,7 +26,7 @@ export type { PoolSet } from './pool-set.js';
 export type { CommandEvents } from './command-events.js';
 export type { ExecutorRegistry, RegisteredExecutor } from './executor-registry.js';
 export type { Scheduler, SchedulerState } from './scheduler.js';
-export type { LeaseKeeper } from './lease-keeper.js';
+export type { LeaseKeeper } from './services/lease-keeper.js';
 export { installShutdownHandlers } from './shutdown-signals.js';
 export type { ShutdownSignalOptions } from './shutdown-signals.js';
 
@@ -45,6 +46,6 @@ export type { HealthOptions, HealthReason, HealthReasonCode, HealthReport } from
 export { statusPath } from './ops/status-resource.js';
 export { publicStatusPath } from './ops/public-status.js';
 export type { PublicStatusLinkOptions, PublicStatusOptions } from './ops/public-status.js';
-export { purgeFinished, RetentionJob } from './ops/retention.js';
-export type { PurgeOptions, PurgeResult, RetentionJobOptions, Timers } from './ops/retention.js';
+export { purgeFinished } from './services/retention.js';
+export type { PurgeOptions, PurgeResult, RetentionOptions } from './services/retention.js';
 export type { DashboardOptions } from './ops/dashboard/dashboard.js';

@@ -1,6 +1,8 @@
 import { EXECUTION_MODES, InvalidArgumentError, MAX_INSTANCE_CHARS } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
+import { MAX_DURATION_MS } from './ops/duration.js';
 import type { AsyncCommandsOptions } from './options.js';
+import type { RetentionOptions } from './services/retention.js';
 import type { PoolOptions } from './work-pool.js';
 
 /*
@@ -19,6 +21,8 @@ export const MAX_RETRY_LIMIT = 1000;
 export const MAX_TYPE_LENGTH = 64;
 /** Characters of an owner name. */
 export const MAX_OWNER_LENGTH = 64;
+/** Rows one DELETE of a purge may take. */
+export const MAX_PURGE_BATCH_SIZE = 100_000;
 const MAX_BATCH_SIZE = 10_000;
 const MAX_RESCUES_LIMIT = 1000;
 
@@ -131,6 +135,34 @@ const pools: Check = (v) => {
   return null;
 };
 
+const aBoolean: Check = (v) => (typeof v === 'boolean' ? null : `must be true or false, not ${describe(v)}`);
+
+/** Every field of the `retention` option, with its check (the type makes a new field need one). */
+const RETENTION_CHECKS: { readonly [K in keyof RetentionOptions]-?: Check } = {
+  olderThanMs: integer(0, MAX_DURATION_MS),
+  includeDead: aBoolean,
+  batchSize: integer(1, MAX_PURGE_BATCH_SIZE),
+  intervalMs: integer(1, MAX_TIMER_MS),
+};
+
+const retention: Check = (v) => {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    return `must be retention options ({ olderThanMs, includeDead?, batchSize?, intervalMs? }), not ${describe(v)}`;
+  }
+  const given = v as Record<string, unknown>;
+  for (const [name, value] of Object.entries(given)) {
+    const check = (RETENTION_CHECKS as Readonly<Record<string, Check>>)[name];
+    if (check === undefined) {
+      return `has no field \`${name}\` (fields: ${Object.keys(RETENTION_CHECKS).join(', ')})`;
+    }
+    const problem = value === undefined ? null : check(value);
+    if (problem) return `${name} ${problem}`;
+  }
+  return given['olderThanMs'] === undefined
+    ? 'needs `olderThanMs`: how long a finished command is kept'
+    : null;
+};
+
 /** Every option of AsyncCommandsOptions, with its check (the type makes a new option need one). */
 const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   store: withMethods('a CommandStore from an asynccmd adapter', ...STORE_METHODS),
@@ -157,6 +189,7 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   reclaimBatchSize: integer(1, MAX_BATCH_SIZE),
   reclaimIntervalMs: duration(1),
   maxRescues: integer(0, MAX_RESCUES_LIMIT),
+  retention,
 };
 
 /**

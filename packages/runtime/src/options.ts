@@ -8,6 +8,7 @@ import type {
   TokenSource,
 } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
+import type { RetentionOptions } from './services/retention.js';
 import type { PoolOptions } from './work-pool.js';
 
 /**
@@ -71,6 +72,14 @@ export interface AsyncCommandsOptions<Tx = unknown> {
   readonly reclaimIntervalMs?: number;
   /** Lease expiries a command survives before it is declared DEAD. Default: core DEFAULT_MAX_RESCUES. */
   readonly maxRescues?: number;
+  /**
+   * Deletes finished commands on its own. Off unless given: a history is the application's to drop.
+   * SUCCESS and CANCELLED commands (DEAD too with `includeDead`) that finished more than
+   * `olderThanMs` ago on the database clock go, `batchSize` rows per DELETE (default 1000), at
+   * start and then every `intervalMs` (default 1 h); stop() ends it. Every instance that has it
+   * purges: give it to one, or to all (a purge of rows already gone deletes nothing).
+   */
+  readonly retention?: RetentionOptions;
 }
 
 export interface StopOptions {

@@ -1,6 +1,5 @@
 import type { ClaimRef, CommandId, CommandStore, FailedAttempt, FailureOutcome } from '@asynccmd/core';
-import { pause, type StoreOutage } from './store-outage.js';
-import { outageDelayMs } from './wake-signal.js';
+import { outageDelayMs, pause, type StoreOutage } from './store-outage.js';
 
 /** The write was given up (shutdown deadline during an outage): the lease will expire and the command run again. */
 export const ABANDONED = 'abandoned';

@@ -3,20 +3,15 @@ import type { CommandEvents } from './command-events.js';
 import type { CommandRunner } from './command-runner.js';
 import type { Dispatcher, RunHere } from './dispatcher.js';
 import type { ExecutorRegistry } from './executor-registry.js';
-import { HungReclaimer } from './hung-reclaimer.js';
 import type { PoolSet } from './pool-set.js';
 import type { PoolState, WorkPool } from './work-pool.js';
-import type { StoreOutage } from './store-outage.js';
-import { outageDelayMs, WakeSignal, type WakeReason } from './wake-signal.js';
+import { outageDelayMs, type StoreOutage } from './store-outage.js';
+import { WakeSignal, type WakeReason } from './wake-signal.js';
 
 export interface SchedulerOptions {
   readonly pollIntervalMs: number;
   /** SCHEDULED commands claimed per round; they run one after another in the loop. */
   readonly scheduledBatchSize: number;
-  readonly reclaimBatchSize: number;
-  /** Period of the look for hung commands, on its own timer (never inside a claim round). */
-  readonly reclaimIntervalMs: number;
-  readonly maxRescues: number;
 }
 
 export interface SchedulerDeps {
@@ -75,13 +70,12 @@ const NO_POOLS: ReadonlySet<WorkPool> = new Set();
  * `pollIntervalMs` unless woken by a local submit, a store wake-up, or a busy pool freeing
  * `refillAt` places (or fewer that waited `refillWaitMs`) — so under load claims come in batches,
  * not one statement per freed slot.
- * Hung commands are reclaimed by a HungReclaimer on its own timer, outside the rounds. Store
- * failures are reported once, backed off and survived.
+ * Hung commands are reclaimed by the runtime's HungReclaimer on its own timer, outside the rounds,
+ * which tells the loop what it reclaimed. Store failures are reported once, backed off and survived.
  */
 export class Scheduler {
   #wake = new WakeSignal();
   readonly #groups: readonly ClaimGroup[];
-  readonly #reclaimer: HungReclaimer;
   #loop: Promise<void> | null = null;
   #stopping = false;
   #rounds = 0;
@@ -98,20 +92,12 @@ export class Scheduler {
     readonly options: SchedulerOptions,
   ) {
     this.#groups = claimGroups(deps.registry, deps.pools);
-    this.#reclaimer = new HungReclaimer(
-      deps.store,
-      deps.events,
-      deps.outage,
-      {
-        intervalMs: options.reclaimIntervalMs,
-        batchSize: options.reclaimBatchSize,
-        maxRescues: options.maxRescues,
-      },
-      (reclaimed, due) => {
-        this.#reclaimed += reclaimed;
-        if (due > 0) this.wake();
-      },
-    );
+  }
+
+  /** The hung reclaimer took `count` back, `due` of them claimable now: the next round reports them. */
+  reclaimed(count: number, due: number): void {
+    this.#reclaimed += count;
+    if (due > 0) this.wake();
   }
 
   /**
@@ -176,7 +162,7 @@ export class Scheduler {
     return { reclaimed, claimed, full, starved };
   }
 
-  /** Starts the loop. Applications call AsyncCommands.start(), which also starts the heartbeats. */
+  /** Starts the loop. Applications call AsyncCommands.start(), which also starts the background services. */
   start(): void {
     if (this.#loop) return;
     this.#stopping = false;
@@ -195,7 +181,6 @@ export class Scheduler {
         );
     }
     this.#loop = this.#run();
-    this.#reclaimer.start();
   }
 
   /** Stops claiming; resolves once the current round (including its inline work) is over. */
@@ -203,7 +188,7 @@ export class Scheduler {
     this.#stopping = true;
     this.#wake.wake();
     this.#disarmTopUps();
-    await Promise.all([this.#loop, this.#reclaimer.stop()]);
+    await this.#loop;
     this.#loop = null;
     const unsubscribe = this.#unsubscribe;
     this.#unsubscribe = null;

@@ -40,6 +40,14 @@ export class StoreOutage {
   }
 }
 
+/**
+ * The pause before the next try of an operation that has failed `failures` times in a row: 100 ms,
+ * doubling up to `capMs`. Every loop and service that meets a store outage backs off by it.
+ */
+export function outageDelayMs(failures: number, capMs = 5_000): number {
+  return Math.min(capMs, 100 * 2 ** Math.max(0, failures - 1));
+}
+
 /** setTimeout as a promise that ends early (resolving) when `signal` aborts. */
 export function pause(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.resolve();

@@ -11,7 +11,7 @@ import type {
 import { CommandEvents } from './command-events.js';
 import { CommandRunner } from './command-runner.js';
 import type { ExecutorRegistry } from './executor-registry.js';
-import { LeaseKeeper } from './lease-keeper.js';
+import { LeaseKeeper } from './services/lease-keeper.js';
 import { OutcomeWriter } from './outcome-writer.js';
 import { StoreOutage } from './store-outage.js';
 

@@ -47,8 +47,3 @@ export class WakeSignal {
     });
   }
 }
-
-/** Exponential pause for store outages: 100 ms doubling to `capMs`. */
-export function outageDelayMs(failures: number, capMs = 5_000): number {
-  return Math.min(capMs, 100 * 2 ** Math.max(0, failures - 1));
-}

@@ -4,7 +4,7 @@ import { CommandEvents } from '../src/command-events.js';
 import { CommandRunner } from '../src/command-runner.js';
 import { Dispatcher } from '../src/dispatcher.js';
 import { ExecutorRegistry } from '../src/executor-registry.js';
-import { LeaseKeeper } from '../src/lease-keeper.js';
+import { LeaseKeeper } from '../src/services/lease-keeper.js';
 import { OutcomeWriter } from '../src/outcome-writer.js';
 import { PoolSet } from '../src/pool-set.js';
 import { StoreOutage } from '../src/store-outage.js';

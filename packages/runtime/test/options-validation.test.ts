@@ -62,6 +62,27 @@ const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[
   ['scheduledBatchSize', [0, 2.5, 10_001, NaN]],
   ['reclaimBatchSize', [0, 2.5, 10_001]],
   ['maxRescues', [-1, 1.5, 1001]],
+  [
+    'retention',
+    [
+      null,
+      true,
+      '7d',
+      [],
+      {},
+      { olderThanMs: -1 },
+      { olderThanMs: 1.5 },
+      { olderThanMs: '7d' },
+      { olderThanMs: 36_500 * 86_400_000 + 1 },
+      { olderThanMs: 0, includeDead: 'yes' },
+      { olderThanMs: 0, batchSize: 0 },
+      { olderThanMs: 0, batchSize: 100_001 },
+      { olderThanMs: 0, intervalMs: 0 },
+      { olderThanMs: 0, intervalMs: 2 ** 31 },
+      { olderThan: 86_400_000 },
+      { olderThanMs: 0, interval: 1000 },
+    ],
+  ],
 ];
 
 /** Each option of an executor with values it must refuse. */
@@ -102,8 +123,10 @@ describe('options are validated when the runtime is built', () => {
         scheduledBatchSize: 10,
         reclaimBatchSize: 100,
         maxRescues: 0,
+        retention: { olderThanMs: 7 * 86_400_000, includeDead: true, batchSize: 500, intervalMs: 600_000 },
       }),
     ).toBeNull();
+    expect(refusal({ ...good(), retention: { olderThanMs: 0 } })).toBeNull();
   });
 
   it('refuses options that are not an object', () => {
@@ -159,6 +182,7 @@ describe('options are validated when the runtime is built', () => {
     expect(build({ pollIntervalMs: 0 })).toThrow('`pollIntervalMs`');
     expect(build({ leaseMS: 1 })).toThrow('`leaseMS`');
     expect(build({ executors: ['order.ship'] })).toThrow('`executors`');
+    expect(build({ retention: { olderThanMs: -1 } })).toThrow('`retention` olderThanMs');
 
     @injectable()
     class SlowExecutor {

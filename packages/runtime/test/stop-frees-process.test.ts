@@ -20,7 +20,12 @@ describe('stop()', () => {
       const store = createSqliteStore({ filename: ${JSON.stringify(join(dir, 'stop.db'))} });
       await store.migrate();
       const job = defineExecutor({ type: 'stop.job', mode: 'SCHEDULED', execute: () => undefined });
-      const commands = createAsyncCommands({ store, executors: [job], pollIntervalMs: 20 });
+      const commands = createAsyncCommands({
+        store,
+        executors: [job],
+        pollIntervalMs: 20,
+        retention: { olderThanMs: 0, intervalMs: 20 }, // every background service runs
+      });
       const ran = new Promise((resolve) => commands.on((e) => e.kind === 'succeeded' && resolve()));
       commands.start();
       await commands.client.transaction((_db, submit) => submit('stop.job', {}));

@@ -6,8 +6,8 @@ import type { FailureOutcome, TransitionError } from '../transitions.js';
 
 /**
  * The command store: every database operation asynccmd needs, named by intent. One adapter per
- * database implements it; the conformance suite in `test/conformance` is its executable contract,
- * and every adapter must pass it unchanged against a real server.
+ * database implements it; the conformance suite (packages/store-conformance) is its executable
+ * contract, and every adapter must pass it unchanged against a real server.
  *
  * `Tx` is the adapter's handle on the caller's transaction (a better-sqlite3 Database, a pg
  * PoolClient, a mysql2 connection): submits run on it so they commit or roll back with the caller's

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger, type ClaimRef, type CommandEvent, type RevokedClaim } from '@asynccmd/core';
-import { CommandEvents } from '../src/command-events.js';
-import { LeaseKeeper } from '../src/lease-keeper.js';
-import { StoreOutage } from '../src/store-outage.js';
-import { ref, stubStore } from './stub-store.js';
+import { CommandEvents } from '../../src/command-events.js';
+import { LeaseKeeper } from '../../src/services/lease-keeper.js';
+import { StoreOutage } from '../../src/store-outage.js';
+import { ref, stubStore } from '../stub-store.js';
 
 describe('LeaseKeeper', () => {
   it('renews every held claim in one heartbeat per lease length and reports claims taken away', async () => {

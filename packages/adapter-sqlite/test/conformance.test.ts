@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
 import type { SqliteDatabase } from '@asynccmd/adapter-sqlite';
 import type { CommandStore } from '@asynccmd/core';
-import type { StoreHarness } from './harness.js';
+import { describeStoreConformance, type StoreHarness } from '@asynccmd/store-conformance';
 
 /**
  * SQLite namespaces are files in a fresh temporary directory: every store (and every peer) opens
  * its own connection to the file, as separate instances would.
  */
-export async function sqliteHarness(namespace: string): Promise<StoreHarness<SqliteDatabase>> {
+async function sqliteHarness(namespace: string): Promise<StoreHarness<SqliteDatabase>> {
   const dir = mkdtempSync(join(tmpdir(), `asynccmd-${namespace}-`));
   const file = join(dir, 'commands.db');
   const opened: CommandStore<SqliteDatabase>[] = [];
@@ -32,3 +32,5 @@ export async function sqliteHarness(namespace: string): Promise<StoreHarness<Sql
     },
   };
 }
+
+describeStoreConformance('sqlite', sqliteHarness);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger, type CommandEvent } from '@asynccmd/core';
-import { createAsyncCommands, defineExecutor } from '../src/index.js';
-import { claimedRow, stubStore } from './stub-store.js';
+import { createAsyncCommands, defineExecutor } from '../../src/index.js';
+import { claimedRow, stubStore } from '../stub-store.js';
 
 const lost = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 

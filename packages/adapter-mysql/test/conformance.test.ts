@@ -2,8 +2,11 @@ import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import type { ClaimStrategyName, MysqlCommandStore } from '@asynccmd/adapter-mysql';
 import { createConnection } from 'mysql2/promise';
 import type { Connection } from 'mysql2/promise';
-import type { StoreHarness, StoreHarnessFactory } from './harness.js';
-import { describeStoreConformance } from './suite.js';
+import {
+  describeStoreConformance,
+  type StoreHarness,
+  type StoreHarnessFactory,
+} from '@asynccmd/store-conformance';
 
 /** A MySQL 8 / MariaDB server URI without a database; this machine's MariaDB 10.11 by default. */
 const SERVER = process.env.ASYNCCMD_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';

@@ -6,9 +6,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
-import { MIGRATIONS } from '../../packages/adapter-sqlite/src/migrations.js';
+import { MIGRATIONS } from '../src/migrations.js';
 
-const CLAIMER = join(dirname(fileURLToPath(import.meta.url)), 'sqlite-claimer.mjs');
+const CLAIMER = join(dirname(fileURLToPath(import.meta.url)), 'claimer.mjs');
 
 interface ClaimerReport {
   readonly claimed: string[];

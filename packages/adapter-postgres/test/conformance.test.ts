@@ -2,8 +2,7 @@ import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import type { PostgresCommandStore } from '@asynccmd/adapter-postgres';
 import pg from 'pg';
 import type { PoolClient } from 'pg';
-import type { StoreHarness } from './harness.js';
-import { describeStoreConformance } from './suite.js';
+import { describeStoreConformance, type StoreHarness } from '@asynccmd/store-conformance';
 
 const DATABASE_URL = process.env.ASYNCCMD_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 

@@ -1,5 +1,6 @@
 import type { ClaimRef, CommandStore, RevokedClaim } from '@asynccmd/core';
-import type { StoreOutage } from './store-outage.js';
+import type { StoreOutage } from '../store-outage.js';
+import { PeriodicService, type RunOutcome } from './periodic-service.js';
 
 /** How a claim was found taken away: by a heartbeat, or by the store's word of a requeue or kill. */
 export type LossNotice = 'heartbeat' | RevokedClaim['by'];
@@ -19,17 +20,19 @@ export interface HeldLease {
  * also finds claims taken away; where the store has `revocations`, a requeue or kill is heard the
  * moment it commits instead.
  */
-export class LeaseKeeper {
+export class LeaseKeeper extends PeriodicService {
   readonly #held = new Set<HeldLease>();
-  #timer: NodeJS.Timeout | null = null;
-  #beating: Promise<void> | null = null;
   #unsubscribe: Promise<(() => Promise<void>) | null> | null = null;
 
   constructor(
     private readonly store: CommandStore,
     private readonly outage: StoreOutage,
     readonly intervalMs: number,
-  ) {}
+  ) {
+    // Never slower than the period during an outage: once the database is back, every lease must
+    // be renewed on time.
+    super({ operation: 'heartbeat', intervalMs, runOnStart: false, maxOutageDelayMs: intervalMs }, outage);
+  }
 
   /** Starts keeping `lease` alive; call the returned function once its outcome is recorded. */
   hold(lease: HeldLease): () => void {
@@ -43,35 +46,25 @@ export class LeaseKeeper {
     return this.#held.size;
   }
 
-  start(): void {
-    if (this.#timer) return;
+  protected override onStart(): void {
     const revocations = this.store.revocations;
-    if (revocations) {
-      this.#unsubscribe = revocations
-        .subscribe((revoked) => this.revoked(revoked))
-        .then(
-          (unsubscribe) => unsubscribe,
-          (error: unknown) => {
-            // The heartbeats still find the claims taken away.
-            this.outage.failed('revocations', error);
-            return null;
-          },
-        );
-    }
-    this.#timer = setInterval(() => {
-      // A slow database must not pile heartbeats up: skip the tick while one is in flight.
-      if (!this.#beating) this.#beating = this.beat().finally(() => (this.#beating = null));
-    }, this.intervalMs);
-    this.#timer.unref();
+    if (!revocations) return;
+    this.#unsubscribe = revocations
+      .subscribe((revoked) => this.revoked(revoked))
+      .then(
+        (unsubscribe) => unsubscribe,
+        (error: unknown) => {
+          // The heartbeats still find the claims taken away.
+          this.outage.failed('revocations', error);
+          return null;
+        },
+      );
   }
 
-  async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
+  protected override async onStop(): Promise<void> {
     const unsubscribe = await this.#unsubscribe;
     this.#unsubscribe = null;
     await unsubscribe?.().catch(() => undefined);
-    await this.#beating;
   }
 
   /**
@@ -93,12 +86,22 @@ export class LeaseKeeper {
 
   /** One heartbeat for every held claim. Never rejects: an outage is reported and retried next tick. */
   async beat(): Promise<void> {
+    await this.runOnce();
+  }
+
+  /**
+   * One `store.heartbeat` per distinct lease length. Every group is tried; a failure of any is the
+   * run's (the claims of a failed group are kept, and renewed at the next tick).
+   */
+  protected async work(): Promise<RunOutcome> {
+    if (this.#held.size === 0) return 'idle';
     const byLease = new Map<number, HeldLease[]>();
     for (const lease of this.#held) {
       const group = byLease.get(lease.leaseMs);
       if (group) group.push(lease);
       else byLease.set(lease.leaseMs, [lease]);
     }
+    let failure: { error: unknown } | null = null;
     for (const [leaseMs, leases] of byLease) {
       let alive: ClaimRef[];
       try {
@@ -106,9 +109,8 @@ export class LeaseKeeper {
           leases.map((l) => l.ref),
           leaseMs,
         );
-        this.outage.succeeded('heartbeat');
       } catch (error) {
-        this.outage.failed('heartbeat', error);
+        failure ??= { error };
         continue;
       }
       const kept = new Set(alive.map((r) => `${r.id}:${r.token}`));
@@ -118,5 +120,7 @@ export class LeaseKeeper {
         lease.lost('heartbeat');
       }
     }
+    if (failure) throw failure.error;
+    return 'done';
   }
 }
