@@ -3,35 +3,28 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import * as E from 'fp-ts/lib/Either.js';
 import {
-  CommandNotFoundError,
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  FINISHED_STATUSES,
-  IdempotencyConflictError,
   InvalidArgumentError,
   TRANSITION_SOURCES,
   TransactionRolledBackError,
-  checkTransition,
-  decodeListCursor,
-  encodeListCursor,
   optionalInstance,
-  optionalReason,
-  optionalText,
   requireInstant,
-  requireStoredTime,
-  requireHeadersJson,
   requireId,
   requireInt,
-  requirePayloadJson,
-  requireStatuses,
-  requireFailureOutcome,
-  requireHealthProbeParams,
-  requireOutcomeCountParams,
   requireToken,
   requireTypes,
-  rescueLimitMessage,
-  truncateErrorText,
   validateIdentifier,
 } from '@asynccmd/core';
+import {
+  byDueThenId,
+  compareIds,
+  guardedTransition,
+  inCallersOrder,
+  insertIdempotently,
+  keyHeldBy,
+  listPage,
+  StoreInput,
+} from '@asynccmd/core/store-kit';
+import type { CheckedCommand, GuardedAttempt } from '@asynccmd/core/store-kit';
 import type {
   AdminError,
   AdminTransition,
@@ -59,7 +52,7 @@ import type {
   StoreStats,
 } from '@asynccmd/core';
 import { runMigrations } from './migrations.js';
-import { byDueThenId, compareIds, toRecord } from './rows.js';
+import { toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
 import type { ListFilter, SqliteSql } from './sql.js';
@@ -97,7 +90,6 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteCommandSto
 
 /** Rows per multi-row INSERT: 7 parameters each stays far below SQLite's 32766-variable limit. */
 const INSERT_CHUNK = 500;
-const ADMIN_ATTEMPTS = 3;
 
 /**
  * The store port on SQLite. better-sqlite3 is synchronous, so each operation is one statement that
@@ -112,7 +104,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   readonly db: SqliteDatabase;
   private readonly owned: boolean;
   private readonly sql: SqliteSql;
-  private readonly maxPayloadBytes: number;
+  private readonly input: StoreInput;
   private readonly busyTimeoutMs: number;
   private readonly statements = new WeakMap<SqliteDatabase, Map<string, Database.Statement>>();
   private readonly context = new AsyncLocalStorage<object>();
@@ -123,11 +115,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     if (E.isLeft(table)) throw table.left;
     this.table = table.right;
     this.sql = sqliteSql(this.table);
-    this.maxPayloadBytes = requireInt(
-      'maxPayloadBytes',
-      options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
-      1,
-    );
+    this.input = new StoreInput({ maxPayloadBytes: options.maxPayloadBytes });
     this.busyTimeoutMs = requireInt('busyTimeoutMs', options.busyTimeoutMs ?? 5000, 0);
     if ((options.filename === undefined) === (options.database === undefined)) {
       throw new InvalidArgumentError('give the SQLite store exactly one of `filename` or `database`');
@@ -171,7 +159,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async insert(tx: SqliteDatabase, commands: readonly NewCommand[]): Promise<CommandId[]> {
-    const rows = commands.map((c) => this.insertParams(c));
+    const rows = this.input.commands(commands).map(insertParams);
     if (rows.length === 0) return [];
     const insertChunks = (): CommandId[] => {
       const ids: CommandId[] = [];
@@ -191,20 +179,17 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     tx: SqliteDatabase,
     command: NewCommand & { readonly bizKey: string },
   ): Promise<InsertResult> {
-    if (typeof command.bizKey !== 'string' || command.bizKey === '') {
-      throw new InvalidArgumentError('an idempotent submit needs a non-empty bizKey');
-    }
-    const params = this.insertParams(command);
+    const checked = this.input.idempotentCommand(command);
+    const params = insertParams(checked);
     const insert = this.prepare(tx, 'insertIdempotent', () => this.sql.insertIdempotent).pluck();
     const holder = this.prepare(tx, 'activeHolder', () => this.sql.activeHolder).pluck();
     // Outside a transaction the holder may finish between the two statements: then insert again.
-    for (let attempt = 0; attempt < ADMIN_ATTEMPTS; attempt++) {
+    return insertIdempotently(checked, async () => {
       const id = insert.get(...params) as string | undefined;
       if (id !== undefined) return { id, duplicate: false };
-      const existing = holder.get(command.type, command.bizKey) as string | undefined;
-      if (existing !== undefined) return { id: existing, duplicate: true };
-    }
-    throw new Error(`idempotent submit of (${command.type}, ${command.bizKey}) kept racing with its holder`);
+      const existing = holder.get(checked.type, checked.bizKey) as string | undefined;
+      return existing === undefined ? null : { id: existing, duplicate: true };
+    });
   }
 
   async claimDue(params: ClaimDueParams): Promise<ClaimedCommand[]> {
@@ -241,9 +226,9 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
-    const lease = requireInt('leaseMs', leaseMs, 1);
+    const lease = this.input.leaseMs(leaseMs);
     if (refs.length === 0) return [];
-    const json = refsJson(refs);
+    const json = refsJson(this.input.refs(refs));
     return this.run(() => {
       const held = this.stmt('heartbeat').all({ refs: json, leaseMs: lease }) as ClaimRef[];
       const live = new Set(held.map((r) => `${r.id} ${r.token}`));
@@ -264,57 +249,47 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
-    const rows = attempts.map(({ ref, outcome }) => {
-      const o = requireFailureOutcome(outcome);
+    const checked = this.input.failedAttempts(attempts);
+    const rows = checked.map((a) => {
       // The id as its decimal literal, as refsJson writes it: SQLite reads it back exactly.
-      const rest = JSON.stringify([
-        requireToken(ref.token),
-        o.status,
-        o.retryCount,
-        requireTime('nextRunAt', o.nextRunAt),
-        truncateErrorText(o.lastError),
-      ]);
-      return `[${requireId(ref.id)},${rest.slice(1)}`;
+      const rest = JSON.stringify([a.token, a.status, a.retryCount, a.nextRunAt.getTime(), a.lastError]);
+      return `[${a.id},${rest.slice(1)}`;
     });
     if (rows.length === 0) return [];
     const json = `[${rows.join(',')}]`;
     return this.run(() => {
-      const done = new Set(this.stmt('fail').pluck().all({ attempts: json }) as string[]);
-      return [...new Set(attempts.map((a) => a.ref.id))].filter((id) => done.has(id));
+      const done = this.stmt('fail').pluck().all({ attempts: json }) as string[];
+      return inCallersOrder(
+        checked.map((a) => a.id),
+        done,
+      );
     });
   }
 
   async reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]> {
-    const limit = requireInt('limit', params.limit, 0);
-    const maxRescues = requireInt('maxRescues', params.maxRescues, 0);
-    if (limit === 0) return [];
-    return this.run(() => {
-      return this.stmt('reclaimHung').all({
-        limit,
-        maxRescues,
-        deadError: rescueLimitMessage(maxRescues),
-      }) as ReclaimedCommand[];
-    });
+    const reclaim = this.input.reclaim(params);
+    if (reclaim === null) return [];
+    return this.run(() => this.stmt('reclaimHung').all(reclaim) as ReclaimedCommand[]);
   }
 
   async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('retry', id, { now: requireTime('now', now) });
+    return this.adminTransition('retry', id, { now: this.input.adminNow(now).getTime() });
   }
 
   async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('requeue', id, { now: requireTime('now', now) });
+    return this.adminTransition('requeue', id, { now: this.input.adminNow(now).getTime() });
   }
 
   async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('kill', id, { reason: reasonText(reason) });
+    return this.adminTransition('kill', id, { reason: this.input.reason(reason) });
   }
 
   async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('cancel', id, { reason: reasonText(reason) });
+    return this.adminTransition('cancel', id, { reason: this.input.reason(reason) });
   }
 
   async get(id: CommandId): Promise<CommandRecord | null> {
-    const key = toKey(id);
+    const key = BigInt(this.input.id(id));
     return this.run(() => {
       const row = this.stmt('get').get(key) as CommandRow | undefined;
       return row ? toRecord(row) : null;
@@ -322,7 +297,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
-    const keys = ids.map((id) => requireId(id));
+    const keys = this.input.ids(ids);
     if (keys.length === 0) return [];
     return this.run(() => {
       const rows = this.stmt('getMany').all(`[${keys.join(',')}]`) as CommandRow[];
@@ -331,14 +306,12 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async list(query: ListQuery): Promise<ListPage> {
-    const limit = requireInt('limit', query.limit ?? 50, 1, 1000);
-    const statuses = query.status === undefined ? null : requireStatuses(query.status);
-    const after = query.cursor === undefined || query.cursor === null ? null : decodeListCursor(query.cursor);
+    const { limit, fetch, statuses, type, bizKey, after } = this.input.list(query);
     const conditions = {
       status: statuses?.length === 1 ? statuses[0]! : null,
       statuses: statuses === null || statuses.length === 1 ? null : JSON.stringify(statuses),
-      type: optionalText('type', query.type),
-      bizKey: optionalText('bizKey', query.bizKey),
+      type,
+      bizKey,
       beforeAt: after === null ? null : after.createdAt.getTime(),
       before: after === null ? null : BigInt(after.id),
     };
@@ -354,15 +327,12 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     const shape = `list:${Object.keys(params).join(',')}`;
     return this.run(() => {
       const stmt = this.prepare(this.db, shape, () => this.sql.list(filter));
-      const rows = stmt.all({ ...params, limit: limit + 1 }) as CommandRow[];
-      const items = rows.slice(0, limit).map(toRecord);
-      const last = items[items.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
+      return listPage(stmt.all({ ...params, limit: fetch }) as CommandRow[], limit, toRecord);
     });
   }
 
   async stats(now: Date): Promise<StoreStats> {
-    const at = instant('now', now);
+    const at = this.input.instant('now', now).getTime();
     return this.run(() => {
       const counts = this.stmt('counts').all() as { status: CommandStatus; type: string; count: number }[];
       const oldest = this.stmt('oldestDue').pluck().get(at) as number | null;
@@ -371,7 +341,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
-    const { now, deadLetterLimit } = requireHealthProbeParams(params);
+    const { now, deadLetterLimit } = this.input.healthProbe(params);
     return this.run(() => {
       const deadLetters = this.stmt('deadLettersUpTo').pluck().get(deadLetterLimit) as number;
       const oldest = this.stmt('oldestDue').pluck().get(now.getTime()) as number | null;
@@ -380,7 +350,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
-    const { from, to, latencyBoundsMs } = requireOutcomeCountParams(params);
+    const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
     return this.run(() => {
       const rows = this.stmt('outcomeCounts').all({
         from: from.getTime(),
@@ -392,18 +362,14 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async purge(params: PurgeParams): Promise<number> {
-    const statuses = params.statuses ?? ['SUCCESS', 'CANCELLED'];
-    for (const s of statuses) {
-      if (!FINISHED_STATUSES.includes(s)) {
-        throw new InvalidArgumentError(`purge deletes only finished commands, not ${String(s)} ones`);
-      }
-    }
-    const limit = requireInt('limit', params.limit, 0);
-    const olderThan = instant('olderThan', params.olderThan);
-    if (limit === 0 || statuses.length === 0) return 0;
-    return this.run(() => {
-      return this.stmt('purge').run({ olderThan, statuses: JSON.stringify(statuses), limit }).changes;
-    });
+    const purge = this.input.purge(params);
+    if (purge === null) return 0;
+    const bound = {
+      olderThan: purge.olderThan.getTime(),
+      statuses: JSON.stringify(purge.statuses),
+      limit: purge.limit,
+    };
+    return this.run(() => this.stmt('purge').run(bound).changes);
   }
 
   async now(): Promise<Date> {
@@ -510,81 +476,62 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     return this.prepare(this.db, name, () => this.sql[name]);
   }
 
-  /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
-  private insertParams(c: NewCommand): (string | number | null)[] {
-    const type = optionalText('type', c.type);
-    if (!type) throw new InvalidArgumentError('a command needs a type');
-    return [
-      type,
-      optionalText('bizKey', c.bizKey),
-      requirePayloadJson(c.payloadJson, this.maxPayloadBytes),
-      requireInt('maxRetry', c.maxRetry, 0),
-      c.runAt === undefined || c.runAt === null ? null : requireTime('runAt', c.runAt),
-      optionalText('owner', c.owner),
-      requireHeadersJson(c.headers),
-    ];
-  }
-
   private async fencedBatch(
     name: 'complete' | 'release' | 'releaseRevoked',
     refs: readonly ClaimRef[],
   ): Promise<CommandId[]> {
-    if (refs.length === 0) return [];
-    const json = refsJson(refs);
+    const checked = this.input.refs(refs);
+    if (checked.length === 0) return [];
+    const json = refsJson(checked);
     return this.run(() => {
-      const done = new Set(this.stmt(name).pluck().all({ refs: json }) as string[]);
-      return [...new Set(refs.map((r) => r.id))].filter((id) => done.has(id));
+      const done = this.stmt(name).pluck().all({ refs: json }) as string[];
+      return inCallersOrder(
+        checked.map((r) => r.id),
+        done,
+      );
     });
   }
 
+  /** One guarded UPDATE … RETURNING; when it matches nothing, the row's status says why. */
   private async adminTransition(
     name: AdminTransition,
     id: CommandId,
     params: Record<string, string | number | null>,
   ): Promise<E.Either<AdminError, CommandRecord>> {
-    const key = toKey(id);
-    const sources = JSON.stringify(TRANSITION_SOURCES[name]);
+    const key = BigInt(this.input.id(id));
+    const bound = { ...params, id: key, sources: JSON.stringify(TRANSITION_SOURCES[name]) };
     const statement = name === 'kill' ? 'cancel' : name;
-    return this.run(() => {
-      // Another instance may change the row between the guarded write and the read that explains a
-      // refusal; then the write is simply tried again.
-      for (let attempt = 0; attempt < ADMIN_ATTEMPTS; attempt++) {
+    return guardedTransition(name, String(key), () =>
+      this.run((): GuardedAttempt => {
         let row: CommandRow | undefined;
         try {
-          row = this.stmt(statement).get({ ...params, id: key, sources }) as CommandRow | undefined;
+          row = this.stmt(statement).get(bound) as CommandRow | undefined;
         } catch (e) {
-          if (name === 'retry' && isUniqueViolation(e)) return E.left(this.idempotencyConflict(key));
+          if (name === 'retry' && isUniqueViolation(e)) return keyHeldBy(String(key), this.keyHolder(key));
           throw e;
         }
-        if (row) return E.right(toRecord(row));
+        if (row) return { applied: toRecord(row) };
         const current = this.stmt('get').get(key) as CommandRow | undefined;
-        if (!current) return E.left(new CommandNotFoundError(String(key)));
-        const allowed = checkTransition(name, current.status as CommandStatus, String(key));
-        if (E.isLeft(allowed)) return E.left(allowed.left);
-      }
-      throw new Error(`command ${String(key)} kept changing while ${name} was applied to it`);
-    });
+        return { unmatched: current ? (current.status as CommandStatus) : null };
+      }),
+    );
   }
 
-  private idempotencyConflict(key: bigint): IdempotencyConflictError {
+  /** The unfinished command holding the (type, bizKey) of command `key`, if any. */
+  private keyHolder(key: bigint): string | null {
     const row = this.stmt('get').get(key) as CommandRow | undefined;
     const holder = row
       ? (this.stmt('activeHolder').pluck().get(row.type, row.biz_key) as string | undefined)
       : undefined;
-    return new IdempotencyConflictError(String(key), holder ?? null);
+    return holder ?? null;
   }
 }
 
-// ── input checks: bad input is refused with a typed error before it reaches SQL ─────────────────────
+// ── encoding ─────────────────────────────────────────────────────────────────────────────────────
 
 /** Ids are bound as BigInt so the 64-bit integer column compares exactly. */
 function toKey(id: unknown): bigint {
   return BigInt(requireId(id));
-}
-
-/** A time to write, as the time columns hold it: epoch milliseconds. */
-function requireTime(what: string, value: unknown): number {
-  return requireStoredTime(what, value).getTime();
 }
 
 /** A time only compared with, in epoch milliseconds. */
@@ -592,14 +539,14 @@ function instant(what: string, value: unknown): number {
   return requireInstant(what, value).getTime();
 }
 
-function reasonText(reason: unknown): string | null {
-  const text = optionalReason(reason);
-  return text === null ? null : truncateErrorText(text);
+/** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
+function insertParams(c: CheckedCommand): (string | number | null)[] {
+  return [c.type, c.bizKey, c.payloadJson, c.maxRetry, c.runAt?.getTime() ?? null, c.owner, c.headersJson];
 }
 
-/** `[[id, "token"], …]` for the fenced batch statements; ids are validated digits. */
+/** `[[id, "token"], …]` for the fenced batch statements; ids are checked digits. */
 function refsJson(refs: readonly ClaimRef[]): string {
-  return `[${refs.map((r) => `[${requireId(r.id)},${JSON.stringify(requireToken(r.token))}]`).join(',')}]`;
+  return `[${refs.map((r) => `[${r.id},${JSON.stringify(r.token)}]`).join(',')}]`;
 }
 
 function isUniqueViolation(e: unknown): boolean {
