@@ -10,7 +10,6 @@ import type {
   CommandStatus,
   CommandStore,
   FailedAttempt,
-  FailureOutcome,
   HealthProbe,
   HealthProbeParams,
   InsertResult,
@@ -26,32 +25,24 @@ import type {
   StoreStats,
 } from '@asynccmd/core';
 import {
-  CommandNotFoundError,
-  FINISHED_STATUSES,
   IdempotencyConflictError,
   InvalidArgumentError,
-  checkTransition,
-  decodeListCursor,
-  encodeListCursor,
   optionalInstance,
-  optionalReason,
-  optionalText,
   refuseNul,
-  requireHeadersJson,
-  requireFailureOutcome,
-  requireHealthProbeParams,
-  requireOutcomeCountParams,
   requireInstant as coreRequireInstant,
-  requireStoredTime,
   requireId,
   requireInt,
-  requirePayloadJson,
-  requireStatuses,
   requireTypes,
-  rescueLimitMessage,
-  truncateErrorText,
 } from '@asynccmd/core';
-import * as E from 'fp-ts/lib/Either.js';
+import {
+  guardedTransition,
+  inCallersOrder,
+  insertIdempotently,
+  listPage,
+  StoreInput,
+} from '@asynccmd/core/store-kit';
+import type { CheckedCommand, GuardedAttempt } from '@asynccmd/core/store-kit';
+import type * as E from 'fp-ts/lib/Either.js';
 import { randomUUID } from 'node:crypto';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import type { ClaimPools, ClaimStrategy } from './claim-strategies.js';
@@ -82,13 +73,13 @@ export interface MysqlStoreParts {
   readonly table: string;
   /** A fixed strategy, or 'auto': chosen from the server version on first need (migrate or claim). */
   readonly strategy: ClaimStrategy | 'auto';
-  readonly maxPayloadBytes: number;
+  /** Largest payload accepted, in UTF-8 bytes of its JSON; default core DEFAULT_MAX_PAYLOAD_BYTES. */
+  readonly maxPayloadBytes?: number;
 }
 
 /** Rows per multi-row INSERT, and the payload bytes one statement may carry (max_allowed_packet is 16 MiB by default). */
 const INSERT_CHUNK_ROWS = 1000;
 const INSERT_CHUNK_BYTES = 4 * 1024 * 1024;
-const RACE_ATTEMPTS = 5;
 const SERVER_STATUS_IN_TRANS = 0x0001;
 /** Column widths (in characters) of the table; longer text is refused rather than cut. */
 const WIDTHS = { type: 128, bizKey: 255, owner: 128, token: 128 } as const;
@@ -107,7 +98,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   private readonly ownsPool: boolean;
   private readonly claimPools: ClaimPools;
   private readonly sql: MysqlSql;
-  private readonly maxPayloadBytes: number;
+  private readonly input: StoreInput;
   private closed = false;
 
   constructor(parts: MysqlStoreParts) {
@@ -117,7 +108,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     this.table = parts.table;
     this.resolved = parts.strategy === 'auto' ? null : parts.strategy;
     this.sql = mysqlSql(parts.table);
-    this.maxPayloadBytes = parts.maxPayloadBytes;
+    this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes, textWidths: WIDTHS });
   }
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
@@ -157,7 +148,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async insert(tx: Connection, commands: readonly NewCommand[]): Promise<CommandId[]> {
-    const rows = commands.map((c) => this.insertParams(c, false));
+    const rows = this.input.commands(commands).map((c) => insertParams(c, false));
     if (rows.length === 0) return [];
     const chunks = chunkRows(rows);
     if (chunks.length === 1) return this.insertChunk(tx, chunks[0] ?? []);
@@ -181,12 +172,10 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     tx: Connection,
     command: NewCommand & { readonly bizKey: string },
   ): Promise<InsertResult> {
-    if (typeof command.bizKey !== 'string' || command.bizKey === '') {
-      throw new InvalidArgumentError('an idempotent submit needs a non-empty bizKey');
-    }
-    const params = this.insertParams(command, true);
+    const checked = this.input.idempotentCommand(command);
+    const params = insertParams(checked, true);
     // The holder may finish between the refused insert and the look-up: then insert again.
-    for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
+    return insertIdempotently(checked, async () => {
       try {
         const [id] = await this.insertChunk(tx, [params]);
         return { id: id as CommandId, duplicate: false };
@@ -197,12 +186,11 @@ export class MysqlCommandStore implements CommandStore<Connection> {
       // look-up stays on the caller's connection: a second connection from the store's pool could
       // wait forever while every pooled connection sits in a caller's transaction doing the same.
       const [holder] = await select<{ id: string }>(tx, this.sql.activeHolder, [
-        command.type,
-        command.bizKey,
+        checked.type,
+        checked.bizKey,
       ]);
-      if (holder) return { id: String(holder.id), duplicate: true };
-    }
-    throw new Error(`idempotent submit of (${command.type}, ${command.bizKey}) kept racing with its holder`);
+      return holder ? { id: String(holder.id), duplicate: true } : null;
+    });
   }
 
   async claimDue(params: ClaimDueParams): Promise<ClaimedCommand[]> {
@@ -262,8 +250,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
-    const lease = requireInt('leaseMs', leaseMs, 1) * 1000;
-    const { count, values } = refValues(refs);
+    const lease = this.input.leaseMs(leaseMs) * 1000;
+    const { count, values } = refValues(this.input.refs(refs));
     if (count === 0) return [];
     // Extending a lease twice is harmless, so a lost connection just means: do it again.
     const updated = await retryConnectionLoss(() =>
@@ -280,7 +268,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
-    const { count, values } = refValues(refs);
+    const checkedRefs = this.input.refs(refs);
+    const { count, values } = refValues(checkedRefs);
     if (count === 0) return [];
     // Completing again with the same marker after a lost connection is harmless: the read by
     // marker below reports what this call finished, on the first attempt or the second.
@@ -288,20 +277,19 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const updated = await retryConnectionLoss(() =>
       retryLockConflicts(() => write(this.pool, this.sql.complete(count), [marker, ...values])),
     );
-    const ids = unique(refs.map((r) => r.id));
+    const ids = unique(checkedRefs.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
-    const done = new Set(
-      (await select<{ id: string }>(this.pool, this.sql.completedBy, [marker])).map((r) => String(r.id)),
+    const done = await select<{ id: string }>(this.pool, this.sql.completedBy, [marker]);
+    return inCallersOrder(
+      ids,
+      done.map((r) => String(r.id)),
     );
-    return ids.filter((id) => done.has(id));
   }
 
   async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
-    const checked = attempts.map(({ ref, outcome }) => ({
-      id: requireId(ref.id),
-      token: requireToken(ref.token),
-      ...failureValues(outcome),
-    }));
+    const checked = this.input
+      .failedAttempts(attempts)
+      .map((a) => ({ ...a, nextRunAt: toUtcText(a.nextRunAt) }));
     const [one] = checked;
     if (one === undefined) return [];
     if (checked.length === 1) {
@@ -320,7 +308,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
       return updated.affectedRows === 1 ? [one.id] : [];
     }
     // Many: lock the rows whose claim still holds, then write each one's outcome in one statement.
-    const { count, values } = refValues(attempts.map((a) => a.ref));
+    const { count, values } = refValues(checked);
     const written = await retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = new Set(
@@ -345,7 +333,10 @@ export class MysqlCommandStore implements CommandStore<Connection> {
         return new Set(rows.map((c) => c.id));
       }),
     );
-    return unique(checked.map((c) => c.id)).filter((id) => written.has(id));
+    return inCallersOrder(
+      checked.map((c) => c.id),
+      written,
+    );
   }
 
   async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
@@ -363,23 +354,25 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     lock: (count: number) => string,
     move: string,
   ): Promise<CommandId[]> {
-    const { count, values } = refValues(refs);
+    const checked = this.input.refs(refs);
+    const { count, values } = refValues(checked);
     if (count === 0) return [];
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = (await select<{ id: string }>(conn, lock(count), values)).map((r) => String(r.id));
         if (held.length > 0) await write(conn, move, [held]);
-        const moved = new Set(held);
-        return unique(refs.map((r) => r.id)).filter((id) => moved.has(id));
+        return inCallersOrder(
+          checked.map((r) => r.id),
+          held,
+        );
       }),
     );
   }
 
   async reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]> {
-    const limit = requireInt('limit', params.limit, 0);
-    const maxRescues = requireInt('maxRescues', params.maxRescues, 0);
-    if (limit === 0) return [];
-    const dead = rescueLimitMessage(maxRescues);
+    const reclaim = this.input.reclaim(params);
+    if (reclaim === null) return [];
+    const { limit, maxRescues, deadError: dead } = reclaim;
     const strategy = await this.claimStrategy();
     if ((await retryConnectionLoss(() => select(this.pool, this.sql.anyHung))).length === 0) return [];
     return retryLockConflicts(() =>
@@ -408,66 +401,60 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('retry', id, [requireTime('now', now)]);
+    return this.adminTransition('retry', id, [toUtcText(this.input.adminNow(now))]);
   }
 
   async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('requeue', id, [requireTime('now', now)]);
+    return this.adminTransition('requeue', id, [toUtcText(this.input.adminNow(now))]);
   }
 
   async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    const why = reasonText(reason);
+    const why = this.input.reason(reason);
     return this.adminTransition('kill', id, [why, why]);
   }
 
   async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('cancel', id, [reasonText(reason)]);
+    return this.adminTransition('cancel', id, [this.input.reason(reason)]);
   }
 
   async get(id: CommandId): Promise<CommandRecord | null> {
-    const key = requireId(id);
+    const key = this.input.id(id);
     const [row] = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.get, [key]));
     return row ? toRecord(row) : null;
   }
 
   async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
-    const keys = ids.map((id) => requireId(id));
+    const keys = this.input.ids(ids);
     if (keys.length === 0) return [];
     const rows = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.getMany, [keys]));
     return rows.map(toRecord);
   }
 
   async list(query: ListQuery): Promise<ListPage> {
-    const limit = requireInt('limit', query.limit ?? 50, 1, 1000);
+    const { limit, fetch, statuses, type, bizKey, after } = this.input.list(query);
     const filters: ('status' | 'type' | 'bizKey' | 'before')[] = [];
     const values: unknown[] = [];
     const add = (f: (typeof filters)[number], v: unknown): void => {
       filters.push(f);
       values.push(v);
     };
-    if (query.status !== undefined) add('status', requireStatuses(query.status));
-    const type = optionalText('type', query.type);
+    if (statuses !== null) add('status', statuses);
     if (type !== null) add('type', type);
-    const bizKey = optionalText('bizKey', query.bizKey);
     if (bizKey !== null) add('bizKey', bizKey);
-    if (query.cursor !== undefined && query.cursor !== null) {
-      const after = decodeListCursor(query.cursor);
-      const at = requireInstant('cursor', after.createdAt);
+    if (after !== null) {
+      const at = toUtcText(after.createdAt);
       filters.push('before');
       values.push(at, at, after.id);
     }
-    if (filters[0] === 'status' && (values[0] as unknown[]).length === 0)
-      return { items: [], nextCursor: null };
+    if (statuses?.length === 0) return { items: [], nextCursor: null };
     const rows = await retryConnectionLoss(() =>
-      select<CommandRow>(this.pool, this.sql.list(filters), [...values, limit + 1]),
+      select<CommandRow>(this.pool, this.sql.list(filters), [...values, fetch]),
     );
-    const items = rows.slice(0, limit).map(toRecord);
-    const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
+    return listPage(rows, limit, toRecord);
   }
 
   async stats(now: Date): Promise<StoreStats> {
-    const at = requireInstant('now', now);
+    const at = toUtcText(this.input.instant('now', now));
     return retryConnectionLoss(async () => {
       const counts = await select<{ status: CommandStatus; type: string; count: string | number }>(
         this.pool,
@@ -482,8 +469,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
-    const { now, deadLetterLimit } = requireHealthProbeParams(params);
-    const at = requireInstant('now', now);
+    const { now, deadLetterLimit } = this.input.healthProbe(params);
+    const at = toUtcText(this.input.instant('now', now));
     const [row] = await retryConnectionLoss(() =>
       select<{ dead_letters: string | number; oldest: string | null }>(this.pool, this.sql.healthProbe, [
         deadLetterLimit,
@@ -497,7 +484,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
-    const { from, to, latencyBoundsMs } = requireOutcomeCountParams(params);
+    const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
     const rows = await retryConnectionLoss(() =>
       select<{ status: 'SUCCESS' | 'DEAD'; latency_bucket: string | number; count: string | number }>(
         this.pool,
@@ -513,17 +500,12 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async purge(params: PurgeParams): Promise<number> {
-    const statuses = params.statuses ?? ['SUCCESS', 'CANCELLED'];
-    for (const s of statuses) {
-      if (!FINISHED_STATUSES.includes(s)) {
-        throw new InvalidArgumentError(`purge deletes only finished commands, not ${String(s)} ones`);
-      }
-    }
-    const limit = requireInt('limit', params.limit, 0);
-    const olderThan = requireInstant('olderThan', params.olderThan);
-    if (limit === 0 || statuses.length === 0) return 0;
+    const purge = this.input.purge(params);
+    if (purge === null) return 0;
+    const { limit } = purge;
+    const olderThan = toUtcText(purge.olderThan);
     let deleted = 0;
-    for (const status of unique(statuses)) {
+    for (const status of purge.statuses) {
       if (deleted >= limit) break;
       const batch = limit - deleted;
       const result = await retryLockConflicts(() =>
@@ -577,53 +559,33 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return BigInt(String(row?.step ?? 1));
   }
 
-  /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
-  private insertParams(c: NewCommand, idempotent: boolean): InsertParams {
-    const type = requireText('type', c.type, WIDTHS.type);
-    if (type === '') throw new InvalidArgumentError('a command needs a type');
-    return [
-      type,
-      c.bizKey === undefined || c.bizKey === null ? null : requireText('bizKey', c.bizKey, WIDTHS.bizKey),
-      requirePayloadJson(c.payloadJson, this.maxPayloadBytes),
-      requireInt('maxRetry', c.maxRetry, 0, 2147483647),
-      c.runAt === undefined || c.runAt === null ? null : requireTime('runAt', c.runAt),
-      c.owner === undefined || c.owner === null ? null : requireText('owner', c.owner, WIDTHS.owner),
-      idempotent ? 1 : 0,
-      requireHeadersJson(c.headers),
-    ];
-  }
-
   /**
-   * One guarded write in a short transaction, then the row as it now is. A refusal is explained from
-   * the row; if it changed in between so that the transition is allowed after all, try again.
+   * One guarded write in a short transaction, then the row as it now is: a refusal is explained
+   * from it (core guardedTransition).
    */
   private async adminTransition(
     name: AdminTransition,
     id: CommandId,
     leading: readonly unknown[],
   ): Promise<E.Either<AdminError, CommandRecord>> {
-    const key = requireId(id);
-    for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
-      const outcome = await retryLockConflicts(() =>
-        inTransaction(this.pool, true, async (conn): Promise<E.Either<AdminError, CommandRecord> | null> => {
+    const key = this.input.id(id);
+    return guardedTransition(name, key, () =>
+      retryLockConflicts(() =>
+        inTransaction(this.pool, true, async (conn): Promise<GuardedAttempt> => {
           let updated: ResultSetHeader;
           try {
             updated = await write(conn, this.sql[name], [...leading, key]);
           } catch (e) {
             if (name === 'retry' && isDuplicateKey(e))
-              return E.left(await this.idempotencyConflict(conn, key));
+              return { refused: await this.idempotencyConflict(conn, key) };
             throw e;
           }
           const [row] = await select<CommandRow>(conn, this.sql.get, [key]);
-          if (!row) return E.left(new CommandNotFoundError(key));
-          if (updated.affectedRows === 1) return E.right(toRecord(row));
-          const allowed = checkTransition(name, row.status, key);
-          return E.isLeft(allowed) ? E.left(allowed.left) : null;
+          if (!row) return { unmatched: null };
+          return updated.affectedRows === 1 ? { applied: toRecord(row) } : { unmatched: row.status };
         }),
-      );
-      if (outcome !== null) return outcome;
-    }
-    throw new Error(`command ${key} kept changing while ${name} was applied to it`);
+      ),
+    );
   }
 
   private async idempotencyConflict(conn: PoolConnection, id: string): Promise<IdempotencyConflictError> {
@@ -664,11 +626,12 @@ function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
   return chunks;
 }
 
-// ── input checks: bad input is refused with a typed error before it reaches SQL ─────────────────────
+// ── encoding ─────────────────────────────────────────────────────────────────────────────────────
 
-/** A time to write (core's stored range is DATETIME's, years 1000–9999), bound as UTC text. */
-function requireTime(what: string, value: unknown): string {
-  return toUtcText(requireStoredTime(what, value));
+/** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
+function insertParams(c: CheckedCommand, idempotent: boolean): InsertParams {
+  const runAt = c.runAt === null ? null : toUtcText(c.runAt);
+  return [c.type, c.bizKey, c.payloadJson, c.maxRetry, runAt, c.owner, idempotent ? 1 : 0, c.headersJson];
 }
 
 /** A point in time only compared with (never stored), clamped into DATETIME's range. */
@@ -692,32 +655,16 @@ function requireToken(token: unknown): string {
   return text;
 }
 
-function reasonText(reason: unknown): string | null {
-  const text = optionalReason(reason);
-  return text === null ? null : truncateErrorText(text);
-}
-
 /**
  * The bound values of sql.ts `refs(count)`, one ref per distinct (id, token): the ids as one list
  * (for `id IN (?)`), then id and token of each ref (for `(id, claim_token) IN ((?, ?), …)`).
  */
-/** A failure outcome's checked values, as the fail statements bind them. */
-function failureValues(outcome: FailureOutcome): Omit<FailureOutcome, 'nextRunAt'> & { nextRunAt: string } {
-  const o = requireFailureOutcome(outcome);
-  return {
-    ...o,
-    nextRunAt: requireTime('nextRunAt', o.nextRunAt),
-    lastError: truncateErrorText(o.lastError),
-  };
-}
-
 function refValues(refs: readonly ClaimRef[]): { count: number; values: unknown[] } {
   const seen = new Set<string>();
   const ids: string[] = [];
   const pairs: string[] = [];
   for (const r of refs) {
-    const id = requireId(r.id);
-    const token = requireToken(r.token);
+    const { id, token } = r;
     const k = `${id} ${token}`;
     if (seen.has(k)) continue;
     seen.add(k);

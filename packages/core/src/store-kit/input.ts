@@ -226,7 +226,8 @@ export class StoreInput {
   list(query: ListQuery): CheckedListQuery {
     const limit = requireInt('limit', query.limit ?? DEFAULT_LIST_LIMIT, 1, MAX_LIST_LIMIT);
     const statuses = query.status === undefined ? null : requireStatuses(query.status);
-    const cursor = query.cursor === undefined || query.cursor === null ? null : decodeListCursor(query.cursor);
+    const cursor =
+      query.cursor === undefined || query.cursor === null ? null : decodeListCursor(query.cursor);
     return {
       limit,
       fetch: limit + 1,

@@ -101,7 +101,11 @@ export function inCallersOrder(asked: readonly CommandId[], done: Iterable<Comma
  * A list page from the rows a list statement returned for `limit` (asked for `limit + 1`: one
  * more row than the page says a next page exists); its cursor is core's list cursor.
  */
-export function listPage<R>(rows: readonly R[], limit: number, toRecord: (row: R) => CommandRecord): ListPage {
+export function listPage<R>(
+  rows: readonly R[],
+  limit: number,
+  toRecord: (row: R) => CommandRecord,
+): ListPage {
   const items = rows.slice(0, limit).map(toRecord);
   const last = items[items.length - 1];
   return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
