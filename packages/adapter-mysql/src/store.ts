@@ -39,9 +39,11 @@ import {
   inCallersOrder,
   insertIdempotently,
   listPage,
+  outcomeCountsFromRows,
+  statsRowsFromRows,
   StoreInput,
 } from '@asynccmd/core/store-kit';
-import type { CheckedCommand, GuardedAttempt } from '@asynccmd/core/store-kit';
+import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as E from 'fp-ts/lib/Either.js';
 import { randomUUID } from 'node:crypto';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
@@ -112,8 +114,13 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
-  get capabilities(): StoreCapabilities {
-    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: false, revocations: false };
+  get capabilities(): StoreCapabilities<Connection> {
+    return {
+      skipLocked: this.resolved?.skipLocked ?? false,
+      wakeups: false,
+      revocations: false,
+      commitRiding: null,
+    };
   }
 
   /** The claim strategy in use, asking the server its version the first time under 'auto'. */
@@ -462,7 +469,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
       );
       const [oldest] = await select<{ oldest: string | null }>(this.pool, this.sql.oldestDue, [at]);
       return {
-        counts: counts.map((c) => ({ status: c.status, type: c.type, count: Number(c.count) })),
+        counts: statsRowsFromRows(counts),
         oldestDueAt: oldest?.oldest ? fromUtcText(oldest.oldest) : null,
       };
     });
@@ -486,17 +493,13 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
     const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
     const rows = await retryConnectionLoss(() =>
-      select<{ status: 'SUCCESS' | 'DEAD'; latency_bucket: string | number; count: string | number }>(
-        this.pool,
-        this.sql.outcomeCounts(latencyBoundsMs.length),
-        [...latencyBoundsMs.map((ms) => ms * 1000), from, to],
-      ),
+      select<OutcomeCountRow>(this.pool, this.sql.outcomeCounts(latencyBoundsMs.length), [
+        ...latencyBoundsMs.map((ms) => ms * 1000),
+        from,
+        to,
+      ]),
     );
-    return rows.map((r) => ({
-      status: r.status,
-      latencyBucket: Number(r.latency_bucket),
-      count: Number(r.count),
-    }));
+    return outcomeCountsFromRows(rows);
   }
 
   async purge(params: PurgeParams): Promise<number> {

@@ -16,9 +16,11 @@ import {
   insertIdempotently,
   keyHeldBy,
   listPage,
+  outcomeCountsFromRows,
+  statsRowsFromRows,
   StoreInput,
 } from '@asynccmd/core/store-kit';
-import type { CheckedCommand } from '@asynccmd/core/store-kit';
+import type { CheckedCommand, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type {
   AdminError,
   AdminTransition,
@@ -94,7 +96,7 @@ const ID_BLOCK = 128;
  */
 export class PostgresCommandStore implements CommandStore<PoolClient> {
   readonly dialect = 'postgres';
-  readonly capabilities: StoreCapabilities = { skipLocked: true, wakeups: true, revocations: true };
+  readonly capabilities: StoreCapabilities<ClientBase>;
   readonly wakeups: PostgresWakeups;
   /** Requeues and kills of running commands, heard on the LISTEN connection the wake-ups use. */
   readonly revocations: RevocationChannel;
@@ -122,6 +124,16 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     this.names = parts.names;
     this.wakeups = parts.wakeups;
     this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
+    this.capabilities = {
+      skipLocked: true,
+      wakeups: true,
+      revocations: true,
+      // The claim and the NOTIFY pipelined behind a store transaction's COMMIT (pipeline/README.md).
+      commitRiding: {
+        claimById: (tx, p) => this.claimByIdOnCommit(tx, p),
+        notify: (tx) => this.wakeups.notifyOnCommit(tx),
+      },
+    };
     this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes });
     this.sql = buildSql(parts.names);
     // On a durable hot path the claim after COMMIT stays durable too. Its text (so its prepared
@@ -374,7 +386,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     ]);
     const first = oldest[0]?.oldest ?? null;
     return {
-      counts: counts.map((r) => ({ status: r.status, type: r.type, count: Number(r.count) })),
+      counts: statsRowsFromRows(counts),
       oldestDueAt: first === null ? null : toDate(first),
     };
   }
@@ -394,16 +406,12 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
 
   async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
     const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
-    const rows = await this.query<{ status: 'SUCCESS' | 'DEAD'; latency_bucket: number; count: string }>(
-      this.pool,
-      this.sql.outcomeCounts,
-      [from.toISOString(), to.toISOString(), latencyBoundsMs],
-    );
-    return rows.map((r) => ({
-      status: r.status,
-      latencyBucket: Number(r.latency_bucket),
-      count: Number(r.count),
-    }));
+    const rows = await this.query<OutcomeCountRow>(this.pool, this.sql.outcomeCounts, [
+      from.toISOString(),
+      to.toISOString(),
+      latencyBoundsMs,
+    ]);
+    return outcomeCountsFromRows(rows);
   }
 
   async purge(p: PurgeParams): Promise<number> {

@@ -42,7 +42,7 @@ export interface PostgresWakeupsOptions {
  * (sent by those statements themselves, so they arrive as the write commits; sql.ts
  * REVOKED_PAYLOAD): subscribeRevocations() hears them on the same connection.
  */
-export class PostgresWakeups implements WakeupChannel<ClientBase> {
+export class PostgresWakeups implements WakeupChannel {
   private readonly subscribers = new Set<() => void>();
   private readonly revocationSubscribers = new Set<(revoked: RevokedClaim) => void>();
   /** The store's transactions still open, and those of them to announce at commit. */

@@ -22,9 +22,10 @@ import {
   insertIdempotently,
   keyHeldBy,
   listPage,
+  outcomeCountsFromRows,
   StoreInput,
 } from '@asynccmd/core/store-kit';
-import type { CheckedCommand, GuardedAttempt } from '@asynccmd/core/store-kit';
+import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type {
   AdminError,
   AdminTransition,
@@ -99,7 +100,12 @@ const INSERT_CHUNK = 500;
  */
 export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   readonly dialect = 'sqlite';
-  readonly capabilities: StoreCapabilities = { skipLocked: false, wakeups: false, revocations: false };
+  readonly capabilities: StoreCapabilities<SqliteDatabase> = {
+    skipLocked: false,
+    wakeups: false,
+    revocations: false,
+    commitRiding: null,
+  };
   readonly table: string;
   readonly db: SqliteDatabase;
   private readonly owned: boolean;
@@ -356,8 +362,8 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
         from: from.getTime(),
         to: to.getTime(),
         bounds: JSON.stringify(latencyBoundsMs),
-      }) as { status: 'SUCCESS' | 'DEAD'; latency_bucket: number; count: number }[];
-      return rows.map((r) => ({ status: r.status, latencyBucket: r.latency_bucket, count: r.count }));
+      }) as OutcomeCountRow[];
+      return outcomeCountsFromRows(rows);
     });
   }
 

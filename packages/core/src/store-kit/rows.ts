@@ -1,7 +1,7 @@
 import { readAttemptHistory } from '../attempt-history.js';
 import type { CommandHeaders, CommandId, CommandRecord } from '../command.js';
 import { encodeListCursor } from '../input-checks.js';
-import type { ListPage } from '../ports/store.js';
+import type { ListPage, OutcomeCount, StatsRow } from '../ports/store.js';
 import type { CommandStatus } from '../status.js';
 
 /**
@@ -109,4 +109,30 @@ export function listPage<R>(
   const items = rows.slice(0, limit).map(toRecord);
   const last = items[items.length - 1];
   return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
+}
+
+/** A row of an outcome-count statement: status, latency_bucket and count, counts in any numeric encoding. */
+export interface OutcomeCountRow {
+  readonly status: 'SUCCESS' | 'DEAD';
+  readonly latency_bucket: string | number;
+  readonly count: string | number | bigint;
+}
+
+export function outcomeCountsFromRows(rows: readonly OutcomeCountRow[]): OutcomeCount[] {
+  return rows.map((r) => ({
+    status: r.status,
+    latencyBucket: Number(r.latency_bucket),
+    count: Number(r.count),
+  }));
+}
+
+/** A row of a counts statement: status, type and count, the count in any numeric encoding. */
+export interface StatsCountRow {
+  readonly status: CommandStatus;
+  readonly type: string;
+  readonly count: string | number | bigint;
+}
+
+export function statsRowsFromRows(rows: readonly StatsCountRow[]): StatsRow[] {
+  return rows.map((r) => ({ status: r.status, type: r.type, count: Number(r.count) }));
 }
