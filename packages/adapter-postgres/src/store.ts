@@ -53,15 +53,15 @@ import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
 import { requireInstant } from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
-import { arrayLiteral, asText, HotStatements } from './hot-statements.js';
-import { IdReserve } from './id-reserve.js';
+import { arrayLiteral, asText, HotStatements } from './pipeline/hot-statements.js';
+import { IdReserve } from './pipeline/id-reserve.js';
 import { RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
-import { CommitRiders } from './commit-riders.js';
-import { rolledBackIfAborted } from './commit.js';
-import { runInTransaction } from './transaction.js';
+import { CommitRiders } from './pipeline/commit-riders.js';
+import { rolledBackIfAborted } from './pipeline/commit.js';
+import { runInTransaction } from './pipeline/transaction.js';
 import type { PostgresWakeups } from './wakeups.js';
 
 export interface PostgresCommandStoreParts {
@@ -137,10 +137,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes });
     this.sql = buildSql(parts.names);
     // On a durable hot path the claim after COMMIT stays durable too. Its text (so its prepared
-    // name) differs from claimById's either way: commit.ts and pg's own queries never share a name.
+    // name) differs from claimById's either way: pipeline/commit.ts and pg's own queries never share a name.
     const claimAfterCommit =
       this.hotPool === this.pool ? `${this.sql.claimById}\n-- after COMMIT` : this.sql.claimByIdAfterCommit;
-    // A text (so a prepared name) of its own, never used by pg's own queries (see batch.ts).
+    // A text (so a prepared name) of its own, never used by pg's own queries (see pipeline/batch.ts).
     const insertOneInBatch = `${this.sql.insertOne}\n-- in a batch`;
     this.insertOneInBatch = { name: this.preparedName(insertOneInBatch), text: insertOneInBatch };
     this.insertWithId = { name: this.preparedName(this.sql.insertOneWithId), text: this.sql.insertOneWithId };
@@ -259,7 +259,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   /**
-   * claimById run right after `tx` commits, in the same round trip as its COMMIT (commit-riders.ts);
+   * claimById run right after `tx` commits, in the same round trip as its COMMIT (pipeline/commit-riders.ts);
    * null when `tx` is not an open transaction of this store's transaction() or already has one.
    */
   claimByIdOnCommit(tx: ClientBase, p: ClaimByIdParams): Promise<ClaimedCommand | null> | null {
@@ -498,7 +498,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   /**
    * A hot-path statement on `hotPool`, as a named prepared statement (each connection parses and
    * plans it once instead of on every claim and outcome), sent together with the others asked for
-   * in the same turn (hot-statements.ts).
+   * in the same turn (pipeline/hot-statements.ts).
    */
   private hot<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<R[]> {
     return this.hotStatements.run<R>({ name: this.preparedName(text), text, values });
