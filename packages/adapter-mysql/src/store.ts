@@ -1,29 +1,4 @@
-import type {
-  AdminError,
-  AdminTransition,
-  ClaimByIdParams,
-  ClaimDueParams,
-  ClaimedCommand,
-  ClaimRef,
-  CommandId,
-  CommandRecord,
-  CommandStatus,
-  CommandStore,
-  FailedAttempt,
-  HealthProbe,
-  HealthProbeParams,
-  InsertResult,
-  ListPage,
-  ListQuery,
-  NewCommand,
-  OutcomeCount,
-  OutcomeCountParams,
-  PurgeParams,
-  ReclaimedCommand,
-  ReclaimParams,
-  StoreCapabilities,
-  StoreStats,
-} from '@asynccmd/core';
+import type * as Port from '@asynccmd/core';
 import {
   IdempotencyConflictError,
   InvalidArgumentError,
@@ -91,7 +66,7 @@ const WIDTHS = { type: 128, bizKey: 255, owner: 128, token: 128 } as const;
  * mysql2/promise connection: submits run on the caller's connection and commit or roll back with
  * the caller's transaction; everything else runs on the store's pool.
  */
-export class MysqlCommandStore implements CommandStore<Connection> {
+export class MysqlCommandStore implements Port.CommandStore<Connection> {
   readonly dialect = 'mysql';
   readonly table: string;
   private resolved: ClaimStrategy | null;
@@ -114,7 +89,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
-  get capabilities(): StoreCapabilities<Connection> {
+  get capabilities(): Port.StoreCapabilities<Connection> {
     return {
       skipLocked: this.resolved?.skipLocked ?? false,
       wakeups: false,
@@ -154,7 +129,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return inTransaction(this.pool, false, fn);
   }
 
-  async insert(tx: Connection, commands: readonly NewCommand[]): Promise<CommandId[]> {
+  async insert(tx: Connection, commands: readonly Port.NewCommand[]): Promise<Port.CommandId[]> {
     const rows = this.input.commands(commands).map((c) => insertParams(c, false));
     if (rows.length === 0) return [];
     const chunks = chunkRows(rows);
@@ -165,7 +140,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const own = (probe.serverStatus & SERVER_STATUS_IN_TRANS) === 0;
     if (own) await tx.query('START TRANSACTION');
     try {
-      const ids: CommandId[] = [];
+      const ids: Port.CommandId[] = [];
       for (const chunk of chunks) ids.push(...(await this.insertChunk(tx, chunk)));
       if (own) await tx.query('COMMIT');
       return ids;
@@ -177,15 +152,15 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   async insertIdempotent(
     tx: Connection,
-    command: NewCommand & { readonly bizKey: string },
-  ): Promise<InsertResult> {
+    command: Port.NewCommand & { readonly bizKey: string },
+  ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
     const params = insertParams(checked, true);
     // The holder may finish between the refused insert and the look-up: then insert again.
     return insertIdempotently(checked, async () => {
       try {
         const [id] = await this.insertChunk(tx, [params]);
-        return { id: id as CommandId, duplicate: false };
+        return { id: id as Port.CommandId, duplicate: false };
       } catch (e) {
         if (!isDuplicateKey(e)) throw e;
       }
@@ -200,7 +175,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     });
   }
 
-  async claimDue(params: ClaimDueParams): Promise<ClaimedCommand[]> {
+  async claimDue(params: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
     const limit = requireInt('limit', params.limit, 0);
     const types = requireTypes(params.types);
     const round = {
@@ -215,7 +190,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     try {
       const strategy = await this.claimStrategy();
       const rows = await retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, round));
-      return rows.map(toRecord) as ClaimedCommand[];
+      return rows.map(toRecord) as Port.ClaimedCommand[];
     } catch (e) {
       // The connection died during the claim: it may have committed before it did. The token is
       // fresh and ours alone, so a read by it tells; rows it finds are claimed and must not wait for
@@ -227,7 +202,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     }
   }
 
-  async claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null> {
+  async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
     const id = requireId(params.id);
     const token = requireToken(params.token);
     const instance = optionalInstance(params.instance);
@@ -235,9 +210,9 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const now = requireInstant('now', params.now);
     const types = params.types === undefined ? undefined : requireTypes(params.types);
     if (types !== undefined && types.length === 0) return null;
-    const readBack = async (): Promise<ClaimedCommand | null> => {
+    const readBack = async (): Promise<Port.ClaimedCommand | null> => {
       const [row] = await select<CommandRow>(this.pool, this.sql.claimedRow, [id, token]);
-      return row ? (toRecord(row) as ClaimedCommand) : null;
+      return row ? (toRecord(row) as Port.ClaimedCommand) : null;
     };
     try {
       const marked = await retryLockConflicts(() =>
@@ -256,7 +231,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return retryConnectionLoss(readBack);
   }
 
-  async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
+  async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
     const lease = this.input.leaseMs(leaseMs) * 1000;
     const { count, values } = refValues(this.input.refs(refs));
     if (count === 0) return [];
@@ -274,7 +249,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return refs.filter((r) => live.has(`${r.id} ${r.token}`));
   }
 
-  async complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     const checkedRefs = this.input.refs(refs);
     const { count, values } = refValues(checkedRefs);
     if (count === 0) return [];
@@ -293,7 +268,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     );
   }
 
-  async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
+  async fail(attempts: readonly Port.FailedAttempt[]): Promise<Port.CommandId[]> {
     const checked = this.input
       .failedAttempts(attempts)
       .map((a) => ({ ...a, nextRunAt: toUtcText(a.nextRunAt) }));
@@ -346,21 +321,21 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     );
   }
 
-  async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     // PENDING is not final (the row may be claimed again at once), so lock, then move exactly those.
     return this.lockThenMove(refs, this.sql.lockHeld, this.sql.release);
   }
 
-  async releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async releaseRevoked(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.lockThenMove(refs, this.sql.lockHeldBack, this.sql.releaseRevoked);
   }
 
   /** In one transaction: lock the rows `lock` finds for these refs, then `move` exactly those (bound: their ids). */
   private async lockThenMove(
-    refs: readonly ClaimRef[],
+    refs: readonly Port.ClaimRef[],
     lock: (count: number) => string,
     move: string,
-  ): Promise<CommandId[]> {
+  ): Promise<Port.CommandId[]> {
     const checked = this.input.refs(refs);
     const { count, values } = refValues(checked);
     if (count === 0) return [];
@@ -376,7 +351,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     );
   }
 
-  async reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]> {
+  async reclaimHung(params: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {
     const reclaim = this.input.reclaim(params);
     if (reclaim === null) return [];
     const { limit, maxRescues, deadError: dead } = reclaim;
@@ -407,37 +382,37 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     );
   }
 
-  async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+  async retry(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.adminTransition('retry', id, [toUtcText(this.input.adminNow(now))]);
   }
 
-  async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+  async requeue(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.adminTransition('requeue', id, [toUtcText(this.input.adminNow(now))]);
   }
 
-  async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+  async kill(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     const why = this.input.reason(reason);
     return this.adminTransition('kill', id, [why, why]);
   }
 
-  async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+  async cancel(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.adminTransition('cancel', id, [this.input.reason(reason)]);
   }
 
-  async get(id: CommandId): Promise<CommandRecord | null> {
+  async get(id: Port.CommandId): Promise<Port.CommandRecord | null> {
     const key = this.input.id(id);
     const [row] = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.get, [key]));
     return row ? toRecord(row) : null;
   }
 
-  async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
+  async getMany(ids: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
     const keys = this.input.ids(ids);
     if (keys.length === 0) return [];
     const rows = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.getMany, [keys]));
     return rows.map(toRecord);
   }
 
-  async list(query: ListQuery): Promise<ListPage> {
+  async list(query: Port.ListQuery): Promise<Port.ListPage> {
     const { limit, fetch, statuses, type, bizKey, after } = this.input.list(query);
     const filters: ('status' | 'type' | 'bizKey' | 'before')[] = [];
     const values: unknown[] = [];
@@ -460,10 +435,10 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return listPage(rows, limit, toRecord);
   }
 
-  async stats(now: Date): Promise<StoreStats> {
+  async stats(now: Date): Promise<Port.StoreStats> {
     const at = toUtcText(this.input.instant('now', now));
     return retryConnectionLoss(async () => {
-      const counts = await select<{ status: CommandStatus; type: string; count: string | number }>(
+      const counts = await select<{ status: Port.CommandStatus; type: string; count: string | number }>(
         this.pool,
         this.sql.counts,
       );
@@ -475,7 +450,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     });
   }
 
-  async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
+  async healthProbe(params: Port.HealthProbeParams): Promise<Port.HealthProbe> {
     const { now, deadLetterLimit } = this.input.healthProbe(params);
     const at = toUtcText(this.input.instant('now', now));
     const [row] = await retryConnectionLoss(() =>
@@ -490,7 +465,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     };
   }
 
-  async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
+  async outcomeCounts(params: Port.OutcomeCountParams): Promise<Port.OutcomeCount[]> {
     const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
     const rows = await retryConnectionLoss(() =>
       select<OutcomeCountRow>(this.pool, this.sql.outcomeCounts(latencyBoundsMs.length), [
@@ -502,7 +477,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return outcomeCountsFromRows(rows);
   }
 
-  async purge(params: PurgeParams): Promise<number> {
+  async purge(params: Port.PurgeParams): Promise<number> {
     const purge = this.input.purge(params);
     if (purge === null) return 0;
     const { limit } = purge;
@@ -537,13 +512,13 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   // ── internals ──────────────────────────────────────────────────────────────────────────────────
 
-  private async claimedBy(token: string): Promise<ClaimedCommand[]> {
+  private async claimedBy(token: string): Promise<Port.ClaimedCommand[]> {
     const rows = await select<CommandRow>(this.pool, this.sql.claimedBy, [token]);
-    return rows.map(toRecord) as ClaimedCommand[];
+    return rows.map(toRecord) as Port.ClaimedCommand[];
   }
 
   /** One multi-row INSERT; its ids are consecutive (InnoDB, simple insert), stepping by auto_increment_increment. */
-  private async insertChunk(tx: Queryable, rows: readonly InsertParams[]): Promise<CommandId[]> {
+  private async insertChunk(tx: Queryable, rows: readonly InsertParams[]): Promise<Port.CommandId[]> {
     const header: ResultSetHeader = await write(tx, this.sql.insertMany(rows.length), rows.flat());
     let first: bigint;
     if (typeof header.insertId === 'number' && !Number.isSafeInteger(header.insertId)) {
@@ -567,10 +542,10 @@ export class MysqlCommandStore implements CommandStore<Connection> {
    * from it (core guardedTransition).
    */
   private async adminTransition(
-    name: AdminTransition,
-    id: CommandId,
+    name: Port.AdminTransition,
+    id: Port.CommandId,
     leading: readonly unknown[],
-  ): Promise<E.Either<AdminError, CommandRecord>> {
+  ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     const key = this.input.id(id);
     return guardedTransition(name, key, () =>
       retryLockConflicts(() =>
@@ -662,7 +637,7 @@ function requireToken(token: unknown): string {
  * The bound values of sql.ts `refs(count)`, one ref per distinct (id, token): the ids as one list
  * (for `id IN (?)`), then id and token of each ref (for `(id, claim_token) IN ((?, ?), …)`).
  */
-function refValues(refs: readonly ClaimRef[]): { count: number; values: unknown[] } {
+function refValues(refs: readonly Port.ClaimRef[]): { count: number; values: unknown[] } {
   const seen = new Set<string>();
   const ids: string[] = [];
   const pairs: string[] = [];
@@ -677,6 +652,6 @@ function refValues(refs: readonly ClaimRef[]): { count: number; values: unknown[
   return { count: ids.length, values: [ids, ...pairs] };
 }
 
-function unique(ids: readonly CommandId[]): CommandId[] {
+function unique(ids: readonly Port.CommandId[]): Port.CommandId[] {
   return [...new Set(ids)];
 }

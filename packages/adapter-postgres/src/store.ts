@@ -21,34 +21,7 @@ import {
   StoreInput,
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, OutcomeCountRow } from '@asynccmd/core/store-kit';
-import type {
-  AdminError,
-  AdminTransition,
-  ClaimByIdParams,
-  ClaimDueParams,
-  ClaimedCommand,
-  ClaimRef,
-  CommandId,
-  CommandRecord,
-  CommandStatus,
-  CommandStore,
-  FailedAttempt,
-  HealthProbe,
-  HealthProbeParams,
-  InsertResult,
-  ListPage,
-  ListQuery,
-  Logger,
-  NewCommand,
-  OutcomeCount,
-  OutcomeCountParams,
-  PurgeParams,
-  ReclaimedCommand,
-  ReclaimParams,
-  RevocationChannel,
-  StoreCapabilities,
-  StoreStats,
-} from '@asynccmd/core';
+import type * as Port from '@asynccmd/core';
 import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
 import { requireInstant } from './checks.js';
 import { migrate } from './migrations.js';
@@ -75,7 +48,7 @@ export interface PostgresCommandStoreParts {
   readonly ownsPool: boolean;
   readonly names: TableNames;
   readonly wakeups: PostgresWakeups;
-  readonly logger: Logger;
+  readonly logger: Port.Logger;
   readonly maxPayloadBytes?: number;
 }
 
@@ -94,12 +67,12 @@ const ID_BLOCK = 128;
  * autocommit: claims, heartbeats and outcomes on `hotPool` (the claim that follows a notification
  * on the LISTEN connection), the rest on `pool`.
  */
-export class PostgresCommandStore implements CommandStore<PoolClient> {
+export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   readonly dialect = 'postgres';
-  readonly capabilities: StoreCapabilities<ClientBase>;
+  readonly capabilities: Port.StoreCapabilities<ClientBase>;
   readonly wakeups: PostgresWakeups;
   /** Requeues and kills of running commands, heard on the LISTEN connection the wake-ups use. */
-  readonly revocations: RevocationChannel;
+  readonly revocations: Port.RevocationChannel;
   readonly pool: Pool;
   /** The pool of claims, heartbeats and outcomes: losing one of those only runs a command again. */
   readonly hotPool: Pool;
@@ -175,7 +148,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return runInTransaction(this.pool, fn, this.riders);
   }
 
-  async insert(tx: ClientBase, commands: readonly NewCommand[]): Promise<CommandId[]> {
+  async insert(tx: ClientBase, commands: readonly Port.NewCommand[]): Promise<Port.CommandId[]> {
     const values = this.input.commands(commands);
     if (values.length === 0) return [];
     if (values.length === 1) {
@@ -210,8 +183,8 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
 
   async insertIdempotent(
     tx: ClientBase,
-    command: NewCommand & { readonly bizKey: string },
-  ): Promise<InsertResult> {
+    command: Port.NewCommand & { readonly bizKey: string },
+  ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
     const params = rowParams(checked);
     return insertIdempotently(checked, async () => {
@@ -225,7 +198,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     });
   }
 
-  async claimDue(p: ClaimDueParams): Promise<ClaimedCommand[]> {
+  async claimDue(p: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
     const limit = requireInt('limit', p.limit, 0);
     const types = requireTypes(p.types);
     const values = [
@@ -241,10 +214,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const lent = this.wakeups.lendAfterWake((on) => this.prepared<CommandRow>(on, this.sql.claimDue, values));
     const rows = await (lent ?? this.hot<CommandRow>(this.sql.claimDue, values));
     // RETURNING has no order; the port promises claim order.
-    return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
+    return rows.map(toRecord).sort(byDueThenId) as Port.ClaimedCommand[];
   }
 
-  async claimById(p: ClaimByIdParams): Promise<ClaimedCommand | null> {
+  async claimById(p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
     const v = claimByIdValues(p);
     if (v === null) return null;
     const [row] = await this.hot<CommandRow>(this.sql.claimById, [
@@ -255,14 +228,14 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       v.types,
       v.instance,
     ]);
-    return row ? (toRecord(row) as ClaimedCommand) : null;
+    return row ? (toRecord(row) as Port.ClaimedCommand) : null;
   }
 
   /**
    * claimById run right after `tx` commits, in the same round trip as its COMMIT (pipeline/commit-riders.ts);
    * null when `tx` is not an open transaction of this store's transaction() or already has one.
    */
-  claimByIdOnCommit(tx: ClientBase, p: ClaimByIdParams): Promise<ClaimedCommand | null> | null {
+  claimByIdOnCommit(tx: ClientBase, p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> | null {
     const v = claimByIdValues(p);
     // No types to claim: settled at once, like claimById's null.
     if (v === null) return Promise.resolve(null);
@@ -275,10 +248,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       types,
       v.instance,
     ]);
-    return claimed && claimed.then((row) => (row ? (toRecord(row) as ClaimedCommand) : null));
+    return claimed && claimed.then((row) => (row ? (toRecord(row) as Port.ClaimedCommand) : null));
   }
 
-  async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
+  async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
     const lease = this.input.leaseMs(leaseMs);
     const [ids, tokens] = refArrays(this.input.refs(refs));
     if (ids.length === 0) return [];
@@ -291,19 +264,19 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return refs.filter((r) => held.has(`${r.id}:${r.token}`)).map((r) => ({ id: r.id, token: r.token }));
   }
 
-  complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch(this.sql.complete, refs);
   }
 
-  release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch(this.sql.release, refs);
   }
 
-  releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  releaseRevoked(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch(this.sql.releaseRevoked, refs);
   }
 
-  async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
+  async fail(attempts: readonly Port.FailedAttempt[]): Promise<Port.CommandId[]> {
     const checked = this.input.failedAttempts(attempts);
     if (checked.length === 0) return [];
     const ids = checked.map((a) => a.id);
@@ -321,7 +294,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     );
   }
 
-  async reclaimHung(p: ReclaimParams): Promise<ReclaimedCommand[]> {
+  async reclaimHung(p: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {
     const reclaim = this.input.reclaim(p);
     if (reclaim === null) return [];
     const rows = await this.query<{ id: string; type: string; status: 'PENDING' | 'DEAD' }>(
@@ -334,30 +307,30 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       .sort((a, b) => compareIds(a.id, b.id));
   }
 
-  async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+  async retry(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.admin('retry', id, this.sql.retry, [this.input.adminNow(now).toISOString()]);
   }
 
-  async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+  async requeue(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     const at = this.input.adminNow(now).toISOString();
     return this.admin('requeue', id, this.sql.requeue, [at, this.names.channel]);
   }
 
-  async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+  async kill(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.admin('kill', id, this.sql.dispose, [this.input.reason(reason), this.names.channel]);
   }
 
-  async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+  async cancel(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.admin('cancel', id, this.sql.dispose, [this.input.reason(reason), this.names.channel]);
   }
 
-  async get(id: CommandId): Promise<CommandRecord | null> {
+  async get(id: Port.CommandId): Promise<Port.CommandRecord | null> {
     const [row] = await this.query<CommandRow>(this.pool, this.sql.get, [this.input.id(id)]);
     return row ? toRecord(row) : null;
   }
 
   /** The commands that exist among `ids`, in the order asked for. */
-  async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
+  async getMany(ids: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
     const wanted = this.input.ids(ids);
     if (wanted.length === 0) return [];
     const rows = await this.query<CommandRow>(this.pool, this.sql.getMany, [[...new Set(wanted)]]);
@@ -365,7 +338,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return wanted.flatMap((id) => byId.get(id) ?? []);
   }
 
-  async list(q: ListQuery): Promise<ListPage> {
+  async list(q: Port.ListQuery): Promise<Port.ListPage> {
     const { limit, fetch, statuses, type, bizKey, after } = this.input.list(q);
     const rows = await this.query<CommandRow>(this.pool, this.sql.list, [
       statuses,
@@ -378,10 +351,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return listPage(rows, limit, toRecord);
   }
 
-  async stats(now: Date): Promise<StoreStats> {
+  async stats(now: Date): Promise<Port.StoreStats> {
     const at = this.input.instant('now', now).toISOString();
     const [counts, oldest] = await Promise.all([
-      this.query<{ status: CommandStatus; type: string; count: string }>(this.pool, this.sql.counts, []),
+      this.query<{ status: Port.CommandStatus; type: string; count: string }>(this.pool, this.sql.counts, []),
       this.query<{ oldest: string | null }>(this.pool, this.sql.oldestDue, [at]),
     ]);
     const first = oldest[0]?.oldest ?? null;
@@ -391,7 +364,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     };
   }
 
-  async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
+  async healthProbe(params: Port.HealthProbeParams): Promise<Port.HealthProbe> {
     const { now, deadLetterLimit } = this.input.healthProbe(params);
     const [row] = await this.query<{ dead_letters: string; oldest: string | null }>(
       this.pool,
@@ -404,7 +377,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     };
   }
 
-  async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
+  async outcomeCounts(params: Port.OutcomeCountParams): Promise<Port.OutcomeCount[]> {
     const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
     const rows = await this.query<OutcomeCountRow>(this.pool, this.sql.outcomeCounts, [
       from.toISOString(),
@@ -414,7 +387,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return outcomeCountsFromRows(rows);
   }
 
-  async purge(p: PurgeParams): Promise<number> {
+  async purge(p: Port.PurgeParams): Promise<number> {
     const purge = this.input.purge(p);
     if (purge === null) return 0;
     const result = await this.pool.query({
@@ -452,7 +425,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return this.hotPool === this.pool ? [this.pool] : [this.pool, this.hotPool];
   }
 
-  private async fencedBatch(text: string, refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  private async fencedBatch(text: string, refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     const [ids, tokens] = refArrays(this.input.refs(refs));
     if (ids.length === 0) return [];
     const rows = await this.hot<{ id: string }>(text, [ids, tokens]);
@@ -467,11 +440,11 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
    * status says why (core guardedTransition).
    */
   private async admin(
-    transition: AdminTransition,
-    rawId: CommandId,
+    transition: Port.AdminTransition,
+    rawId: Port.CommandId,
     text: string,
     extra: readonly unknown[],
-  ): Promise<E.Either<AdminError, CommandRecord>> {
+  ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     const id = this.input.id(rawId);
     const values = [id, TRANSITION_SOURCES[transition], ...extra];
     return guardedTransition(transition, id, async () => {
@@ -485,7 +458,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       }
       const [row] = rows;
       if (row) return { applied: toRecord(row) };
-      const [current] = await this.query<{ status: CommandStatus }>(this.pool, this.sql.statusOf, [id]);
+      const [current] = await this.query<{ status: Port.CommandStatus }>(this.pool, this.sql.statusOf, [id]);
       return { unmatched: current?.status ?? null };
     });
   }
@@ -557,12 +530,12 @@ function preparedName(text: string): string {
 }
 
 /** Parallel arrays of ids and tokens for the fenced batch statements. */
-function refArrays(refs: readonly ClaimRef[]): [CommandId[], string[]] {
+function refArrays(refs: readonly Port.ClaimRef[]): [Port.CommandId[], string[]] {
   return [refs.map((r) => r.id), refs.map((r) => r.token)];
 }
 
 /** claimById's checked values, or null when `types` is given and empty (nothing can be claimed). */
-function claimByIdValues(p: ClaimByIdParams): {
+function claimByIdValues(p: Port.ClaimByIdParams): {
   id: string;
   now: string;
   token: string;

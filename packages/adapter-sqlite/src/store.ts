@@ -26,32 +26,7 @@ import {
   StoreInput,
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
-import type {
-  AdminError,
-  AdminTransition,
-  ClaimByIdParams,
-  ClaimDueParams,
-  ClaimedCommand,
-  ClaimRef,
-  CommandId,
-  CommandRecord,
-  CommandStatus,
-  CommandStore,
-  FailedAttempt,
-  HealthProbe,
-  HealthProbeParams,
-  InsertResult,
-  ListPage,
-  ListQuery,
-  NewCommand,
-  OutcomeCount,
-  OutcomeCountParams,
-  PurgeParams,
-  ReclaimedCommand,
-  ReclaimParams,
-  StoreCapabilities,
-  StoreStats,
-} from '@asynccmd/core';
+import type * as Port from '@asynccmd/core';
 import { runMigrations } from './migrations.js';
 import { toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
@@ -98,9 +73,9 @@ const INSERT_CHUNK = 500;
  * while it is open on the store's handle, the store's other operations wait for it instead of
  * slipping into it (unless they are called from inside it).
  */
-export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
+export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   readonly dialect = 'sqlite';
-  readonly capabilities: StoreCapabilities<SqliteDatabase> = {
+  readonly capabilities: Port.StoreCapabilities<SqliteDatabase> = {
     skipLocked: false,
     wakeups: false,
     revocations: false,
@@ -164,11 +139,11 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     }
   }
 
-  async insert(tx: SqliteDatabase, commands: readonly NewCommand[]): Promise<CommandId[]> {
+  async insert(tx: SqliteDatabase, commands: readonly Port.NewCommand[]): Promise<Port.CommandId[]> {
     const rows = this.input.commands(commands).map(insertParams);
     if (rows.length === 0) return [];
-    const insertChunks = (): CommandId[] => {
-      const ids: CommandId[] = [];
+    const insertChunks = (): Port.CommandId[] => {
+      const ids: Port.CommandId[] = [];
       for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
         const chunk = rows.slice(i, i + INSERT_CHUNK);
         const stmt = this.prepare(tx, `insert:${chunk.length}`, () => this.sql.insertMany(chunk.length));
@@ -183,8 +158,8 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
 
   async insertIdempotent(
     tx: SqliteDatabase,
-    command: NewCommand & { readonly bizKey: string },
-  ): Promise<InsertResult> {
+    command: Port.NewCommand & { readonly bizKey: string },
+  ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
     const params = insertParams(checked);
     const insert = this.prepare(tx, 'insertIdempotent', () => this.sql.insertIdempotent).pluck();
@@ -198,7 +173,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     });
   }
 
-  async claimDue(params: ClaimDueParams): Promise<ClaimedCommand[]> {
+  async claimDue(params: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
     const limit = requireInt('limit', params.limit, 0);
     const types = requireTypes(params.types);
     const claim = {
@@ -212,11 +187,11 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     if (limit === 0 || types.length === 0) return [];
     return this.run(() => {
       const rows = this.stmt('claimDue').all(claim) as CommandRow[];
-      return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
+      return rows.map(toRecord).sort(byDueThenId) as Port.ClaimedCommand[];
     });
   }
 
-  async claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null> {
+  async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
     const claim = {
       id: toKey(params.id),
       token: requireToken(params.token),
@@ -227,34 +202,34 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     };
     return this.run(() => {
       const row = this.stmt('claimById').get(claim) as CommandRow | undefined;
-      return row ? (toRecord(row) as ClaimedCommand) : null;
+      return row ? (toRecord(row) as Port.ClaimedCommand) : null;
     });
   }
 
-  async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
+  async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
     const lease = this.input.leaseMs(leaseMs);
     if (refs.length === 0) return [];
     const json = refsJson(this.input.refs(refs));
     return this.run(() => {
-      const held = this.stmt('heartbeat').all({ refs: json, leaseMs: lease }) as ClaimRef[];
+      const held = this.stmt('heartbeat').all({ refs: json, leaseMs: lease }) as Port.ClaimRef[];
       const live = new Set(held.map((r) => `${r.id} ${r.token}`));
       return refs.filter((r) => live.has(`${r.id} ${r.token}`));
     });
   }
 
-  async complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch('complete', refs);
   }
 
-  async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch('release', refs);
   }
 
-  async releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async releaseRevoked(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch('releaseRevoked', refs);
   }
 
-  async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
+  async fail(attempts: readonly Port.FailedAttempt[]): Promise<Port.CommandId[]> {
     const checked = this.input.failedAttempts(attempts);
     const rows = checked.map((a) => {
       // The id as its decimal literal, as refsJson writes it: SQLite reads it back exactly.
@@ -272,29 +247,29 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     });
   }
 
-  async reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]> {
+  async reclaimHung(params: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {
     const reclaim = this.input.reclaim(params);
     if (reclaim === null) return [];
-    return this.run(() => this.stmt('reclaimHung').all(reclaim) as ReclaimedCommand[]);
+    return this.run(() => this.stmt('reclaimHung').all(reclaim) as Port.ReclaimedCommand[]);
   }
 
-  async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+  async retry(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.adminTransition('retry', id, { now: this.input.adminNow(now).getTime() });
   }
 
-  async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
+  async requeue(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.adminTransition('requeue', id, { now: this.input.adminNow(now).getTime() });
   }
 
-  async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+  async kill(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.adminTransition('kill', id, { reason: this.input.reason(reason) });
   }
 
-  async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
+  async cancel(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.adminTransition('cancel', id, { reason: this.input.reason(reason) });
   }
 
-  async get(id: CommandId): Promise<CommandRecord | null> {
+  async get(id: Port.CommandId): Promise<Port.CommandRecord | null> {
     const key = BigInt(this.input.id(id));
     return this.run(() => {
       const row = this.stmt('get').get(key) as CommandRow | undefined;
@@ -302,7 +277,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     });
   }
 
-  async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
+  async getMany(ids: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
     const keys = this.input.ids(ids);
     if (keys.length === 0) return [];
     return this.run(() => {
@@ -311,7 +286,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     });
   }
 
-  async list(query: ListQuery): Promise<ListPage> {
+  async list(query: Port.ListQuery): Promise<Port.ListPage> {
     const { limit, fetch, statuses, type, bizKey, after } = this.input.list(query);
     const conditions = {
       status: statuses?.length === 1 ? statuses[0]! : null,
@@ -337,16 +312,20 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     });
   }
 
-  async stats(now: Date): Promise<StoreStats> {
+  async stats(now: Date): Promise<Port.StoreStats> {
     const at = this.input.instant('now', now).getTime();
     return this.run(() => {
-      const counts = this.stmt('counts').all() as { status: CommandStatus; type: string; count: number }[];
+      const counts = this.stmt('counts').all() as {
+        status: Port.CommandStatus;
+        type: string;
+        count: number;
+      }[];
       const oldest = this.stmt('oldestDue').pluck().get(at) as number | null;
       return { counts, oldestDueAt: oldest === null ? null : new Date(oldest) };
     });
   }
 
-  async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
+  async healthProbe(params: Port.HealthProbeParams): Promise<Port.HealthProbe> {
     const { now, deadLetterLimit } = this.input.healthProbe(params);
     return this.run(() => {
       const deadLetters = this.stmt('deadLettersUpTo').pluck().get(deadLetterLimit) as number;
@@ -355,7 +334,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     });
   }
 
-  async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
+  async outcomeCounts(params: Port.OutcomeCountParams): Promise<Port.OutcomeCount[]> {
     const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
     return this.run(() => {
       const rows = this.stmt('outcomeCounts').all({
@@ -367,7 +346,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     });
   }
 
-  async purge(params: PurgeParams): Promise<number> {
+  async purge(params: Port.PurgeParams): Promise<number> {
     const purge = this.input.purge(params);
     if (purge === null) return 0;
     const bound = {
@@ -484,8 +463,8 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
 
   private async fencedBatch(
     name: 'complete' | 'release' | 'releaseRevoked',
-    refs: readonly ClaimRef[],
-  ): Promise<CommandId[]> {
+    refs: readonly Port.ClaimRef[],
+  ): Promise<Port.CommandId[]> {
     const checked = this.input.refs(refs);
     if (checked.length === 0) return [];
     const json = refsJson(checked);
@@ -500,10 +479,10 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
 
   /** One guarded UPDATE … RETURNING; when it matches nothing, the row's status says why. */
   private async adminTransition(
-    name: AdminTransition,
-    id: CommandId,
+    name: Port.AdminTransition,
+    id: Port.CommandId,
     params: Record<string, string | number | null>,
-  ): Promise<E.Either<AdminError, CommandRecord>> {
+  ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     const key = BigInt(this.input.id(id));
     const bound = { ...params, id: key, sources: JSON.stringify(TRANSITION_SOURCES[name]) };
     const statement = name === 'kill' ? 'cancel' : name;
@@ -518,7 +497,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
         }
         if (row) return { applied: toRecord(row) };
         const current = this.stmt('get').get(key) as CommandRow | undefined;
-        return { unmatched: current ? (current.status as CommandStatus) : null };
+        return { unmatched: current ? (current.status as Port.CommandStatus) : null };
       }),
     );
   }
@@ -551,7 +530,7 @@ function insertParams(c: CheckedCommand): (string | number | null)[] {
 }
 
 /** `[[id, "token"], …]` for the fenced batch statements; ids are checked digits. */
-function refsJson(refs: readonly ClaimRef[]): string {
+function refsJson(refs: readonly Port.ClaimRef[]): string {
   return `[${refs.map((r) => `[${r.id},${JSON.stringify(r.token)}]`).join(',')}]`;
 }
 
