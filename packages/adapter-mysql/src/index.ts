@@ -1,10 +1,5 @@
 import type { Logger } from '@asynccmd/core';
-import {
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  InvalidArgumentError,
-  silentLogger,
-  validateIdentifier,
-} from '@asynccmd/core';
+import { InvalidArgumentError, silentLogger, validateIdentifier } from '@asynccmd/core';
 import * as E from 'fp-ts/lib/Either.js';
 import type { Pool, PoolOptions } from 'mysql2/promise';
 import type { ClaimStrategyName } from './claim-strategies.js';
@@ -54,10 +49,6 @@ export function createMysqlStore(options: MysqlStoreOptions): MysqlCommandStore 
       `claimStrategy must be 'auto', 'skip-locked' or 'legacy', not ${String(choice)}`,
     );
   }
-  const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
-  if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes < 1) {
-    throw new InvalidArgumentError('maxPayloadBytes must be a positive integer');
-  }
   if ((options.pool === undefined) === (options.connection === undefined)) {
     throw new InvalidArgumentError('give the MySQL store exactly one of `pool` or `connection`');
   }
@@ -79,6 +70,6 @@ export function createMysqlStore(options: MysqlStoreOptions): MysqlCommandStore 
     claimPool,
     table: table.right,
     strategy: choice === 'auto' ? 'auto' : CLAIM_STRATEGIES[choice],
-    maxPayloadBytes,
+    maxPayloadBytes: options.maxPayloadBytes,
   });
 }

@@ -1,57 +1,25 @@
-import type {
-  AdminError,
-  AdminTransition,
-  ClaimByIdParams,
-  ClaimDueParams,
-  ClaimedCommand,
-  ClaimRef,
-  CommandId,
-  CommandRecord,
-  CommandStatus,
-  CommandStore,
-  FailedAttempt,
-  FailureOutcome,
-  HealthProbe,
-  HealthProbeParams,
-  InsertResult,
-  ListPage,
-  ListQuery,
-  NewCommand,
-  OutcomeCount,
-  OutcomeCountParams,
-  PurgeParams,
-  ReclaimedCommand,
-  ReclaimParams,
-  StoreCapabilities,
-  StoreStats,
-} from '@asynccmd/core';
+import type * as Port from '@asynccmd/core';
 import {
-  CommandNotFoundError,
-  FINISHED_STATUSES,
   IdempotencyConflictError,
   InvalidArgumentError,
-  checkTransition,
-  decodeListCursor,
-  encodeListCursor,
   optionalInstance,
-  optionalReason,
-  optionalText,
   refuseNul,
-  requireHeadersJson,
-  requireFailureOutcome,
-  requireHealthProbeParams,
-  requireOutcomeCountParams,
   requireInstant as coreRequireInstant,
-  requireStoredTime,
   requireId,
   requireInt,
-  requirePayloadJson,
-  requireStatuses,
   requireTypes,
-  rescueLimitMessage,
-  truncateErrorText,
 } from '@asynccmd/core';
-import * as E from 'fp-ts/lib/Either.js';
+import {
+  guardedTransition,
+  inCallersOrder,
+  insertIdempotently,
+  listPage,
+  outcomeCountsFromRows,
+  statsRowsFromRows,
+  StoreInput,
+} from '@asynccmd/core/store-kit';
+import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
+import type * as E from 'fp-ts/lib/Either.js';
 import { randomUUID } from 'node:crypto';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import type { ClaimPools, ClaimStrategy } from './claim-strategies.js';
@@ -82,13 +50,13 @@ export interface MysqlStoreParts {
   readonly table: string;
   /** A fixed strategy, or 'auto': chosen from the server version on first need (migrate or claim). */
   readonly strategy: ClaimStrategy | 'auto';
-  readonly maxPayloadBytes: number;
+  /** Largest payload accepted, in UTF-8 bytes of its JSON; default core DEFAULT_MAX_PAYLOAD_BYTES. */
+  readonly maxPayloadBytes?: number;
 }
 
 /** Rows per multi-row INSERT, and the payload bytes one statement may carry (max_allowed_packet is 16 MiB by default). */
 const INSERT_CHUNK_ROWS = 1000;
 const INSERT_CHUNK_BYTES = 4 * 1024 * 1024;
-const RACE_ATTEMPTS = 5;
 const SERVER_STATUS_IN_TRANS = 0x0001;
 /** Column widths (in characters) of the table; longer text is refused rather than cut. */
 const WIDTHS = { type: 128, bizKey: 255, owner: 128, token: 128 } as const;
@@ -98,7 +66,7 @@ const WIDTHS = { type: 128, bizKey: 255, owner: 128, token: 128 } as const;
  * mysql2/promise connection: submits run on the caller's connection and commit or roll back with
  * the caller's transaction; everything else runs on the store's pool.
  */
-export class MysqlCommandStore implements CommandStore<Connection> {
+export class MysqlCommandStore implements Port.CommandStore<Connection> {
   readonly dialect = 'mysql';
   readonly table: string;
   private resolved: ClaimStrategy | null;
@@ -107,7 +75,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   private readonly ownsPool: boolean;
   private readonly claimPools: ClaimPools;
   private readonly sql: MysqlSql;
-  private readonly maxPayloadBytes: number;
+  private readonly input: StoreInput;
   private closed = false;
 
   constructor(parts: MysqlStoreParts) {
@@ -117,12 +85,17 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     this.table = parts.table;
     this.resolved = parts.strategy === 'auto' ? null : parts.strategy;
     this.sql = mysqlSql(parts.table);
-    this.maxPayloadBytes = parts.maxPayloadBytes;
+    this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes, textWidths: WIDTHS });
   }
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
-  get capabilities(): StoreCapabilities {
-    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: false, revocations: false };
+  get capabilities(): Port.StoreCapabilities<Connection> {
+    return {
+      skipLocked: this.resolved?.skipLocked ?? false,
+      wakeups: false,
+      revocations: false,
+      commitRiding: null,
+    };
   }
 
   /** The claim strategy in use, asking the server its version the first time under 'auto'. */
@@ -156,8 +129,8 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return inTransaction(this.pool, false, fn);
   }
 
-  async insert(tx: Connection, commands: readonly NewCommand[]): Promise<CommandId[]> {
-    const rows = commands.map((c) => this.insertParams(c, false));
+  async insert(tx: Connection, commands: readonly Port.NewCommand[]): Promise<Port.CommandId[]> {
+    const rows = this.input.commands(commands).map((c) => insertParams(c, false));
     if (rows.length === 0) return [];
     const chunks = chunkRows(rows);
     if (chunks.length === 1) return this.insertChunk(tx, chunks[0] ?? []);
@@ -167,7 +140,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const own = (probe.serverStatus & SERVER_STATUS_IN_TRANS) === 0;
     if (own) await tx.query('START TRANSACTION');
     try {
-      const ids: CommandId[] = [];
+      const ids: Port.CommandId[] = [];
       for (const chunk of chunks) ids.push(...(await this.insertChunk(tx, chunk)));
       if (own) await tx.query('COMMIT');
       return ids;
@@ -179,17 +152,15 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   async insertIdempotent(
     tx: Connection,
-    command: NewCommand & { readonly bizKey: string },
-  ): Promise<InsertResult> {
-    if (typeof command.bizKey !== 'string' || command.bizKey === '') {
-      throw new InvalidArgumentError('an idempotent submit needs a non-empty bizKey');
-    }
-    const params = this.insertParams(command, true);
+    command: Port.NewCommand & { readonly bizKey: string },
+  ): Promise<Port.InsertResult> {
+    const checked = this.input.idempotentCommand(command);
+    const params = insertParams(checked, true);
     // The holder may finish between the refused insert and the look-up: then insert again.
-    for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
+    return insertIdempotently(checked, async () => {
       try {
         const [id] = await this.insertChunk(tx, [params]);
-        return { id: id as CommandId, duplicate: false };
+        return { id: id as Port.CommandId, duplicate: false };
       } catch (e) {
         if (!isDuplicateKey(e)) throw e;
       }
@@ -197,15 +168,14 @@ export class MysqlCommandStore implements CommandStore<Connection> {
       // look-up stays on the caller's connection: a second connection from the store's pool could
       // wait forever while every pooled connection sits in a caller's transaction doing the same.
       const [holder] = await select<{ id: string }>(tx, this.sql.activeHolder, [
-        command.type,
-        command.bizKey,
+        checked.type,
+        checked.bizKey,
       ]);
-      if (holder) return { id: String(holder.id), duplicate: true };
-    }
-    throw new Error(`idempotent submit of (${command.type}, ${command.bizKey}) kept racing with its holder`);
+      return holder ? { id: String(holder.id), duplicate: true } : null;
+    });
   }
 
-  async claimDue(params: ClaimDueParams): Promise<ClaimedCommand[]> {
+  async claimDue(params: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
     const limit = requireInt('limit', params.limit, 0);
     const types = requireTypes(params.types);
     const round = {
@@ -220,7 +190,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     try {
       const strategy = await this.claimStrategy();
       const rows = await retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, round));
-      return rows.map(toRecord) as ClaimedCommand[];
+      return rows.map(toRecord) as Port.ClaimedCommand[];
     } catch (e) {
       // The connection died during the claim: it may have committed before it did. The token is
       // fresh and ours alone, so a read by it tells; rows it finds are claimed and must not wait for
@@ -232,7 +202,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     }
   }
 
-  async claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null> {
+  async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
     const id = requireId(params.id);
     const token = requireToken(params.token);
     const instance = optionalInstance(params.instance);
@@ -240,9 +210,9 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const now = requireInstant('now', params.now);
     const types = params.types === undefined ? undefined : requireTypes(params.types);
     if (types !== undefined && types.length === 0) return null;
-    const readBack = async (): Promise<ClaimedCommand | null> => {
+    const readBack = async (): Promise<Port.ClaimedCommand | null> => {
       const [row] = await select<CommandRow>(this.pool, this.sql.claimedRow, [id, token]);
-      return row ? (toRecord(row) as ClaimedCommand) : null;
+      return row ? (toRecord(row) as Port.ClaimedCommand) : null;
     };
     try {
       const marked = await retryLockConflicts(() =>
@@ -261,9 +231,9 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return retryConnectionLoss(readBack);
   }
 
-  async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
-    const lease = requireInt('leaseMs', leaseMs, 1) * 1000;
-    const { count, values } = refValues(refs);
+  async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
+    const lease = this.input.leaseMs(leaseMs) * 1000;
+    const { count, values } = refValues(this.input.refs(refs));
     if (count === 0) return [];
     // Extending a lease twice is harmless, so a lost connection just means: do it again.
     const updated = await retryConnectionLoss(() =>
@@ -279,8 +249,9 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return refs.filter((r) => live.has(`${r.id} ${r.token}`));
   }
 
-  async complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
-    const { count, values } = refValues(refs);
+  async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
+    const checkedRefs = this.input.refs(refs);
+    const { count, values } = refValues(checkedRefs);
     if (count === 0) return [];
     // Completing again with the same marker after a lost connection is harmless: the read by
     // marker below reports what this call finished, on the first attempt or the second.
@@ -288,20 +259,19 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const updated = await retryConnectionLoss(() =>
       retryLockConflicts(() => write(this.pool, this.sql.complete(count), [marker, ...values])),
     );
-    const ids = unique(refs.map((r) => r.id));
+    const ids = unique(checkedRefs.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
-    const done = new Set(
-      (await select<{ id: string }>(this.pool, this.sql.completedBy, [marker])).map((r) => String(r.id)),
+    const done = await select<{ id: string }>(this.pool, this.sql.completedBy, [marker]);
+    return inCallersOrder(
+      ids,
+      done.map((r) => String(r.id)),
     );
-    return ids.filter((id) => done.has(id));
   }
 
-  async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
-    const checked = attempts.map(({ ref, outcome }) => ({
-      id: requireId(ref.id),
-      token: requireToken(ref.token),
-      ...failureValues(outcome),
-    }));
+  async fail(attempts: readonly Port.FailedAttempt[]): Promise<Port.CommandId[]> {
+    const checked = this.input
+      .failedAttempts(attempts)
+      .map((a) => ({ ...a, nextRunAt: toUtcText(a.nextRunAt) }));
     const [one] = checked;
     if (one === undefined) return [];
     if (checked.length === 1) {
@@ -320,7 +290,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
       return updated.affectedRows === 1 ? [one.id] : [];
     }
     // Many: lock the rows whose claim still holds, then write each one's outcome in one statement.
-    const { count, values } = refValues(attempts.map((a) => a.ref));
+    const { count, values } = refValues(checked);
     const written = await retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = new Set(
@@ -345,41 +315,46 @@ export class MysqlCommandStore implements CommandStore<Connection> {
         return new Set(rows.map((c) => c.id));
       }),
     );
-    return unique(checked.map((c) => c.id)).filter((id) => written.has(id));
+    return inCallersOrder(
+      checked.map((c) => c.id),
+      written,
+    );
   }
 
-  async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     // PENDING is not final (the row may be claimed again at once), so lock, then move exactly those.
     return this.lockThenMove(refs, this.sql.lockHeld, this.sql.release);
   }
 
-  async releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async releaseRevoked(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.lockThenMove(refs, this.sql.lockHeldBack, this.sql.releaseRevoked);
   }
 
   /** In one transaction: lock the rows `lock` finds for these refs, then `move` exactly those (bound: their ids). */
   private async lockThenMove(
-    refs: readonly ClaimRef[],
+    refs: readonly Port.ClaimRef[],
     lock: (count: number) => string,
     move: string,
-  ): Promise<CommandId[]> {
-    const { count, values } = refValues(refs);
+  ): Promise<Port.CommandId[]> {
+    const checked = this.input.refs(refs);
+    const { count, values } = refValues(checked);
     if (count === 0) return [];
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = (await select<{ id: string }>(conn, lock(count), values)).map((r) => String(r.id));
         if (held.length > 0) await write(conn, move, [held]);
-        const moved = new Set(held);
-        return unique(refs.map((r) => r.id)).filter((id) => moved.has(id));
+        return inCallersOrder(
+          checked.map((r) => r.id),
+          held,
+        );
       }),
     );
   }
 
-  async reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]> {
-    const limit = requireInt('limit', params.limit, 0);
-    const maxRescues = requireInt('maxRescues', params.maxRescues, 0);
-    if (limit === 0) return [];
-    const dead = rescueLimitMessage(maxRescues);
+  async reclaimHung(params: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {
+    const reclaim = this.input.reclaim(params);
+    if (reclaim === null) return [];
+    const { limit, maxRescues, deadError: dead } = reclaim;
     const strategy = await this.claimStrategy();
     if ((await retryConnectionLoss(() => select(this.pool, this.sql.anyHung))).length === 0) return [];
     return retryLockConflicts(() =>
@@ -407,83 +382,77 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     );
   }
 
-  async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('retry', id, [requireTime('now', now)]);
+  async retry(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('retry', id, [toUtcText(this.input.adminNow(now))]);
   }
 
-  async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('requeue', id, [requireTime('now', now)]);
+  async requeue(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('requeue', id, [toUtcText(this.input.adminNow(now))]);
   }
 
-  async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    const why = reasonText(reason);
+  async kill(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    const why = this.input.reason(reason);
     return this.adminTransition('kill', id, [why, why]);
   }
 
-  async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('cancel', id, [reasonText(reason)]);
+  async cancel(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('cancel', id, [this.input.reason(reason)]);
   }
 
-  async get(id: CommandId): Promise<CommandRecord | null> {
-    const key = requireId(id);
+  async get(id: Port.CommandId): Promise<Port.CommandRecord | null> {
+    const key = this.input.id(id);
     const [row] = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.get, [key]));
     return row ? toRecord(row) : null;
   }
 
-  async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
-    const keys = ids.map((id) => requireId(id));
+  async getMany(ids: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
+    const keys = this.input.ids(ids);
     if (keys.length === 0) return [];
     const rows = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.getMany, [keys]));
     return rows.map(toRecord);
   }
 
-  async list(query: ListQuery): Promise<ListPage> {
-    const limit = requireInt('limit', query.limit ?? 50, 1, 1000);
+  async list(query: Port.ListQuery): Promise<Port.ListPage> {
+    const { limit, fetch, statuses, type, bizKey, after } = this.input.list(query);
     const filters: ('status' | 'type' | 'bizKey' | 'before')[] = [];
     const values: unknown[] = [];
     const add = (f: (typeof filters)[number], v: unknown): void => {
       filters.push(f);
       values.push(v);
     };
-    if (query.status !== undefined) add('status', requireStatuses(query.status));
-    const type = optionalText('type', query.type);
+    if (statuses !== null) add('status', statuses);
     if (type !== null) add('type', type);
-    const bizKey = optionalText('bizKey', query.bizKey);
     if (bizKey !== null) add('bizKey', bizKey);
-    if (query.cursor !== undefined && query.cursor !== null) {
-      const after = decodeListCursor(query.cursor);
-      const at = requireInstant('cursor', after.createdAt);
+    if (after !== null) {
+      const at = toUtcText(after.createdAt);
       filters.push('before');
       values.push(at, at, after.id);
     }
-    if (filters[0] === 'status' && (values[0] as unknown[]).length === 0)
-      return { items: [], nextCursor: null };
+    if (statuses?.length === 0) return { items: [], nextCursor: null };
     const rows = await retryConnectionLoss(() =>
-      select<CommandRow>(this.pool, this.sql.list(filters), [...values, limit + 1]),
+      select<CommandRow>(this.pool, this.sql.list(filters), [...values, fetch]),
     );
-    const items = rows.slice(0, limit).map(toRecord);
-    const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
+    return listPage(rows, limit, toRecord);
   }
 
-  async stats(now: Date): Promise<StoreStats> {
-    const at = requireInstant('now', now);
+  async stats(now: Date): Promise<Port.StoreStats> {
+    const at = toUtcText(this.input.instant('now', now));
     return retryConnectionLoss(async () => {
-      const counts = await select<{ status: CommandStatus; type: string; count: string | number }>(
+      const counts = await select<{ status: Port.CommandStatus; type: string; count: string | number }>(
         this.pool,
         this.sql.counts,
       );
       const [oldest] = await select<{ oldest: string | null }>(this.pool, this.sql.oldestDue, [at]);
       return {
-        counts: counts.map((c) => ({ status: c.status, type: c.type, count: Number(c.count) })),
+        counts: statsRowsFromRows(counts),
         oldestDueAt: oldest?.oldest ? fromUtcText(oldest.oldest) : null,
       };
     });
   }
 
-  async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
-    const { now, deadLetterLimit } = requireHealthProbeParams(params);
-    const at = requireInstant('now', now);
+  async healthProbe(params: Port.HealthProbeParams): Promise<Port.HealthProbe> {
+    const { now, deadLetterLimit } = this.input.healthProbe(params);
+    const at = toUtcText(this.input.instant('now', now));
     const [row] = await retryConnectionLoss(() =>
       select<{ dead_letters: string | number; oldest: string | null }>(this.pool, this.sql.healthProbe, [
         deadLetterLimit,
@@ -496,34 +465,25 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     };
   }
 
-  async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
-    const { from, to, latencyBoundsMs } = requireOutcomeCountParams(params);
+  async outcomeCounts(params: Port.OutcomeCountParams): Promise<Port.OutcomeCount[]> {
+    const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
     const rows = await retryConnectionLoss(() =>
-      select<{ status: 'SUCCESS' | 'DEAD'; latency_bucket: string | number; count: string | number }>(
-        this.pool,
-        this.sql.outcomeCounts(latencyBoundsMs.length),
-        [...latencyBoundsMs.map((ms) => ms * 1000), from, to],
-      ),
+      select<OutcomeCountRow>(this.pool, this.sql.outcomeCounts(latencyBoundsMs.length), [
+        ...latencyBoundsMs.map((ms) => ms * 1000),
+        from,
+        to,
+      ]),
     );
-    return rows.map((r) => ({
-      status: r.status,
-      latencyBucket: Number(r.latency_bucket),
-      count: Number(r.count),
-    }));
+    return outcomeCountsFromRows(rows);
   }
 
-  async purge(params: PurgeParams): Promise<number> {
-    const statuses = params.statuses ?? ['SUCCESS', 'CANCELLED'];
-    for (const s of statuses) {
-      if (!FINISHED_STATUSES.includes(s)) {
-        throw new InvalidArgumentError(`purge deletes only finished commands, not ${String(s)} ones`);
-      }
-    }
-    const limit = requireInt('limit', params.limit, 0);
-    const olderThan = requireInstant('olderThan', params.olderThan);
-    if (limit === 0 || statuses.length === 0) return 0;
+  async purge(params: Port.PurgeParams): Promise<number> {
+    const purge = this.input.purge(params);
+    if (purge === null) return 0;
+    const { limit } = purge;
+    const olderThan = toUtcText(purge.olderThan);
     let deleted = 0;
-    for (const status of unique(statuses)) {
+    for (const status of purge.statuses) {
       if (deleted >= limit) break;
       const batch = limit - deleted;
       const result = await retryLockConflicts(() =>
@@ -552,13 +512,13 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   // ── internals ──────────────────────────────────────────────────────────────────────────────────
 
-  private async claimedBy(token: string): Promise<ClaimedCommand[]> {
+  private async claimedBy(token: string): Promise<Port.ClaimedCommand[]> {
     const rows = await select<CommandRow>(this.pool, this.sql.claimedBy, [token]);
-    return rows.map(toRecord) as ClaimedCommand[];
+    return rows.map(toRecord) as Port.ClaimedCommand[];
   }
 
   /** One multi-row INSERT; its ids are consecutive (InnoDB, simple insert), stepping by auto_increment_increment. */
-  private async insertChunk(tx: Queryable, rows: readonly InsertParams[]): Promise<CommandId[]> {
+  private async insertChunk(tx: Queryable, rows: readonly InsertParams[]): Promise<Port.CommandId[]> {
     const header: ResultSetHeader = await write(tx, this.sql.insertMany(rows.length), rows.flat());
     let first: bigint;
     if (typeof header.insertId === 'number' && !Number.isSafeInteger(header.insertId)) {
@@ -577,53 +537,33 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return BigInt(String(row?.step ?? 1));
   }
 
-  /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
-  private insertParams(c: NewCommand, idempotent: boolean): InsertParams {
-    const type = requireText('type', c.type, WIDTHS.type);
-    if (type === '') throw new InvalidArgumentError('a command needs a type');
-    return [
-      type,
-      c.bizKey === undefined || c.bizKey === null ? null : requireText('bizKey', c.bizKey, WIDTHS.bizKey),
-      requirePayloadJson(c.payloadJson, this.maxPayloadBytes),
-      requireInt('maxRetry', c.maxRetry, 0, 2147483647),
-      c.runAt === undefined || c.runAt === null ? null : requireTime('runAt', c.runAt),
-      c.owner === undefined || c.owner === null ? null : requireText('owner', c.owner, WIDTHS.owner),
-      idempotent ? 1 : 0,
-      requireHeadersJson(c.headers),
-    ];
-  }
-
   /**
-   * One guarded write in a short transaction, then the row as it now is. A refusal is explained from
-   * the row; if it changed in between so that the transition is allowed after all, try again.
+   * One guarded write in a short transaction, then the row as it now is: a refusal is explained
+   * from it (core guardedTransition).
    */
   private async adminTransition(
-    name: AdminTransition,
-    id: CommandId,
+    name: Port.AdminTransition,
+    id: Port.CommandId,
     leading: readonly unknown[],
-  ): Promise<E.Either<AdminError, CommandRecord>> {
-    const key = requireId(id);
-    for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
-      const outcome = await retryLockConflicts(() =>
-        inTransaction(this.pool, true, async (conn): Promise<E.Either<AdminError, CommandRecord> | null> => {
+  ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    const key = this.input.id(id);
+    return guardedTransition(name, key, () =>
+      retryLockConflicts(() =>
+        inTransaction(this.pool, true, async (conn): Promise<GuardedAttempt> => {
           let updated: ResultSetHeader;
           try {
             updated = await write(conn, this.sql[name], [...leading, key]);
           } catch (e) {
             if (name === 'retry' && isDuplicateKey(e))
-              return E.left(await this.idempotencyConflict(conn, key));
+              return { refused: await this.idempotencyConflict(conn, key) };
             throw e;
           }
           const [row] = await select<CommandRow>(conn, this.sql.get, [key]);
-          if (!row) return E.left(new CommandNotFoundError(key));
-          if (updated.affectedRows === 1) return E.right(toRecord(row));
-          const allowed = checkTransition(name, row.status, key);
-          return E.isLeft(allowed) ? E.left(allowed.left) : null;
+          if (!row) return { unmatched: null };
+          return updated.affectedRows === 1 ? { applied: toRecord(row) } : { unmatched: row.status };
         }),
-      );
-      if (outcome !== null) return outcome;
-    }
-    throw new Error(`command ${key} kept changing while ${name} was applied to it`);
+      ),
+    );
   }
 
   private async idempotencyConflict(conn: PoolConnection, id: string): Promise<IdempotencyConflictError> {
@@ -664,11 +604,12 @@ function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
   return chunks;
 }
 
-// ── input checks: bad input is refused with a typed error before it reaches SQL ─────────────────────
+// ── encoding ─────────────────────────────────────────────────────────────────────────────────────
 
-/** A time to write (core's stored range is DATETIME's, years 1000–9999), bound as UTC text. */
-function requireTime(what: string, value: unknown): string {
-  return toUtcText(requireStoredTime(what, value));
+/** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
+function insertParams(c: CheckedCommand, idempotent: boolean): InsertParams {
+  const runAt = c.runAt === null ? null : toUtcText(c.runAt);
+  return [c.type, c.bizKey, c.payloadJson, c.maxRetry, runAt, c.owner, idempotent ? 1 : 0, c.headersJson];
 }
 
 /** A point in time only compared with (never stored), clamped into DATETIME's range. */
@@ -692,32 +633,16 @@ function requireToken(token: unknown): string {
   return text;
 }
 
-function reasonText(reason: unknown): string | null {
-  const text = optionalReason(reason);
-  return text === null ? null : truncateErrorText(text);
-}
-
 /**
  * The bound values of sql.ts `refs(count)`, one ref per distinct (id, token): the ids as one list
  * (for `id IN (?)`), then id and token of each ref (for `(id, claim_token) IN ((?, ?), …)`).
  */
-/** A failure outcome's checked values, as the fail statements bind them. */
-function failureValues(outcome: FailureOutcome): Omit<FailureOutcome, 'nextRunAt'> & { nextRunAt: string } {
-  const o = requireFailureOutcome(outcome);
-  return {
-    ...o,
-    nextRunAt: requireTime('nextRunAt', o.nextRunAt),
-    lastError: truncateErrorText(o.lastError),
-  };
-}
-
-function refValues(refs: readonly ClaimRef[]): { count: number; values: unknown[] } {
+function refValues(refs: readonly Port.ClaimRef[]): { count: number; values: unknown[] } {
   const seen = new Set<string>();
   const ids: string[] = [];
   const pairs: string[] = [];
   for (const r of refs) {
-    const id = requireId(r.id);
-    const token = requireToken(r.token);
+    const { id, token } = r;
     const k = `${id} ${token}`;
     if (seen.has(k)) continue;
     seen.add(k);
@@ -727,6 +652,6 @@ function refValues(refs: readonly ClaimRef[]): { count: number; values: unknown[
   return { count: ids.length, values: [ids, ...pairs] };
 }
 
-function unique(ids: readonly CommandId[]): CommandId[] {
+function unique(ids: readonly Port.CommandId[]): Port.CommandId[] {
   return [...new Set(ids)];
 }

@@ -20,7 +20,13 @@ export interface PostgresStoreOptions {
    * (PostgreSQL's default), which the claim statements are written for.
    */
   readonly pool?: Pool;
-  /** Otherwise the store opens (and on close ends) its own pool from these. */
+  /**
+   * Or a postgres:// URI or pg pool options: the store opens (and on close ends) its own pool from
+   * them — the same shape as the other adapters' factories. With neither, pg's PG* environment
+   * variables say where to connect.
+   */
+  readonly connection?: string | PoolConfig;
+  /** The same as `connection`, in pg's own two spellings: a URI, pool options, or both. */
   readonly connectionString?: string;
   readonly poolConfig?: PoolConfig;
   /** Default 'public'; created by migrate() when missing. */
@@ -57,11 +63,13 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     options.schema === undefined ? 'public' : options.schema,
     options.table === undefined ? 'async_command' : options.table,
   );
-  if (options.pool && (options.connectionString !== undefined || options.poolConfig !== undefined)) {
+  const spellings = [options.pool, options.connection, options.connectionString ?? options.poolConfig];
+  if (spellings.filter((given) => given !== undefined).length > 1) {
     throw new InvalidArgumentError(
-      'give the PostgreSQL store either `pool` or connection settings, not both',
+      'give the PostgreSQL store one of `pool`, `connection` or `connectionString`/`poolConfig`',
     );
   }
+  const { connectionString, poolConfig } = connectionSettings(options);
   const windowMs = requireInt('wakeupWindowMs', options.wakeupWindowMs ?? 5, 0);
   const reconnectMinMs = requireInt('listenReconnectMinMs', options.listenReconnectMinMs ?? 100, 1);
   const reconnectMaxMs = requireInt(
@@ -73,11 +81,11 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
   const ownsPool = options.pool === undefined;
   const ownPool = (extraOptions: string): Pool =>
     new pg.Pool({
-      ...options.poolConfig,
-      ...(options.connectionString === undefined ? {} : { connectionString: options.connectionString }),
+      ...poolConfig,
+      ...(connectionString === undefined ? {} : { connectionString }),
       // Whatever the server's defaults: READ COMMITTED, as the claim statements need, and ISO dates.
       // Set at connection start-up, so it costs no round trip.
-      options: [options.poolConfig?.options, SESSION_OPTIONS, extraOptions].filter(Boolean).join(' '),
+      options: [poolConfig?.options, SESSION_OPTIONS, extraOptions].filter(Boolean).join(' '),
     });
   const pool = options.pool ?? ownPool('');
   const hotPool = ownsPool && options.durableClaims !== true ? ownPool(FAST_COMMIT_OPTIONS) : pool;
@@ -100,6 +108,21 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     logger,
     maxPayloadBytes: options.maxPayloadBytes,
   });
+}
+
+/** Where the store's own pool connects, whichever way the options said it. */
+function connectionSettings(options: PostgresStoreOptions): {
+  connectionString?: string;
+  poolConfig?: PoolConfig;
+} {
+  const { connection } = options;
+  if (connection === undefined)
+    return { connectionString: options.connectionString, poolConfig: options.poolConfig };
+  if (typeof connection === 'string') return { connectionString: connection };
+  if (typeof connection !== 'object' || connection === null) {
+    throw new InvalidArgumentError('connection must be a postgres:// URI or pg pool options');
+  }
+  return { poolConfig: connection };
 }
 
 /** The LISTEN connection opens with the pool's own connection settings. */

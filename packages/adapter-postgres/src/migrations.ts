@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { TableNames } from './names.js';
-import { runInTransaction } from './transaction.js';
+import { runInTransaction } from './pipeline/transaction.js';
 
 /**
  * Versioned schema changes, numbered as in the other adapters (1 = the command table and its

@@ -108,7 +108,7 @@ export function buildSql(n: TableNames) {
       VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, ${NOW}, ${NOW})
       RETURNING id`,
 
-    /** insertOne with its id taken ahead ($1; see id-reserve.ts), held back to the next statement. */
+    /** insertOne with its id taken ahead ($1; see pipeline/id-reserve.ts), held back to the next statement. */
     insertOneWithId: `
       INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
       VALUES ($1::bigint, $2, $3, $4::json, $5::integer, COALESCE($6::timestamptz, ${NOW}), $7, $8::json, ${NOW}, ${NOW})`,
@@ -163,7 +163,7 @@ export function buildSql(n: TableNames) {
 
     /**
      * claimById as it runs right after a store transaction's COMMIT, on that transaction's durable
-     * connection (commit-riders.ts): the same claim, committed like the other hot-path writes,
+     * connection (pipeline/commit-riders.ts): the same claim, committed like the other hot-path writes,
      * without waiting for the WAL flush (set_config(…, true) lasts for this statement's transaction).
      */
     claimByIdAfterCommit: `

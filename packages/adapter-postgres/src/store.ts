@@ -1,77 +1,40 @@
 import { createHash } from 'node:crypto';
-import * as E from 'fp-ts/lib/Either.js';
+import type * as E from 'fp-ts/lib/Either.js';
 import {
-  checkTransition,
-  CommandNotFoundError,
-  decodeListCursor,
-  encodeListCursor,
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  FINISHED_STATUSES,
-  IdempotencyConflictError,
-  InvalidArgumentError,
   optionalInstance,
   requireId,
   requireInt,
-  requireStatuses,
-  requireFailureOutcome,
-  requireHealthProbeParams,
-  requireOutcomeCountParams,
   requireToken,
   requireTypes,
-  rescueLimitMessage,
   TRANSITION_SOURCES,
 } from '@asynccmd/core';
-import type {
-  AdminError,
-  AdminTransition,
-  ClaimByIdParams,
-  ClaimDueParams,
-  ClaimedCommand,
-  ClaimRef,
-  CommandId,
-  CommandRecord,
-  CommandStatus,
-  CommandStore,
-  FailedAttempt,
-  FailureOutcome,
-  HealthProbe,
-  HealthProbeParams,
-  InsertResult,
-  ListPage,
-  ListQuery,
-  Logger,
-  NewCommand,
-  OutcomeCount,
-  OutcomeCountParams,
-  PurgeParams,
-  ReclaimedCommand,
-  ReclaimParams,
-  RevocationChannel,
-  StoreCapabilities,
-  StoreStats,
-} from '@asynccmd/core';
-import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
 import {
-  commandValues,
-  errorText,
-  optionalText,
-  reasonText,
-  refArrays,
-  requireInstant,
-  requireTime,
-} from './checks.js';
-import type { CommandValues } from './checks.js';
+  byDueThenId,
+  compareIds,
+  guardedTransition,
+  inCallersOrder,
+  insertIdempotently,
+  keyHeldBy,
+  listPage,
+  outcomeCountsFromRows,
+  statsRowsFromRows,
+  StoreInput,
+} from '@asynccmd/core/store-kit';
+import type { CheckedCommand, OutcomeCountRow } from '@asynccmd/core/store-kit';
+import type * as Port from '@asynccmd/core';
+import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
+import { requireInstant } from './checks.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
-import { arrayLiteral, asText, HotStatements } from './hot-statements.js';
-import { IdReserve } from './id-reserve.js';
-import { compareIds, RAW_TYPES, toDate, toRecord } from './rows.js';
+import { arrayLiteral, asText, HotStatements } from './pipeline/hot-statements.js';
+import { IdReserve } from './pipeline/id-reserve.js';
+import { RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
-import { CommitRiders } from './commit-riders.js';
-import { rolledBackIfAborted } from './commit.js';
-import { runInTransaction } from './transaction.js';
+import { CommitRiders } from './pipeline/commit-riders.js';
+import { rolledBackIfAborted } from './pipeline/commit.js';
+import { runInTransaction } from './pipeline/transaction.js';
 import type { PostgresWakeups } from './wakeups.js';
 
 export interface PostgresCommandStoreParts {
@@ -85,17 +48,12 @@ export interface PostgresCommandStoreParts {
   readonly ownsPool: boolean;
   readonly names: TableNames;
   readonly wakeups: PostgresWakeups;
-  readonly logger: Logger;
+  readonly logger: Port.Logger;
   readonly maxPayloadBytes?: number;
 }
 
 type Queryable = Pick<ClientBase, 'query'> | Pool;
 
-const MAX_INT = 2 ** 31 - 1;
-/** An idempotent submit asks again while the key's holder keeps finishing under it; rare, so few. */
-const IDEMPOTENT_ATTEMPTS = 20;
-/** An admin write is tried again when the row changed between its guarded UPDATE and the re-read. */
-const ADMIN_ATTEMPTS = 5;
 const UNIQUE_VIOLATION = '23505';
 /**
  * Ids taken ahead per refill (IdReserve): a refill is one round trip per half a block of
@@ -109,19 +67,19 @@ const ID_BLOCK = 128;
  * autocommit: claims, heartbeats and outcomes on `hotPool` (the claim that follows a notification
  * on the LISTEN connection), the rest on `pool`.
  */
-export class PostgresCommandStore implements CommandStore<PoolClient> {
+export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   readonly dialect = 'postgres';
-  readonly capabilities: StoreCapabilities = { skipLocked: true, wakeups: true, revocations: true };
+  readonly capabilities: Port.StoreCapabilities<ClientBase>;
   readonly wakeups: PostgresWakeups;
   /** Requeues and kills of running commands, heard on the LISTEN connection the wake-ups use. */
-  readonly revocations: RevocationChannel;
+  readonly revocations: Port.RevocationChannel;
   readonly pool: Pool;
   /** The pool of claims, heartbeats and outcomes: losing one of those only runs a command again. */
   readonly hotPool: Pool;
   private readonly sql: Sql;
   private readonly names: TableNames;
   private readonly ownsPool: boolean;
-  private readonly maxPayloadBytes: number;
+  private readonly input: StoreInput;
   private closing: Promise<void> | null = null;
   private readonly onIdleError: (err: Error) => void;
   /** Hot-path statement text → its prepared name, hashed once per statement. */
@@ -139,17 +97,23 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     this.names = parts.names;
     this.wakeups = parts.wakeups;
     this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
-    this.maxPayloadBytes = requireInt(
-      'maxPayloadBytes',
-      parts.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
-      1,
-    );
+    this.capabilities = {
+      skipLocked: true,
+      wakeups: true,
+      revocations: true,
+      // The claim and the NOTIFY pipelined behind a store transaction's COMMIT (pipeline/README.md).
+      commitRiding: {
+        claimById: (tx, p) => this.claimByIdOnCommit(tx, p),
+        notify: (tx) => this.wakeups.notifyOnCommit(tx),
+      },
+    };
+    this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes });
     this.sql = buildSql(parts.names);
     // On a durable hot path the claim after COMMIT stays durable too. Its text (so its prepared
-    // name) differs from claimById's either way: commit.ts and pg's own queries never share a name.
+    // name) differs from claimById's either way: pipeline/commit.ts and pg's own queries never share a name.
     const claimAfterCommit =
       this.hotPool === this.pool ? `${this.sql.claimById}\n-- after COMMIT` : this.sql.claimByIdAfterCommit;
-    // A text (so a prepared name) of its own, never used by pg's own queries (see batch.ts).
+    // A text (so a prepared name) of its own, never used by pg's own queries (see pipeline/batch.ts).
     const insertOneInBatch = `${this.sql.insertOne}\n-- in a batch`;
     this.insertOneInBatch = { name: this.preparedName(insertOneInBatch), text: insertOneInBatch };
     this.insertWithId = { name: this.preparedName(this.sql.insertOneWithId), text: this.sql.insertOneWithId };
@@ -184,8 +148,8 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return runInTransaction(this.pool, fn, this.riders);
   }
 
-  async insert(tx: ClientBase, commands: readonly NewCommand[]): Promise<CommandId[]> {
-    const values = commands.map((c) => commandValues(c, this.maxPayloadBytes));
+  async insert(tx: ClientBase, commands: readonly Port.NewCommand[]): Promise<Port.CommandId[]> {
+    const values = this.input.commands(commands);
     if (values.length === 0) return [];
     if (values.length === 1) {
       const params = rowParams(values[0]!);
@@ -210,7 +174,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       values.map((v) => v.bizKey),
       values.map((v) => v.payloadJson),
       values.map((v) => v.maxRetry),
-      values.map((v) => v.runAt),
+      values.map((v) => v.runAt?.toISOString() ?? null),
       values.map((v) => v.owner),
       values.map((v) => v.headersJson),
     ]);
@@ -219,28 +183,22 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
 
   async insertIdempotent(
     tx: ClientBase,
-    command: NewCommand & { readonly bizKey: string },
-  ): Promise<InsertResult> {
-    const v = commandValues(command, this.maxPayloadBytes);
-    if (!optionalText('bizKey', command.bizKey)) {
-      throw new InvalidArgumentError('an idempotent submit needs a non-empty bizKey');
-    }
-    const params = rowParams(v);
-    for (let attempt = 0; attempt < IDEMPOTENT_ATTEMPTS; attempt++) {
+    command: Port.NewCommand & { readonly bizKey: string },
+  ): Promise<Port.InsertResult> {
+    const checked = this.input.idempotentCommand(command);
+    const params = rowParams(checked);
+    return insertIdempotently(checked, async () => {
       const [row] = await this.prepared<{ id: string; duplicate: string }>(
         tx,
         this.sql.insertIdempotent,
         params,
       );
       // Nothing back: the key's holder committed after this statement began, or finished since.
-      if (row) return { id: row.id, duplicate: row.duplicate === 't' };
-    }
-    throw new Error(
-      `idempotent submit of (${v.type}, ${v.bizKey}) kept racing with other submits; try again`,
-    );
+      return row ? { id: row.id, duplicate: row.duplicate === 't' } : null;
+    });
   }
 
-  async claimDue(p: ClaimDueParams): Promise<ClaimedCommand[]> {
+  async claimDue(p: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
     const limit = requireInt('limit', p.limit, 0);
     const types = requireTypes(p.types);
     const values = [
@@ -256,10 +214,10 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     const lent = this.wakeups.lendAfterWake((on) => this.prepared<CommandRow>(on, this.sql.claimDue, values));
     const rows = await (lent ?? this.hot<CommandRow>(this.sql.claimDue, values));
     // RETURNING has no order; the port promises claim order.
-    return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
+    return rows.map(toRecord).sort(byDueThenId) as Port.ClaimedCommand[];
   }
 
-  async claimById(p: ClaimByIdParams): Promise<ClaimedCommand | null> {
+  async claimById(p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
     const v = claimByIdValues(p);
     if (v === null) return null;
     const [row] = await this.hot<CommandRow>(this.sql.claimById, [
@@ -270,14 +228,14 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       v.types,
       v.instance,
     ]);
-    return row ? (toRecord(row) as ClaimedCommand) : null;
+    return row ? (toRecord(row) as Port.ClaimedCommand) : null;
   }
 
   /**
-   * claimById run right after `tx` commits, in the same round trip as its COMMIT (commit-riders.ts);
+   * claimById run right after `tx` commits, in the same round trip as its COMMIT (pipeline/commit-riders.ts);
    * null when `tx` is not an open transaction of this store's transaction() or already has one.
    */
-  claimByIdOnCommit(tx: ClientBase, p: ClaimByIdParams): Promise<ClaimedCommand | null> | null {
+  claimByIdOnCommit(tx: ClientBase, p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> | null {
     const v = claimByIdValues(p);
     // No types to claim: settled at once, like claimById's null.
     if (v === null) return Promise.resolve(null);
@@ -290,12 +248,12 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       types,
       v.instance,
     ]);
-    return claimed && claimed.then((row) => (row ? (toRecord(row) as ClaimedCommand) : null));
+    return claimed && claimed.then((row) => (row ? (toRecord(row) as Port.ClaimedCommand) : null));
   }
 
-  async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
-    const lease = requireLease(leaseMs);
-    const [ids, tokens] = refArrays(refs);
+  async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
+    const lease = this.input.leaseMs(leaseMs);
+    const [ids, tokens] = refArrays(this.input.refs(refs));
     if (ids.length === 0) return [];
     const rows = await this.hot<{ id: string; claim_token: string }>(this.sql.heartbeat, [
       ids,
@@ -306,112 +264,112 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return refs.filter((r) => held.has(`${r.id}:${r.token}`)).map((r) => ({ id: r.id, token: r.token }));
   }
 
-  complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch(this.sql.complete, refs);
   }
 
-  release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch(this.sql.release, refs);
   }
 
-  releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  releaseRevoked(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch(this.sql.releaseRevoked, refs);
   }
 
-  async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
-    const [ids, tokens] = refArrays(attempts.map((a) => a.ref));
-    const outcomes = attempts.map((a) => failureValues(a.outcome));
-    if (ids.length === 0) return [];
+  async fail(attempts: readonly Port.FailedAttempt[]): Promise<Port.CommandId[]> {
+    const checked = this.input.failedAttempts(attempts);
+    if (checked.length === 0) return [];
+    const ids = checked.map((a) => a.id);
     const rows = await this.hot<{ id: string }>(this.sql.fail, [
       ids,
-      tokens,
-      outcomes.map((o) => o.status),
-      outcomes.map((o) => o.retryCount),
-      outcomes.map((o) => o.nextRunAt),
-      outcomes.map((o) => o.lastError),
+      checked.map((a) => a.token),
+      checked.map((a) => a.status),
+      checked.map((a) => a.retryCount),
+      checked.map((a) => a.nextRunAt.toISOString()),
+      checked.map((a) => a.lastError),
     ]);
-    return inCallersOrder(ids, rows);
+    return inCallersOrder(
+      ids,
+      rows.map((r) => r.id),
+    );
   }
 
-  async reclaimHung(p: ReclaimParams): Promise<ReclaimedCommand[]> {
-    const limit = requireInt('limit', p.limit, 0);
-    const maxRescues = requireInt('maxRescues', p.maxRescues, 0, MAX_INT);
-    if (limit === 0) return [];
+  async reclaimHung(p: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {
+    const reclaim = this.input.reclaim(p);
+    if (reclaim === null) return [];
     const rows = await this.query<{ id: string; type: string; status: 'PENDING' | 'DEAD' }>(
       this.pool,
       this.sql.reclaimHung,
-      [limit, maxRescues, rescueLimitMessage(maxRescues)],
+      [reclaim.limit, reclaim.maxRescues, reclaim.deadError],
     );
     return rows
       .map((r) => ({ id: r.id, type: r.type, status: r.status }))
       .sort((a, b) => compareIds(a.id, b.id));
   }
 
-  async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('retry', id, this.sql.retry, [requireTime('now', now)]);
+  async retry(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.admin('retry', id, this.sql.retry, [this.input.adminNow(now).toISOString()]);
   }
 
-  async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('requeue', id, this.sql.requeue, [requireTime('now', now), this.names.channel]);
+  async requeue(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    const at = this.input.adminNow(now).toISOString();
+    return this.admin('requeue', id, this.sql.requeue, [at, this.names.channel]);
   }
 
-  async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('kill', id, this.sql.dispose, [reasonText(reason), this.names.channel]);
+  async kill(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.admin('kill', id, this.sql.dispose, [this.input.reason(reason), this.names.channel]);
   }
 
-  async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.admin('cancel', id, this.sql.dispose, [reasonText(reason), this.names.channel]);
+  async cancel(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.admin('cancel', id, this.sql.dispose, [this.input.reason(reason), this.names.channel]);
   }
 
-  async get(id: CommandId): Promise<CommandRecord | null> {
-    const [row] = await this.query<CommandRow>(this.pool, this.sql.get, [requireId(id)]);
+  async get(id: Port.CommandId): Promise<Port.CommandRecord | null> {
+    const [row] = await this.query<CommandRow>(this.pool, this.sql.get, [this.input.id(id)]);
     return row ? toRecord(row) : null;
   }
 
   /** The commands that exist among `ids`, in the order asked for. */
-  async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
-    const wanted = ids.map(requireId);
+  async getMany(ids: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
+    const wanted = this.input.ids(ids);
     if (wanted.length === 0) return [];
     const rows = await this.query<CommandRow>(this.pool, this.sql.getMany, [[...new Set(wanted)]]);
     const byId = new Map(rows.map((r) => [r.id, toRecord(r)]));
     return wanted.flatMap((id) => byId.get(id) ?? []);
   }
 
-  async list(q: ListQuery): Promise<ListPage> {
-    const limit = requireInt('limit', q.limit ?? 50, 1, 1000);
-    const after = q.cursor === undefined || q.cursor === null ? null : decodeListCursor(q.cursor);
+  async list(q: Port.ListQuery): Promise<Port.ListPage> {
+    const { limit, fetch, statuses, type, bizKey, after } = this.input.list(q);
     const rows = await this.query<CommandRow>(this.pool, this.sql.list, [
-      q.status === undefined ? null : requireStatuses(q.status),
-      optionalText('type', q.type),
-      optionalText('bizKey', q.bizKey),
+      statuses,
+      type,
+      bizKey,
       after?.createdAt.toISOString() ?? null,
       after?.id ?? null,
-      limit + 1,
+      fetch,
     ]);
-    const items = rows.slice(0, limit).map(toRecord);
-    const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
+    return listPage(rows, limit, toRecord);
   }
 
-  async stats(now: Date): Promise<StoreStats> {
-    const at = requireInstant('now', now);
+  async stats(now: Date): Promise<Port.StoreStats> {
+    const at = this.input.instant('now', now).toISOString();
     const [counts, oldest] = await Promise.all([
-      this.query<{ status: CommandStatus; type: string; count: string }>(this.pool, this.sql.counts, []),
+      this.query<{ status: Port.CommandStatus; type: string; count: string }>(this.pool, this.sql.counts, []),
       this.query<{ oldest: string | null }>(this.pool, this.sql.oldestDue, [at]),
     ]);
     const first = oldest[0]?.oldest ?? null;
     return {
-      counts: counts.map((r) => ({ status: r.status, type: r.type, count: Number(r.count) })),
+      counts: statsRowsFromRows(counts),
       oldestDueAt: first === null ? null : toDate(first),
     };
   }
 
-  async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
-    const { now, deadLetterLimit } = requireHealthProbeParams(params);
+  async healthProbe(params: Port.HealthProbeParams): Promise<Port.HealthProbe> {
+    const { now, deadLetterLimit } = this.input.healthProbe(params);
     const [row] = await this.query<{ dead_letters: string; oldest: string | null }>(
       this.pool,
       this.sql.healthProbe,
-      [requireInstant('now', now), deadLetterLimit],
+      [this.input.instant('now', now).toISOString(), deadLetterLimit],
     );
     return {
       deadLetters: Number(row?.dead_letters ?? 0),
@@ -419,33 +377,22 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     };
   }
 
-  async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
-    const { from, to, latencyBoundsMs } = requireOutcomeCountParams(params);
-    const rows = await this.query<{ status: 'SUCCESS' | 'DEAD'; latency_bucket: number; count: string }>(
-      this.pool,
-      this.sql.outcomeCounts,
-      [from.toISOString(), to.toISOString(), latencyBoundsMs],
-    );
-    return rows.map((r) => ({
-      status: r.status,
-      latencyBucket: Number(r.latency_bucket),
-      count: Number(r.count),
-    }));
+  async outcomeCounts(params: Port.OutcomeCountParams): Promise<Port.OutcomeCount[]> {
+    const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
+    const rows = await this.query<OutcomeCountRow>(this.pool, this.sql.outcomeCounts, [
+      from.toISOString(),
+      to.toISOString(),
+      latencyBoundsMs,
+    ]);
+    return outcomeCountsFromRows(rows);
   }
 
-  async purge(p: PurgeParams): Promise<number> {
-    const statuses = requireStatuses(p.statuses ?? ['SUCCESS', 'CANCELLED']);
-    for (const s of statuses) {
-      if (!FINISHED_STATUSES.includes(s)) {
-        throw new InvalidArgumentError(`purge deletes only finished commands, not ${s} ones`);
-      }
-    }
-    const limit = requireInt('limit', p.limit, 0);
-    const olderThan = requireInstant('olderThan', p.olderThan);
-    if (limit === 0 || statuses.length === 0) return 0;
+  async purge(p: Port.PurgeParams): Promise<number> {
+    const purge = this.input.purge(p);
+    if (purge === null) return 0;
     const result = await this.pool.query({
       text: this.sql.purge,
-      values: [statuses, olderThan, limit],
+      values: [purge.statuses, purge.olderThan.toISOString(), purge.limit],
       types: RAW_TYPES,
     });
     return result.rowCount ?? 0;
@@ -478,42 +425,42 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return this.hotPool === this.pool ? [this.pool] : [this.pool, this.hotPool];
   }
 
-  private async fencedBatch(text: string, refs: readonly ClaimRef[]): Promise<CommandId[]> {
-    const [ids, tokens] = refArrays(refs);
+  private async fencedBatch(text: string, refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
+    const [ids, tokens] = refArrays(this.input.refs(refs));
     if (ids.length === 0) return [];
-    return inCallersOrder(ids, await this.hot<{ id: string }>(text, [ids, tokens]));
+    const rows = await this.hot<{ id: string }>(text, [ids, tokens]);
+    return inCallersOrder(
+      ids,
+      rows.map((r) => r.id),
+    );
   }
 
   /**
-   * One guarded UPDATE (`WHERE id = $1 AND status = ANY(sources)`); when it matches nothing, the row
-   * is read to say why: missing, or in a state the transition does not start from.
+   * One guarded UPDATE (`WHERE id = $1 AND status = ANY(sources)`); when it matches nothing, the row's
+   * status says why (core guardedTransition).
    */
   private async admin(
-    transition: AdminTransition,
-    rawId: CommandId,
+    transition: Port.AdminTransition,
+    rawId: Port.CommandId,
     text: string,
     extra: readonly unknown[],
-  ): Promise<E.Either<AdminError, CommandRecord>> {
-    const id = requireId(rawId);
-    const sources = TRANSITION_SOURCES[transition];
-    for (let attempt = 0; attempt < ADMIN_ATTEMPTS; attempt++) {
+  ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    const id = this.input.id(rawId);
+    const values = [id, TRANSITION_SOURCES[transition], ...extra];
+    return guardedTransition(transition, id, async () => {
       let rows: CommandRow[];
       try {
-        rows = await this.query<CommandRow>(this.pool, text, [id, sources, ...extra]);
+        rows = await this.query<CommandRow>(this.pool, text, values);
       } catch (err) {
         if (!this.isActiveKeyViolation(err)) throw err;
         const [holder] = await this.query<{ id: string }>(this.pool, this.sql.keyHolder, [id]);
-        return E.left(new IdempotencyConflictError(id, holder?.id ?? null));
+        return keyHeldBy(id, holder?.id ?? null);
       }
       const [row] = rows;
-      if (row) return E.right(toRecord(row));
-      const [current] = await this.query<{ status: CommandStatus }>(this.pool, this.sql.statusOf, [id]);
-      if (!current) return E.left(new CommandNotFoundError(id));
-      const allowed = checkTransition(transition, current.status, id);
-      if (E.isLeft(allowed)) return allowed;
-      // It is in a source state after all: it moved between the two statements; try again.
-    }
-    throw new Error(`command ${id} kept changing while ${transition} was applied to it; try again`);
+      if (row) return { applied: toRecord(row) };
+      const [current] = await this.query<{ status: Port.CommandStatus }>(this.pool, this.sql.statusOf, [id]);
+      return { unmatched: current?.status ?? null };
+    });
   }
 
   private isActiveKeyViolation(err: unknown): boolean {
@@ -524,7 +471,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   /**
    * A hot-path statement on `hotPool`, as a named prepared statement (each connection parses and
    * plans it once instead of on every claim and outcome), sent together with the others asked for
-   * in the same turn (hot-statements.ts).
+   * in the same turn (pipeline/hot-statements.ts).
    */
   private hot<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<R[]> {
     return this.hotStatements.run<R>({ name: this.preparedName(text), text, values });
@@ -582,22 +529,13 @@ function preparedName(text: string): string {
   return `asynccmd_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 }
 
-/** The ids among `asked` that came back in `rows`: in the callers' order, each id once. */
-function inCallersOrder(asked: readonly CommandId[], rows: readonly { id: string }[]): CommandId[] {
-  const done = new Set(rows.map((r) => r.id));
-  return [...new Set(asked)].filter((id) => done.has(id));
+/** Parallel arrays of ids and tokens for the fenced batch statements. */
+function refArrays(refs: readonly Port.ClaimRef[]): [Port.CommandId[], string[]] {
+  return [refs.map((r) => r.id), refs.map((r) => r.token)];
 }
-
-/** A failure outcome's checked values, as the fail statement binds them. */
-function failureValues(outcome: FailureOutcome): FailureValues {
-  const o = requireFailureOutcome(outcome);
-  return { ...o, nextRunAt: requireTime('nextRunAt', o.nextRunAt), lastError: errorText(o.lastError) };
-}
-
-type FailureValues = Omit<FailureOutcome, 'nextRunAt'> & { readonly nextRunAt: string };
 
 /** claimById's checked values, or null when `types` is given and empty (nothing can be claimed). */
-function claimByIdValues(p: ClaimByIdParams): {
+function claimByIdValues(p: Port.ClaimByIdParams): {
   id: string;
   now: string;
   token: string;
@@ -617,18 +555,20 @@ function claimByIdValues(p: ClaimByIdParams): {
   return types !== null && types.length === 0 ? null : values;
 }
 
-/** A text[] literal of `items`, bound as one text value: every item quoted, `"` and `\` escaped. */
-
 /** One command's values in the order of the single-row insert statements' parameters. */
-function rowParams(v: CommandValues): unknown[] {
-  return [v.type, v.bizKey, v.payloadJson, v.maxRetry, v.runAt, v.owner, v.headersJson];
+function rowParams(v: CheckedCommand): unknown[] {
+  return [
+    v.type,
+    v.bizKey,
+    v.payloadJson,
+    v.maxRetry,
+    v.runAt?.toISOString() ?? null,
+    v.owner,
+    v.headersJson,
+  ];
 }
 
 /** A lease of at least a millisecond: a zero lease would be hung before it was handed out. */
 function requireLease(leaseMs: unknown): number {
   return requireInt('leaseMs', leaseMs, 1);
-}
-
-function byDueThenId(a: CommandRecord, b: CommandRecord): number {
-  return a.nextRunAt.getTime() - b.nextRunAt.getTime() || compareIds(a.id, b.id);
 }

@@ -28,7 +28,7 @@ export interface PostgresWakeupsOptions {
  * rates cost one NOTIFY per window, not one per submit). It is never sent inside a submit
  * transaction: a NOTIFY takes a global lock at commit and would serialise concurrent commits.
  * For the store's own transactions, notifyOnCommit(tx) sends it right after their COMMIT in the
- * same round trip (see commit.ts and commit-riders.ts): listeners hear of the work as the commit
+ * same round trip (see pipeline/README.md): listeners hear of the work as the commit
  * returns, a round trip earlier than a NOTIFY sent once COMMIT has come back.
  *
  * subscribe() holds one dedicated LISTEN connection. When it dies (server restart,
@@ -42,7 +42,7 @@ export interface PostgresWakeupsOptions {
  * (sent by those statements themselves, so they arrive as the write commits; sql.ts
  * REVOKED_PAYLOAD): subscribeRevocations() hears them on the same connection.
  */
-export class PostgresWakeups implements WakeupChannel<ClientBase> {
+export class PostgresWakeups implements WakeupChannel {
   private readonly subscribers = new Set<() => void>();
   private readonly revocationSubscribers = new Set<(revoked: RevokedClaim) => void>();
   /** The store's transactions still open, and those of them to announce at commit. */

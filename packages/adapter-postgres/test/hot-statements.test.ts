@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { arrayLiteral } from '../src/hot-statements.js';
+import { arrayLiteral } from '../src/pipeline/hot-statements.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import { adminQuery, command, dropSchema, openStore, uniqueSchema } from './helpers.js';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import { decideFailure, exponentialBackoff, isAsyncCommandError, rescueLimitMessage } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commit } from '../src/commit.js';
+import { commit } from '../src/pipeline/commit.js';
 import { tableNames } from '../src/names.js';
 import { buildSql } from '../src/sql.js';
 import { createPostgresStore } from '../src/index.js';
@@ -94,6 +94,32 @@ describe('PostgresCommandStore', () => {
         }
         expect(isAsyncCommandError(caught) && caught.code).toBe('INVALID_IDENTIFIER');
       }
+    }
+  });
+
+  it('takes `pool` or `connection` (a URI or pool options), as the other adapters do, and refuses two at once', async () => {
+    for (const connection of [DATABASE_URL, { connectionString: DATABASE_URL, max: 1 }]) {
+      const store = createPostgresStore({ connection, schema: uniqueSchema('conn') });
+      try {
+        await store.ping();
+        expect(store.pool.options.max).toBe(typeof connection === 'string' ? 10 : 1);
+      } finally {
+        await store.close();
+      }
+    }
+    const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+    try {
+      for (const both of [
+        { pool, connection: DATABASE_URL },
+        { pool, connectionString: DATABASE_URL },
+        { connection: DATABASE_URL, poolConfig: { max: 1 } },
+      ]) {
+        expect(() => createPostgresStore(both)).toThrow(
+          expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+        );
+      }
+    } finally {
+      await pool.end();
     }
   });
 

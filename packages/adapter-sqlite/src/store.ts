@@ -3,63 +3,32 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import * as E from 'fp-ts/lib/Either.js';
 import {
-  CommandNotFoundError,
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  FINISHED_STATUSES,
-  IdempotencyConflictError,
   InvalidArgumentError,
   TRANSITION_SOURCES,
   TransactionRolledBackError,
-  checkTransition,
-  decodeListCursor,
-  encodeListCursor,
   optionalInstance,
-  optionalReason,
-  optionalText,
   requireInstant,
-  requireStoredTime,
-  requireHeadersJson,
   requireId,
   requireInt,
-  requirePayloadJson,
-  requireStatuses,
-  requireFailureOutcome,
-  requireHealthProbeParams,
-  requireOutcomeCountParams,
   requireToken,
   requireTypes,
-  rescueLimitMessage,
-  truncateErrorText,
   validateIdentifier,
 } from '@asynccmd/core';
-import type {
-  AdminError,
-  AdminTransition,
-  ClaimByIdParams,
-  ClaimDueParams,
-  ClaimedCommand,
-  ClaimRef,
-  CommandId,
-  CommandRecord,
-  CommandStatus,
-  CommandStore,
-  FailedAttempt,
-  HealthProbe,
-  HealthProbeParams,
-  InsertResult,
-  ListPage,
-  ListQuery,
-  NewCommand,
-  OutcomeCount,
-  OutcomeCountParams,
-  PurgeParams,
-  ReclaimedCommand,
-  ReclaimParams,
-  StoreCapabilities,
-  StoreStats,
-} from '@asynccmd/core';
+import {
+  byDueThenId,
+  compareIds,
+  guardedTransition,
+  inCallersOrder,
+  insertIdempotently,
+  keyHeldBy,
+  listPage,
+  outcomeCountsFromRows,
+  StoreInput,
+} from '@asynccmd/core/store-kit';
+import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
+import type * as Port from '@asynccmd/core';
 import { runMigrations } from './migrations.js';
-import { byDueThenId, compareIds, toRecord } from './rows.js';
+import { toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
 import type { ListFilter, SqliteSql } from './sql.js';
@@ -97,7 +66,6 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteCommandSto
 
 /** Rows per multi-row INSERT: 7 parameters each stays far below SQLite's 32766-variable limit. */
 const INSERT_CHUNK = 500;
-const ADMIN_ATTEMPTS = 3;
 
 /**
  * The store port on SQLite. better-sqlite3 is synchronous, so each operation is one statement that
@@ -105,14 +73,19 @@ const ADMIN_ATTEMPTS = 3;
  * while it is open on the store's handle, the store's other operations wait for it instead of
  * slipping into it (unless they are called from inside it).
  */
-export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
+export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   readonly dialect = 'sqlite';
-  readonly capabilities: StoreCapabilities = { skipLocked: false, wakeups: false, revocations: false };
+  readonly capabilities: Port.StoreCapabilities<SqliteDatabase> = {
+    skipLocked: false,
+    wakeups: false,
+    revocations: false,
+    commitRiding: null,
+  };
   readonly table: string;
   readonly db: SqliteDatabase;
   private readonly owned: boolean;
   private readonly sql: SqliteSql;
-  private readonly maxPayloadBytes: number;
+  private readonly input: StoreInput;
   private readonly busyTimeoutMs: number;
   private readonly statements = new WeakMap<SqliteDatabase, Map<string, Database.Statement>>();
   private readonly context = new AsyncLocalStorage<object>();
@@ -123,11 +96,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     if (E.isLeft(table)) throw table.left;
     this.table = table.right;
     this.sql = sqliteSql(this.table);
-    this.maxPayloadBytes = requireInt(
-      'maxPayloadBytes',
-      options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
-      1,
-    );
+    this.input = new StoreInput({ maxPayloadBytes: options.maxPayloadBytes });
     this.busyTimeoutMs = requireInt('busyTimeoutMs', options.busyTimeoutMs ?? 5000, 0);
     if ((options.filename === undefined) === (options.database === undefined)) {
       throw new InvalidArgumentError('give the SQLite store exactly one of `filename` or `database`');
@@ -170,11 +139,11 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     }
   }
 
-  async insert(tx: SqliteDatabase, commands: readonly NewCommand[]): Promise<CommandId[]> {
-    const rows = commands.map((c) => this.insertParams(c));
+  async insert(tx: SqliteDatabase, commands: readonly Port.NewCommand[]): Promise<Port.CommandId[]> {
+    const rows = this.input.commands(commands).map(insertParams);
     if (rows.length === 0) return [];
-    const insertChunks = (): CommandId[] => {
-      const ids: CommandId[] = [];
+    const insertChunks = (): Port.CommandId[] => {
+      const ids: Port.CommandId[] = [];
       for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
         const chunk = rows.slice(i, i + INSERT_CHUNK);
         const stmt = this.prepare(tx, `insert:${chunk.length}`, () => this.sql.insertMany(chunk.length));
@@ -189,25 +158,22 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
 
   async insertIdempotent(
     tx: SqliteDatabase,
-    command: NewCommand & { readonly bizKey: string },
-  ): Promise<InsertResult> {
-    if (typeof command.bizKey !== 'string' || command.bizKey === '') {
-      throw new InvalidArgumentError('an idempotent submit needs a non-empty bizKey');
-    }
-    const params = this.insertParams(command);
+    command: Port.NewCommand & { readonly bizKey: string },
+  ): Promise<Port.InsertResult> {
+    const checked = this.input.idempotentCommand(command);
+    const params = insertParams(checked);
     const insert = this.prepare(tx, 'insertIdempotent', () => this.sql.insertIdempotent).pluck();
     const holder = this.prepare(tx, 'activeHolder', () => this.sql.activeHolder).pluck();
     // Outside a transaction the holder may finish between the two statements: then insert again.
-    for (let attempt = 0; attempt < ADMIN_ATTEMPTS; attempt++) {
+    return insertIdempotently(checked, async () => {
       const id = insert.get(...params) as string | undefined;
       if (id !== undefined) return { id, duplicate: false };
-      const existing = holder.get(command.type, command.bizKey) as string | undefined;
-      if (existing !== undefined) return { id: existing, duplicate: true };
-    }
-    throw new Error(`idempotent submit of (${command.type}, ${command.bizKey}) kept racing with its holder`);
+      const existing = holder.get(checked.type, checked.bizKey) as string | undefined;
+      return existing === undefined ? null : { id: existing, duplicate: true };
+    });
   }
 
-  async claimDue(params: ClaimDueParams): Promise<ClaimedCommand[]> {
+  async claimDue(params: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
     const limit = requireInt('limit', params.limit, 0);
     const types = requireTypes(params.types);
     const claim = {
@@ -221,11 +187,11 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     if (limit === 0 || types.length === 0) return [];
     return this.run(() => {
       const rows = this.stmt('claimDue').all(claim) as CommandRow[];
-      return rows.map(toRecord).sort(byDueThenId) as ClaimedCommand[];
+      return rows.map(toRecord).sort(byDueThenId) as Port.ClaimedCommand[];
     });
   }
 
-  async claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null> {
+  async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
     const claim = {
       id: toKey(params.id),
       token: requireToken(params.token),
@@ -236,93 +202,83 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     };
     return this.run(() => {
       const row = this.stmt('claimById').get(claim) as CommandRow | undefined;
-      return row ? (toRecord(row) as ClaimedCommand) : null;
+      return row ? (toRecord(row) as Port.ClaimedCommand) : null;
     });
   }
 
-  async heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]> {
-    const lease = requireInt('leaseMs', leaseMs, 1);
+  async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
+    const lease = this.input.leaseMs(leaseMs);
     if (refs.length === 0) return [];
-    const json = refsJson(refs);
+    const json = refsJson(this.input.refs(refs));
     return this.run(() => {
-      const held = this.stmt('heartbeat').all({ refs: json, leaseMs: lease }) as ClaimRef[];
+      const held = this.stmt('heartbeat').all({ refs: json, leaseMs: lease }) as Port.ClaimRef[];
       const live = new Set(held.map((r) => `${r.id} ${r.token}`));
       return refs.filter((r) => live.has(`${r.id} ${r.token}`));
     });
   }
 
-  async complete(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch('complete', refs);
   }
 
-  async release(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch('release', refs);
   }
 
-  async releaseRevoked(refs: readonly ClaimRef[]): Promise<CommandId[]> {
+  async releaseRevoked(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     return this.fencedBatch('releaseRevoked', refs);
   }
 
-  async fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]> {
-    const rows = attempts.map(({ ref, outcome }) => {
-      const o = requireFailureOutcome(outcome);
+  async fail(attempts: readonly Port.FailedAttempt[]): Promise<Port.CommandId[]> {
+    const checked = this.input.failedAttempts(attempts);
+    const rows = checked.map((a) => {
       // The id as its decimal literal, as refsJson writes it: SQLite reads it back exactly.
-      const rest = JSON.stringify([
-        requireToken(ref.token),
-        o.status,
-        o.retryCount,
-        requireTime('nextRunAt', o.nextRunAt),
-        truncateErrorText(o.lastError),
-      ]);
-      return `[${requireId(ref.id)},${rest.slice(1)}`;
+      const rest = JSON.stringify([a.token, a.status, a.retryCount, a.nextRunAt.getTime(), a.lastError]);
+      return `[${a.id},${rest.slice(1)}`;
     });
     if (rows.length === 0) return [];
     const json = `[${rows.join(',')}]`;
     return this.run(() => {
-      const done = new Set(this.stmt('fail').pluck().all({ attempts: json }) as string[]);
-      return [...new Set(attempts.map((a) => a.ref.id))].filter((id) => done.has(id));
+      const done = this.stmt('fail').pluck().all({ attempts: json }) as string[];
+      return inCallersOrder(
+        checked.map((a) => a.id),
+        done,
+      );
     });
   }
 
-  async reclaimHung(params: ReclaimParams): Promise<ReclaimedCommand[]> {
-    const limit = requireInt('limit', params.limit, 0);
-    const maxRescues = requireInt('maxRescues', params.maxRescues, 0);
-    if (limit === 0) return [];
-    return this.run(() => {
-      return this.stmt('reclaimHung').all({
-        limit,
-        maxRescues,
-        deadError: rescueLimitMessage(maxRescues),
-      }) as ReclaimedCommand[];
-    });
+  async reclaimHung(params: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {
+    const reclaim = this.input.reclaim(params);
+    if (reclaim === null) return [];
+    return this.run(() => this.stmt('reclaimHung').all(reclaim) as Port.ReclaimedCommand[]);
   }
 
-  async retry(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('retry', id, { now: requireTime('now', now) });
+  async retry(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('retry', id, { now: this.input.adminNow(now).getTime() });
   }
 
-  async requeue(id: CommandId, now: Date): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('requeue', id, { now: requireTime('now', now) });
+  async requeue(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('requeue', id, { now: this.input.adminNow(now).getTime() });
   }
 
-  async kill(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('kill', id, { reason: reasonText(reason) });
+  async kill(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('kill', id, { reason: this.input.reason(reason) });
   }
 
-  async cancel(id: CommandId, reason?: string): Promise<E.Either<AdminError, CommandRecord>> {
-    return this.adminTransition('cancel', id, { reason: reasonText(reason) });
+  async cancel(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('cancel', id, { reason: this.input.reason(reason) });
   }
 
-  async get(id: CommandId): Promise<CommandRecord | null> {
-    const key = toKey(id);
+  async get(id: Port.CommandId): Promise<Port.CommandRecord | null> {
+    const key = BigInt(this.input.id(id));
     return this.run(() => {
       const row = this.stmt('get').get(key) as CommandRow | undefined;
       return row ? toRecord(row) : null;
     });
   }
 
-  async getMany(ids: readonly CommandId[]): Promise<CommandRecord[]> {
-    const keys = ids.map((id) => requireId(id));
+  async getMany(ids: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
+    const keys = this.input.ids(ids);
     if (keys.length === 0) return [];
     return this.run(() => {
       const rows = this.stmt('getMany').all(`[${keys.join(',')}]`) as CommandRow[];
@@ -330,15 +286,13 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     });
   }
 
-  async list(query: ListQuery): Promise<ListPage> {
-    const limit = requireInt('limit', query.limit ?? 50, 1, 1000);
-    const statuses = query.status === undefined ? null : requireStatuses(query.status);
-    const after = query.cursor === undefined || query.cursor === null ? null : decodeListCursor(query.cursor);
+  async list(query: Port.ListQuery): Promise<Port.ListPage> {
+    const { limit, fetch, statuses, type, bizKey, after } = this.input.list(query);
     const conditions = {
       status: statuses?.length === 1 ? statuses[0]! : null,
       statuses: statuses === null || statuses.length === 1 ? null : JSON.stringify(statuses),
-      type: optionalText('type', query.type),
-      bizKey: optionalText('bizKey', query.bizKey),
+      type,
+      bizKey,
       beforeAt: after === null ? null : after.createdAt.getTime(),
       before: after === null ? null : BigInt(after.id),
     };
@@ -354,24 +308,25 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     const shape = `list:${Object.keys(params).join(',')}`;
     return this.run(() => {
       const stmt = this.prepare(this.db, shape, () => this.sql.list(filter));
-      const rows = stmt.all({ ...params, limit: limit + 1 }) as CommandRow[];
-      const items = rows.slice(0, limit).map(toRecord);
-      const last = items[items.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? encodeListCursor(last) : null };
+      return listPage(stmt.all({ ...params, limit: fetch }) as CommandRow[], limit, toRecord);
     });
   }
 
-  async stats(now: Date): Promise<StoreStats> {
-    const at = instant('now', now);
+  async stats(now: Date): Promise<Port.StoreStats> {
+    const at = this.input.instant('now', now).getTime();
     return this.run(() => {
-      const counts = this.stmt('counts').all() as { status: CommandStatus; type: string; count: number }[];
+      const counts = this.stmt('counts').all() as {
+        status: Port.CommandStatus;
+        type: string;
+        count: number;
+      }[];
       const oldest = this.stmt('oldestDue').pluck().get(at) as number | null;
       return { counts, oldestDueAt: oldest === null ? null : new Date(oldest) };
     });
   }
 
-  async healthProbe(params: HealthProbeParams): Promise<HealthProbe> {
-    const { now, deadLetterLimit } = requireHealthProbeParams(params);
+  async healthProbe(params: Port.HealthProbeParams): Promise<Port.HealthProbe> {
+    const { now, deadLetterLimit } = this.input.healthProbe(params);
     return this.run(() => {
       const deadLetters = this.stmt('deadLettersUpTo').pluck().get(deadLetterLimit) as number;
       const oldest = this.stmt('oldestDue').pluck().get(now.getTime()) as number | null;
@@ -379,31 +334,27 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     });
   }
 
-  async outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]> {
-    const { from, to, latencyBoundsMs } = requireOutcomeCountParams(params);
+  async outcomeCounts(params: Port.OutcomeCountParams): Promise<Port.OutcomeCount[]> {
+    const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
     return this.run(() => {
       const rows = this.stmt('outcomeCounts').all({
         from: from.getTime(),
         to: to.getTime(),
         bounds: JSON.stringify(latencyBoundsMs),
-      }) as { status: 'SUCCESS' | 'DEAD'; latency_bucket: number; count: number }[];
-      return rows.map((r) => ({ status: r.status, latencyBucket: r.latency_bucket, count: r.count }));
+      }) as OutcomeCountRow[];
+      return outcomeCountsFromRows(rows);
     });
   }
 
-  async purge(params: PurgeParams): Promise<number> {
-    const statuses = params.statuses ?? ['SUCCESS', 'CANCELLED'];
-    for (const s of statuses) {
-      if (!FINISHED_STATUSES.includes(s)) {
-        throw new InvalidArgumentError(`purge deletes only finished commands, not ${String(s)} ones`);
-      }
-    }
-    const limit = requireInt('limit', params.limit, 0);
-    const olderThan = instant('olderThan', params.olderThan);
-    if (limit === 0 || statuses.length === 0) return 0;
-    return this.run(() => {
-      return this.stmt('purge').run({ olderThan, statuses: JSON.stringify(statuses), limit }).changes;
-    });
+  async purge(params: Port.PurgeParams): Promise<number> {
+    const purge = this.input.purge(params);
+    if (purge === null) return 0;
+    const bound = {
+      olderThan: purge.olderThan.getTime(),
+      statuses: JSON.stringify(purge.statuses),
+      limit: purge.limit,
+    };
+    return this.run(() => this.stmt('purge').run(bound).changes);
   }
 
   async now(): Promise<Date> {
@@ -510,81 +461,62 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
     return this.prepare(this.db, name, () => this.sql[name]);
   }
 
-  /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
-  private insertParams(c: NewCommand): (string | number | null)[] {
-    const type = optionalText('type', c.type);
-    if (!type) throw new InvalidArgumentError('a command needs a type');
-    return [
-      type,
-      optionalText('bizKey', c.bizKey),
-      requirePayloadJson(c.payloadJson, this.maxPayloadBytes),
-      requireInt('maxRetry', c.maxRetry, 0),
-      c.runAt === undefined || c.runAt === null ? null : requireTime('runAt', c.runAt),
-      optionalText('owner', c.owner),
-      requireHeadersJson(c.headers),
-    ];
-  }
-
   private async fencedBatch(
     name: 'complete' | 'release' | 'releaseRevoked',
-    refs: readonly ClaimRef[],
-  ): Promise<CommandId[]> {
-    if (refs.length === 0) return [];
-    const json = refsJson(refs);
+    refs: readonly Port.ClaimRef[],
+  ): Promise<Port.CommandId[]> {
+    const checked = this.input.refs(refs);
+    if (checked.length === 0) return [];
+    const json = refsJson(checked);
     return this.run(() => {
-      const done = new Set(this.stmt(name).pluck().all({ refs: json }) as string[]);
-      return [...new Set(refs.map((r) => r.id))].filter((id) => done.has(id));
+      const done = this.stmt(name).pluck().all({ refs: json }) as string[];
+      return inCallersOrder(
+        checked.map((r) => r.id),
+        done,
+      );
     });
   }
 
+  /** One guarded UPDATE … RETURNING; when it matches nothing, the row's status says why. */
   private async adminTransition(
-    name: AdminTransition,
-    id: CommandId,
+    name: Port.AdminTransition,
+    id: Port.CommandId,
     params: Record<string, string | number | null>,
-  ): Promise<E.Either<AdminError, CommandRecord>> {
-    const key = toKey(id);
-    const sources = JSON.stringify(TRANSITION_SOURCES[name]);
+  ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    const key = BigInt(this.input.id(id));
+    const bound = { ...params, id: key, sources: JSON.stringify(TRANSITION_SOURCES[name]) };
     const statement = name === 'kill' ? 'cancel' : name;
-    return this.run(() => {
-      // Another instance may change the row between the guarded write and the read that explains a
-      // refusal; then the write is simply tried again.
-      for (let attempt = 0; attempt < ADMIN_ATTEMPTS; attempt++) {
+    return guardedTransition(name, String(key), () =>
+      this.run((): GuardedAttempt => {
         let row: CommandRow | undefined;
         try {
-          row = this.stmt(statement).get({ ...params, id: key, sources }) as CommandRow | undefined;
+          row = this.stmt(statement).get(bound) as CommandRow | undefined;
         } catch (e) {
-          if (name === 'retry' && isUniqueViolation(e)) return E.left(this.idempotencyConflict(key));
+          if (name === 'retry' && isUniqueViolation(e)) return keyHeldBy(String(key), this.keyHolder(key));
           throw e;
         }
-        if (row) return E.right(toRecord(row));
+        if (row) return { applied: toRecord(row) };
         const current = this.stmt('get').get(key) as CommandRow | undefined;
-        if (!current) return E.left(new CommandNotFoundError(String(key)));
-        const allowed = checkTransition(name, current.status as CommandStatus, String(key));
-        if (E.isLeft(allowed)) return E.left(allowed.left);
-      }
-      throw new Error(`command ${String(key)} kept changing while ${name} was applied to it`);
-    });
+        return { unmatched: current ? (current.status as Port.CommandStatus) : null };
+      }),
+    );
   }
 
-  private idempotencyConflict(key: bigint): IdempotencyConflictError {
+  /** The unfinished command holding the (type, bizKey) of command `key`, if any. */
+  private keyHolder(key: bigint): string | null {
     const row = this.stmt('get').get(key) as CommandRow | undefined;
     const holder = row
       ? (this.stmt('activeHolder').pluck().get(row.type, row.biz_key) as string | undefined)
       : undefined;
-    return new IdempotencyConflictError(String(key), holder ?? null);
+    return holder ?? null;
   }
 }
 
-// ── input checks: bad input is refused with a typed error before it reaches SQL ─────────────────────
+// ── encoding ─────────────────────────────────────────────────────────────────────────────────────
 
 /** Ids are bound as BigInt so the 64-bit integer column compares exactly. */
 function toKey(id: unknown): bigint {
   return BigInt(requireId(id));
-}
-
-/** A time to write, as the time columns hold it: epoch milliseconds. */
-function requireTime(what: string, value: unknown): number {
-  return requireStoredTime(what, value).getTime();
 }
 
 /** A time only compared with, in epoch milliseconds. */
@@ -592,14 +524,14 @@ function instant(what: string, value: unknown): number {
   return requireInstant(what, value).getTime();
 }
 
-function reasonText(reason: unknown): string | null {
-  const text = optionalReason(reason);
-  return text === null ? null : truncateErrorText(text);
+/** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
+function insertParams(c: CheckedCommand): (string | number | null)[] {
+  return [c.type, c.bizKey, c.payloadJson, c.maxRetry, c.runAt?.getTime() ?? null, c.owner, c.headersJson];
 }
 
-/** `[[id, "token"], …]` for the fenced batch statements; ids are validated digits. */
-function refsJson(refs: readonly ClaimRef[]): string {
-  return `[${refs.map((r) => `[${requireId(r.id)},${JSON.stringify(requireToken(r.token))}]`).join(',')}]`;
+/** `[[id, "token"], …]` for the fenced batch statements; ids are checked digits. */
+function refsJson(refs: readonly Port.ClaimRef[]): string {
+  return `[${refs.map((r) => `[${r.id},${JSON.stringify(r.token)}]`).join(',')}]`;
 }
 
 function isUniqueViolation(e: unknown): boolean {

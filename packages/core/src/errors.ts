@@ -15,7 +15,8 @@ export type AsyncCommandErrorCode =
   | 'INVALID_IDENTIFIER'
   | 'INVALID_ARGUMENT'
   | 'IDEMPOTENCY_CONFLICT'
-  | 'TRANSACTION_ROLLED_BACK';
+  | 'TRANSACTION_ROLLED_BACK'
+  | 'STORE_CONTENTION';
 
 export class AsyncCommandError extends Error {
   readonly code: AsyncCommandErrorCode;
@@ -147,6 +148,21 @@ export class TransactionRolledBackError extends AsyncCommandError {
   }
 }
 
+/**
+ * A store operation gave up because other writers kept changing what it works on (an admin
+ * transition whose row kept moving, an idempotent submit whose key holder kept finishing under it).
+ * Nothing was written by it; trying again is safe.
+ */
+export class StoreContentionError extends AsyncCommandError {
+  constructor(
+    readonly operation: string,
+    readonly subject: string,
+  ) {
+    super('STORE_CONTENTION', `${subject} kept changing while ${operation} was applied to it; try again`);
+    this.name = 'StoreContentionError';
+  }
+}
+
 const CODES: ReadonlySet<string> = new Set<AsyncCommandErrorCode>([
   'ILLEGAL_TRANSITION',
   'STALE_CLAIM',
@@ -159,6 +175,7 @@ const CODES: ReadonlySet<string> = new Set<AsyncCommandErrorCode>([
   'INVALID_ARGUMENT',
   'IDEMPOTENCY_CONFLICT',
   'TRANSACTION_ROLLED_BACK',
+  'STORE_CONTENTION',
 ]);
 
 /** True for any asynccmd error, even one thrown by another copy of this package. */

@@ -139,7 +139,7 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
           // go out with the COMMIT itself, a round trip sooner than after it.
           const immediate = current.ids.filter((id) => this.#isImmediate(id));
           if (immediate.length < current.ids.length) {
-            current.announced = this.deps.store.wakeups?.notifyOnCommit?.(tx) ?? false;
+            current.announced = this.deps.store.capabilities.commitRiding?.notify(tx) ?? false;
           }
           current.claimedOnCommit = this.deps.claimOnCommit(tx, immediate);
         }

@@ -25,7 +25,7 @@ export interface ImmediateDispatchDeps {
   readonly accepting: () => boolean;
 }
 
-/** A claim by id that the store runs with a transaction's COMMIT (store.claimByIdOnCommit). */
+/** A claim by id that the store runs with a transaction's COMMIT (capabilities.commitRiding). */
 export interface ClaimOnCommit {
   readonly id: CommandId;
   readonly claimed: Promise<ClaimedCommand | null>;
@@ -57,11 +57,9 @@ export class ImmediateDispatch {
    */
   claimOnCommit(tx: unknown, ids: readonly CommandId[]): ClaimOnCommit | null {
     const [id] = ids;
-    const { store } = this.deps;
-    if (id === undefined || this.#types.length === 0 || !this.deps.accepting() || !store.claimByIdOnCommit) {
-      return null;
-    }
-    const claimed = store.claimByIdOnCommit(tx, this.#params(id));
+    const riding = this.deps.store.capabilities.commitRiding;
+    if (id === undefined || this.#types.length === 0 || !this.deps.accepting() || !riding) return null;
+    const claimed = riding.claimById(tx, this.#params(id));
     if (!claimed) return null;
     claimed.catch(() => undefined); // dispatch() reads the failure; never an unhandled rejection
     return { id, claimed };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WakeupChannel } from '@asynccmd/core';
+import type { StoreCapabilities, WakeupChannel } from '@asynccmd/core';
 import { createAsyncCommands, defineExecutor } from '../src/index.js';
 import { claimedRow, stubStore } from './stub-store.js';
 
@@ -20,18 +20,25 @@ function setup(withCommitHook: boolean) {
   const wakeups: WakeupChannel = {
     subscribe: () => Promise.resolve(() => Promise.resolve()),
     notify: () => void calls.push('notify'),
-    ...(withCommitHook
+  };
+  const capabilities: StoreCapabilities = {
+    skipLocked: false,
+    wakeups: true,
+    revocations: false,
+    commitRiding: withCommitHook
       ? {
-          notifyOnCommit: (tx: unknown) => {
+          notify: (tx) => {
             calls.push(tx === TX ? 'notifyOnCommit(tx)' : 'notifyOnCommit(other)');
             return true;
           },
+          claimById: () => null,
         }
-      : {}),
+      : null,
   };
   let next = 0;
   const store = stubStore({
     wakeups,
+    capabilities,
     insert: (_tx, commands) => Promise.resolve(commands.map(() => String(++next))),
     transaction: async (fn) => {
       const result = await fn(TX);
@@ -96,9 +103,17 @@ describe('IMMEDIATE claims that ride on the commit', () => {
         calls.push('COMMIT');
         return result;
       },
-      claimByIdOnCommit: (tx, p) => {
-        calls.push(`claimByIdOnCommit(${tx === TX ? 'tx' : 'other'}, ${p.id}, ${p.types?.join()})`);
-        return Promise.resolve(claimedRow(p.id, 'stock.reserve', { payload: { sku: 'x' } }));
+      capabilities: {
+        skipLocked: false,
+        wakeups: false,
+        revocations: false,
+        commitRiding: {
+          claimById: (tx, p) => {
+            calls.push(`claimByIdOnCommit(${tx === TX ? 'tx' : 'other'}, ${p.id}, ${p.types?.join()})`);
+            return Promise.resolve(claimedRow(p.id, 'stock.reserve', { payload: { sku: 'x' } }));
+          },
+          notify: () => false,
+        },
       },
       claimById: (p) => {
         calls.push(`claimById(${p.id})`);

@@ -10,7 +10,9 @@ export function stubStore(overrides: Partial<CommandStore>): CommandStore {
     get(target, prop: string) {
       if (prop in target) return target[prop as keyof CommandStore];
       if (prop === 'dialect') return 'stub';
-      if (prop === 'capabilities') return { skipLocked: false, wakeups: false, revocations: false };
+      if (prop === 'capabilities') {
+        return { skipLocked: false, wakeups: false, revocations: false, commitRiding: null };
+      }
       if (prop === 'wakeups' || prop === 'revocations' || prop === 'then') return undefined;
       return missing(prop);
     },

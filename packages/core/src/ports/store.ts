@@ -20,7 +20,8 @@ import type { FailureOutcome, TransitionError } from '../transitions.js';
 export interface CommandStore<Tx = unknown> {
   /** 'sqlite' | 'postgres' | 'mysql' — for logs and metrics labels only; never branch on it. */
   readonly dialect: string;
-  readonly capabilities: StoreCapabilities;
+  /** What this store can do beyond the port's operations; the runtime asks here, never by dialect. */
+  readonly capabilities: StoreCapabilities<NoInfer<Tx>>;
 
   /** Creates or upgrades the schema. Idempotent; safe to run from two processes at once. */
   migrate(): Promise<void>;
@@ -59,17 +60,6 @@ export interface CommandStore<Tx = unknown> {
    * `types` (when given); else returns null (someone else got it, or it is not claimable).
    */
   claimById(params: ClaimByIdParams): Promise<ClaimedCommand | null>;
-
-  /**
-   * Optional: the same claimById, run right after `tx` commits — still after COMMIT, in a
-   * transaction of its own, but in the commit's round trip. `tx` must be a transaction this store's
-   * `transaction()` opened and has not committed; returns null otherwise (or when `tx` already
-   * carries one), and then the caller uses claimById after commit. The promise settles once the
-   * transaction is over: the claimed command, or null (not claimable, or `tx` did not commit);
-   * it rejects when the claim itself failed (the command is still PENDING for the poll loop).
-   * Never await it (or return it) inside the transaction: it settles only after COMMIT.
-   */
-  claimByIdOnCommit?(tx: Tx, params: ClaimByIdParams): Promise<ClaimedCommand | null> | null;
 
   /**
    * Extends the leases of the RUNNING commands held by these claims to database now + leaseMs,
@@ -173,7 +163,7 @@ export interface CommandStore<Tx = unknown> {
   ping(): Promise<void>;
 
   /** Cross-process wake-ups, where the database has them (Postgres LISTEN/NOTIFY). */
-  readonly wakeups?: WakeupChannel<Tx>;
+  readonly wakeups?: WakeupChannel;
 
   /**
    * Where the database can tell: the claims an admin requeue or kill takes away from a RUNNING
@@ -192,13 +182,43 @@ export interface FailedAttempt {
   readonly outcome: FailureOutcome;
 }
 
-export interface StoreCapabilities {
+export interface StoreCapabilities<Tx = unknown> {
   /** Claims skip rows locked by other claimers instead of waiting on them. */
   readonly skipLocked: boolean;
   /** `wakeups` is present and delivers notifications between processes. */
   readonly wakeups: boolean;
   /** `revocations` is present: a requeue or kill reaches the holding instance at once. */
   readonly revocations: boolean;
+  /**
+   * Work that can go out with the COMMIT of a transaction the store's `transaction()` opened, in
+   * the commit's round trip (PostgreSQL pipelines it); null where the store has no such path, and
+   * then the runtime does the same work after commit.
+   */
+  readonly commitRiding: CommitRiding<Tx> | null;
+}
+
+/**
+ * What rides on a store transaction's COMMIT: still after COMMIT, in a transaction of its own, but
+ * in the commit's round trip. Each applies only to a transaction this store's `transaction()`
+ * opened and has not yet committed; for any other it declines, and the caller does the work after
+ * commit.
+ */
+export interface CommitRiding<Tx = unknown> {
+  /**
+   * The store's claimById, run right after `tx` commits. Returns null when it declines (`tx` is not
+   * such a transaction, or already carries a claim); then the caller uses claimById after commit.
+   * The promise settles once the transaction is over: the claimed command, or null (not
+   * claimable, or `tx` did not commit); it rejects when the claim itself failed (the command is
+   * still PENDING for the poll loop). Never await it (or return it) inside the transaction: it
+   * settles only after COMMIT.
+   */
+  claimById(tx: Tx, params: ClaimByIdParams): Promise<ClaimedCommand | null> | null;
+  /**
+   * Asks for the announcement of work submitted in `tx` (the wake-up `wakeups.notify()` would send)
+   * to go out with its commit, coalesced like notify; nothing is sent if the commit fails. Returns
+   * false when it declines, and then the caller calls `wakeups.notify()` after commit.
+   */
+  notify(tx: Tx): boolean;
 }
 
 export interface InsertResult {
@@ -322,16 +342,9 @@ export interface RevocationChannel {
 }
 
 /** Coalesced cross-process "there is new work" signals. */
-export interface WakeupChannel<Tx = unknown> {
+export interface WakeupChannel {
   /** Delivers a call for each wake-up received; returns a function that stops listening. */
   subscribe(onWake: () => void): Promise<() => Promise<void>>;
   /** Announces new work. Called after commit; implementations coalesce bursts. */
   notify(): void;
-  /**
-   * Optional: asks for the announcement of work submitted in `tx` to go out with its commit, in
-   * the same round trip and still after COMMIT (coalesced like notify; nothing is sent if the
-   * commit fails). Only for a transaction the store's own `transaction()` opened and has not yet
-   * committed; returns false otherwise, and then the caller calls notify() after commit.
-   */
-  notifyOnCommit?(tx: Tx): boolean;
 }

@@ -41,6 +41,8 @@ const STATUS_BY_CODE: Readonly<Record<AsyncCommandErrorCode, number>> = {
   ILLEGAL_TRANSITION: 409,
   IDEMPOTENCY_CONFLICT: 409,
   STALE_CLAIM: 409,
+  // Other writers kept changing the command meanwhile; the same request may succeed now.
+  STORE_CONTENTION: 409,
   // Not raised by the admin API; a transaction of the caller's that did not commit.
   TRANSACTION_ROLLED_BACK: 409,
 };

@@ -1,6 +1,6 @@
 import type { Logger } from '@asynccmd/core';
 import type { Pool } from 'pg';
-import { compareIds } from './rows.js';
+import { compareIds } from '@asynccmd/core/store-kit';
 
 /**
  * Command ids taken ahead from the table's identity sequence. A single-row submit in a store

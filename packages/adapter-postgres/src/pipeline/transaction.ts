@@ -158,7 +158,7 @@ export async function runInTransaction<T>(
     return result;
   } catch (err) {
     // A failure of BEGIN or COMMIT leaves the session in an unknown state: do not reuse it.
-    if (client.getTransactionStatus() !== 'I') broken ??= asError(err);
+    if (transactionStatus(client) !== 'I') broken ??= asError(err);
     throw err;
   } finally {
     deferred.restore();
@@ -166,6 +166,15 @@ export async function runInTransaction<T>(
     client.removeListener('error', onError);
     client.release(broken);
   }
+}
+
+/**
+ * The session's transaction status from its last ReadyForQuery ('I' idle), or null where the
+ * installed pg does not say (getTransactionStatus is newer than the oldest pg this store runs on).
+ */
+function transactionStatus(client: ClientBase): string | null {
+  const read = (client as Partial<Pick<ClientBase, 'getTransactionStatus'>>).getTransactionStatus;
+  return typeof read === 'function' ? String(read.call(client)) : null;
 }
 
 function asError(e: unknown): Error {

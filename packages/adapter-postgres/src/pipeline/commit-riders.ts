@@ -1,9 +1,9 @@
 import type { Logger } from '@asynccmd/core';
 import type { ClientBase } from 'pg';
 import type { AfterCommit, CommitOutcome } from './commit.js';
-import type { CommandRow } from './rows.js';
+import type { CommandRow } from '../rows.js';
 import type { CommitCompanion, DeferredStatements } from './transaction.js';
-import type { PostgresWakeups } from './wakeups.js';
+import type { PostgresWakeups } from '../wakeups.js';
 
 interface ClaimOnCommit {
   readonly values: readonly (string | null)[];
