@@ -5,6 +5,7 @@ import type {
   ClaimDueParams,
   ClaimedCommand,
   ClaimRef,
+  SqlExecutor,
   CommandId,
   CommandRecord,
   CommandStatus,
@@ -26,6 +27,7 @@ import type {
   StoreStats,
 } from '@asynccmd/core';
 import {
+  isSqlExecutor,
   CommandNotFoundError,
   FINISHED_STATUSES,
   IdempotencyConflictError,
@@ -68,6 +70,7 @@ import {
   write,
 } from './connection.js';
 import { runMigrations } from './migrations.js';
+import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import type { CommandRow } from './rows.js';
 import { fromUtcText, toRecord, toUtcText } from './rows.js';
 import type { MysqlSql } from './sql.js';
@@ -122,7 +125,12 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
   get capabilities(): StoreCapabilities {
-    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: false, revocations: false };
+    return {
+      skipLocked: this.resolved?.skipLocked ?? false,
+      wakeups: false,
+      revocations: false,
+      sqlExecutor: true,
+    };
   }
 
   /** The claim strategy in use, asking the server its version the first time under 'auto'. */
@@ -156,9 +164,10 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     return inTransaction(this.pool, false, fn);
   }
 
-  async insert(tx: Connection, commands: readonly NewCommand[]): Promise<CommandId[]> {
+  async insert(tx: Connection | SqlExecutor, commands: readonly NewCommand[]): Promise<CommandId[]> {
     const rows = commands.map((c) => this.insertParams(c, false));
     if (rows.length === 0) return [];
+    if (isSqlExecutor(tx)) return insertThroughExecutor(tx, this.sql.insertMany(1), rows);
     const chunks = chunkRows(rows);
     if (chunks.length === 1) return this.insertChunk(tx, chunks[0] ?? []);
     // Several statements must commit together: inside the caller's transaction they do; on a
@@ -178,7 +187,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   }
 
   async insertIdempotent(
-    tx: Connection,
+    tx: Connection | SqlExecutor,
     command: NewCommand & { readonly bizKey: string },
   ): Promise<InsertResult> {
     if (typeof command.bizKey !== 'string' || command.bizKey === '') {
@@ -187,6 +196,19 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     const params = this.insertParams(command, true);
     // The holder may finish between the refused insert and the look-up: then insert again.
     for (let attempt = 0; attempt < RACE_ATTEMPTS; attempt++) {
+      if (isSqlExecutor(tx)) {
+        const key = { type: command.type, bizKey: command.bizKey };
+        const sql = this.sql;
+        const result = await insertIdempotentThroughExecutor(
+          tx,
+          sql.insertMany(1),
+          sql.activeHolder,
+          params,
+          key,
+        );
+        if (result) return result;
+        continue;
+      }
       try {
         const [id] = await this.insertChunk(tx, [params]);
         return { id: id as CommandId, duplicate: false };

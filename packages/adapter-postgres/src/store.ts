@@ -9,6 +9,7 @@ import {
   FINISHED_STATUSES,
   IdempotencyConflictError,
   InvalidArgumentError,
+  isSqlExecutor,
   optionalInstance,
   requireId,
   requireInt,
@@ -28,6 +29,7 @@ import type {
   ClaimDueParams,
   ClaimedCommand,
   ClaimRef,
+  SqlExecutor,
   CommandId,
   CommandRecord,
   CommandStatus,
@@ -72,6 +74,7 @@ import type { Sql } from './sql.js';
 import { CommitRiders } from './commit-riders.js';
 import { rolledBackIfAborted } from './commit.js';
 import { runInTransaction } from './transaction.js';
+import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import type { PostgresWakeups } from './wakeups.js';
 
 export interface PostgresCommandStoreParts {
@@ -111,7 +114,12 @@ const ID_BLOCK = 128;
  */
 export class PostgresCommandStore implements CommandStore<PoolClient> {
   readonly dialect = 'postgres';
-  readonly capabilities: StoreCapabilities = { skipLocked: true, wakeups: true, revocations: true };
+  readonly capabilities: StoreCapabilities = {
+    skipLocked: true,
+    wakeups: true,
+    revocations: true,
+    sqlExecutor: true,
+  };
   readonly wakeups: PostgresWakeups;
   /** Requeues and kills of running commands, heard on the LISTEN connection the wake-ups use. */
   readonly revocations: RevocationChannel;
@@ -184,7 +192,9 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     return runInTransaction(this.pool, fn, this.riders);
   }
 
-  async insert(tx: ClientBase, commands: readonly NewCommand[]): Promise<CommandId[]> {
+  async insert(tx: ClientBase | SqlExecutor, commands: readonly NewCommand[]): Promise<CommandId[]> {
+    if (isSqlExecutor(tx))
+      return insertThroughExecutor(tx, this.sql.insertOne, commands, this.maxPayloadBytes);
     const values = commands.map((c) => commandValues(c, this.maxPayloadBytes));
     if (values.length === 0) return [];
     if (values.length === 1) {
@@ -218,7 +228,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   }
 
   async insertIdempotent(
-    tx: ClientBase,
+    tx: ClientBase | SqlExecutor,
     command: NewCommand & { readonly bizKey: string },
   ): Promise<InsertResult> {
     const v = commandValues(command, this.maxPayloadBytes);
@@ -227,6 +237,16 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
     }
     const params = rowParams(v);
     for (let attempt = 0; attempt < IDEMPOTENT_ATTEMPTS; attempt++) {
+      if (isSqlExecutor(tx)) {
+        const result = await insertIdempotentThroughExecutor(
+          tx,
+          this.sql.insertIdempotent,
+          command,
+          this.maxPayloadBytes,
+        );
+        if (result) return result;
+        continue;
+      }
       const [row] = await this.prepared<{ id: string; duplicate: string }>(
         tx,
         this.sql.insertIdempotent,
