@@ -51,7 +51,12 @@ async function notified(store: PostgresCommandStore): Promise<void> {
 
 describe('PostgreSQL wake-ups', () => {
   it('says so in its capabilities', () => {
-    expect(sender.capabilities).toEqual({ skipLocked: true, wakeups: true, revocations: true });
+    expect(sender.capabilities).toEqual({
+      skipLocked: true,
+      wakeups: true,
+      revocations: true,
+      sqlExecutor: true,
+    });
   });
 
   it('delivers a notify from one store to a subscriber of another on the same table', async () => {
