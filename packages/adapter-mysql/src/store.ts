@@ -1,5 +1,6 @@
 import type * as Port from '@asynccmd/core';
 import {
+  isSqlExecutor,
   IdempotencyConflictError,
   InvalidArgumentError,
   optionalInstance,
@@ -35,6 +36,7 @@ import {
   select,
   write,
 } from './connection.js';
+import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import { runMigrations } from './migrations.js';
 import type { CommandRow } from './rows.js';
 import { fromUtcText, toRecord, toUtcText } from './rows.js';
@@ -94,6 +96,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       skipLocked: this.resolved?.skipLocked ?? false,
       wakeups: false,
       revocations: false,
+      sqlExecutor: true,
       commitRiding: null,
     };
   }
@@ -129,9 +132,13 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     return inTransaction(this.pool, false, fn);
   }
 
-  async insert(tx: Connection, commands: readonly Port.NewCommand[]): Promise<Port.CommandId[]> {
+  async insert(
+    tx: Connection | Port.SqlExecutor,
+    commands: readonly Port.NewCommand[],
+  ): Promise<Port.CommandId[]> {
     const rows = this.input.commands(commands).map((c) => insertParams(c, false));
     if (rows.length === 0) return [];
+    if (isSqlExecutor(tx)) return insertThroughExecutor(tx, this.sql.insertMany(1), rows);
     const chunks = chunkRows(rows);
     if (chunks.length === 1) return this.insertChunk(tx, chunks[0] ?? []);
     // Several statements must commit together: inside the caller's transaction they do; on a
@@ -151,13 +158,23 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   }
 
   async insertIdempotent(
-    tx: Connection,
+    tx: Connection | Port.SqlExecutor,
     command: Port.NewCommand & { readonly bizKey: string },
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
     const params = insertParams(checked, true);
     // The holder may finish between the refused insert and the look-up: then insert again.
     return insertIdempotently(checked, async () => {
+      if (isSqlExecutor(tx)) {
+        const key = { type: checked.type, bizKey: checked.bizKey };
+        return insertIdempotentThroughExecutor(
+          tx,
+          this.sql.insertMany(1),
+          this.sql.activeHolder,
+          params,
+          key,
+        );
+      }
       try {
         const [id] = await this.insertChunk(tx, [params]);
         return { id: id as Port.CommandId, duplicate: false };

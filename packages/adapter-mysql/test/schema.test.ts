@@ -54,6 +54,7 @@ describe('schema, options and strategy choice', () => {
         wakeups: false,
         revocations: false,
         commitRiding: null,
+        sqlExecutor: true,
       });
     } finally {
       await auto.close();

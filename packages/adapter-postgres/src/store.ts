@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type * as E from 'fp-ts/lib/Either.js';
 import {
+  isSqlExecutor,
   optionalInstance,
   requireId,
   requireInt,
@@ -24,6 +25,7 @@ import type { CheckedCommand, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
 import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
 import { requireInstant } from './checks.js';
+import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import { migrate } from './migrations.js';
 import type { TableNames } from './names.js';
 import { arrayLiteral, asText, HotStatements } from './pipeline/hot-statements.js';
@@ -101,6 +103,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
       skipLocked: true,
       wakeups: true,
       revocations: true,
+      sqlExecutor: true,
       // The claim and the NOTIFY pipelined behind a store transaction's COMMIT (pipeline/README.md).
       commitRiding: {
         claimById: (tx, p) => this.claimByIdOnCommit(tx, p),
@@ -148,9 +151,13 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     return runInTransaction(this.pool, fn, this.riders);
   }
 
-  async insert(tx: ClientBase, commands: readonly Port.NewCommand[]): Promise<Port.CommandId[]> {
+  async insert(
+    tx: ClientBase | Port.SqlExecutor,
+    commands: readonly Port.NewCommand[],
+  ): Promise<Port.CommandId[]> {
     const values = this.input.commands(commands);
     if (values.length === 0) return [];
+    if (isSqlExecutor(tx)) return insertThroughExecutor(tx, this.sql.insertOne, values.map(rowParams));
     if (values.length === 1) {
       const params = rowParams(values[0]!);
       const deferred = this.riders.deferred(tx);
@@ -182,12 +189,13 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   }
 
   async insertIdempotent(
-    tx: ClientBase,
+    tx: ClientBase | Port.SqlExecutor,
     command: Port.NewCommand & { readonly bizKey: string },
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
     const params = rowParams(checked);
     return insertIdempotently(checked, async () => {
+      if (isSqlExecutor(tx)) return insertIdempotentThroughExecutor(tx, this.sql.insertIdempotent, params);
       const [row] = await this.prepared<{ id: string; duplicate: string }>(
         tx,
         this.sql.insertIdempotent,

@@ -51,7 +51,12 @@ async function notified(store: PostgresCommandStore): Promise<void> {
 
 describe('PostgreSQL wake-ups', () => {
   it('says so in its capabilities', () => {
-    expect(sender.capabilities).toMatchObject({ skipLocked: true, wakeups: true, revocations: true });
+    expect(sender.capabilities).toMatchObject({
+      skipLocked: true,
+      wakeups: true,
+      revocations: true,
+      sqlExecutor: true,
+    });
     expect(sender.capabilities.commitRiding).not.toBeNull();
   });
 

@@ -79,6 +79,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     skipLocked: false,
     wakeups: false,
     revocations: false,
+    sqlExecutor: false,
     commitRiding: null,
   };
   readonly table: string;

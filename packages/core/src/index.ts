@@ -16,3 +16,4 @@ export * from './ports/events.js';
 export * from './ports/logger.js';
 export * from './ports/interceptors.js';
 export * from './input-checks.js';
+export * from './ports/sql-executor.js';

@@ -1,5 +1,5 @@
-import type { CommandEvent, CommandId, CommandStore, InsertResult } from '@asynccmd/core';
-import { InvalidArgumentError } from '@asynccmd/core';
+import type { CommandEvent, CommandId, CommandStore, InsertResult, SqlExecutor } from '@asynccmd/core';
+import { InvalidArgumentError, isSqlExecutor } from '@asynccmd/core';
 import type { CommandEvents } from './command-events.js';
 import type { CommandTypeMap } from './executor.js';
 import type { ExecutorRegistry } from './executor-registry.js';
@@ -60,11 +60,14 @@ interface OpenTransaction {
 const REMEMBERED_TYPES = 10_000;
 
 /**
- * Submits commands inside the caller's transaction (`tx` is the adapter's transaction handle), so
- * they commit or roll back with the business writes. Validates everything before writing.
+ * Submits commands inside the caller's transaction (`tx` is the adapter's transaction handle, or an
+ * SqlExecutor over an ORM's transaction where the store accepts one), so they commit or roll back
+ * with the business writes. Validates everything before writing.
  */
 export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx = unknown> {
   readonly #open = new Map<Tx, OpenTransaction>();
+  /** Transactions of executors that report their commit; a rolled-back one is simply dropped. */
+  readonly #openExecutors = new WeakMap<SqlExecutor, OpenTransaction>();
   /** Types of recently submitted ids, so afterCommit claims only IMMEDIATE ones. */
   readonly #typeOf = new Map<CommandId, string>();
 
@@ -72,12 +75,13 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
 
   /** Inserts one command in `tx`; returns its id. */
   async submit<K extends TypeOf<TM>>(
-    tx: Tx,
+    tx: Tx | SqlExecutor,
     type: K,
     payload: TM[K],
     options?: SubmitOptions,
   ): Promise<CommandId> {
     const row = toNewCommand(this.deps.rules, type, payload, options);
+    this.#requireExecutorSupport(tx);
     const [id] = await this.deps.store.insert(tx, [row]);
     if (id === undefined) throw new Error('store.insert returned no id');
     this.#submitted(tx, id, type, false);
@@ -89,7 +93,7 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
    * that one's id with `duplicate: true`.
    */
   async submitIdempotent<K extends TypeOf<TM>>(
-    tx: Tx,
+    tx: Tx | SqlExecutor,
     type: K,
     bizKey: string,
     payload: TM[K],
@@ -99,15 +103,17 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
       throw new InvalidArgumentError('submitIdempotent needs a non-empty bizKey');
     }
     const row = toNewCommand(this.deps.rules, type, payload, { ...options, bizKey });
+    this.#requireExecutorSupport(tx);
     const result = await this.deps.store.insertIdempotent(tx, { ...row, bizKey });
     this.#submitted(tx, result.id, type, result.duplicate);
     return result;
   }
 
   /** Inserts a batch in one statement where the database allows; all are validated first. */
-  async submitMany(tx: Tx, items: readonly SubmitItem<TM>[]): Promise<CommandId[]> {
+  async submitMany(tx: Tx | SqlExecutor, items: readonly SubmitItem<TM>[]): Promise<CommandId[]> {
     const rows = items.map((item) => toNewCommand(this.deps.rules, item.type, item.payload, item));
     if (rows.length === 0) return [];
+    this.#requireExecutorSupport(tx);
     const ids = await this.deps.store.insert(tx, rows);
     ids.forEach((id, i) => this.#submitted(tx, id, rows[i]?.type ?? '', false));
     return ids;
@@ -191,7 +197,32 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
     return this.afterCommit(ids);
   }
 
-  #submitted(tx: Tx, id: CommandId, type: string, duplicate: boolean): void {
+  #requireExecutorSupport(tx: Tx | SqlExecutor): void {
+    if (isSqlExecutor(tx) && this.deps.store.capabilities.sqlExecutor !== true) {
+      throw new InvalidArgumentError(
+        `the ${this.deps.store.dialect} store cannot submit through an SqlExecutor; pass its own transaction handle`,
+      );
+    }
+  }
+
+  /** The open transaction of an executor that reports its commit, its after-commit work registered once. */
+  #executorTransaction(executor: SqlExecutor): OpenTransaction | undefined {
+    if (typeof executor.onCommit !== 'function') return undefined;
+    let open = this.#openExecutors.get(executor);
+    if (open === undefined) {
+      const current: OpenTransaction = { ids: [], events: [], announced: false, claimedOnCommit: null };
+      open = current;
+      this.#openExecutors.set(executor, current);
+      executor.onCommit(() => {
+        this.#openExecutors.delete(executor);
+        for (const event of current.events) this.deps.events.emit(event);
+        void this.#afterCommit(current.ids, false, null);
+      });
+    }
+    return open;
+  }
+
+  #submitted(tx: Tx | SqlExecutor, id: CommandId, type: string, duplicate: boolean): void {
     if (!duplicate) {
       this.#typeOf.set(id, type);
       if (this.#typeOf.size > REMEMBERED_TYPES) {
@@ -200,9 +231,9 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
       }
     }
     const event: CommandEvent = { kind: 'submitted', id, type, duplicate };
-    const open = this.#open.get(tx);
+    const open = isSqlExecutor(tx) ? this.#executorTransaction(tx) : this.#open.get(tx);
     if (!open) return this.deps.events.emit(event);
-    // Inside client.transaction: report and dispatch only once it has committed.
+    // Inside client.transaction (or an executor's that reports its commit): report and dispatch only once it has committed.
     if (!duplicate) open.ids.push(id);
     open.events.push(event);
   }

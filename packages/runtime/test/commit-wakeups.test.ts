@@ -23,6 +23,7 @@ function setup(withCommitHook: boolean) {
   };
   const capabilities: StoreCapabilities = {
     skipLocked: false,
+    sqlExecutor: false,
     wakeups: true,
     revocations: false,
     commitRiding: withCommitHook
@@ -105,6 +106,7 @@ describe('IMMEDIATE claims that ride on the commit', () => {
       },
       capabilities: {
         skipLocked: false,
+        sqlExecutor: false,
         wakeups: false,
         revocations: false,
         commitRiding: {

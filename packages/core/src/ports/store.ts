@@ -2,6 +2,7 @@ import type * as E from 'fp-ts/lib/Either.js';
 import type { ClaimedCommand, ClaimRef, CommandId, CommandRecord, NewCommand } from '../command.js';
 import type { CommandNotFoundError, IdempotencyConflictError } from '../errors.js';
 import type { CommandStatus } from '../status.js';
+import type { SqlExecutor } from './sql-executor.js';
 import type { FailureOutcome, TransitionError } from '../transitions.js';
 
 /**
@@ -36,8 +37,9 @@ export interface CommandStore<Tx = unknown> {
    * Inserts commands as PENDING inside the caller's transaction, in order; returns their ids in
    * the same order. One statement for the whole batch where the dialect allows. A bizKey here is
    * for tracing only: it never blocks and is never blocked by an idempotent submit.
+   * `tx` may be an SqlExecutor where `capabilities.sqlExecutor` says so.
    */
-  insert(tx: Tx, commands: readonly NewCommand[]): Promise<CommandId[]>;
+  insert(tx: Tx | SqlExecutor, commands: readonly NewCommand[]): Promise<CommandId[]>;
 
   /**
    * Inserts a command unless an unfinished (PENDING or RUNNING) idempotent command with the same
@@ -45,7 +47,10 @@ export interface CommandStore<Tx = unknown> {
    * concurrency (a unique index, not check-then-insert): of N concurrent calls, exactly one inserts.
    * The bizKey is required.
    */
-  insertIdempotent(tx: Tx, command: NewCommand & { readonly bizKey: string }): Promise<InsertResult>;
+  insertIdempotent(
+    tx: Tx | SqlExecutor,
+    command: NewCommand & { readonly bizKey: string },
+  ): Promise<InsertResult>;
 
   /**
    * Claims up to `limit` PENDING commands of the given types whose nextRunAt ≤ `now`, oldest due
@@ -195,6 +200,8 @@ export interface StoreCapabilities<Tx = unknown> {
    * then the runtime does the same work after commit.
    */
   readonly commitRiding: CommitRiding<Tx> | null;
+  /** `insert` and `insertIdempotent` also accept an SqlExecutor (an ORM's transaction). */
+  readonly sqlExecutor: boolean;
 }
 
 /**

@@ -1,0 +1,54 @@
+import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
+import { sqlTemplate } from '@asynccmd/core';
+import { rolledBackIfAborted } from './pipeline/commit.js';
+
+/**
+ * Submits through an SqlExecutor (an ORM's transaction): the store's own single-row statements,
+ * one per command (every row checked before the first is written), their ids read back as text
+ * so no type parser of the ORM's can round them.
+ */
+export async function insertThroughExecutor(
+  executor: SqlExecutor,
+  insertOne: string,
+  rows: readonly (readonly unknown[])[],
+): Promise<CommandId[]> {
+  const statement = `WITH inserted AS (${insertOne}) SELECT id::text AS id FROM inserted`;
+  const ids: CommandId[] = [];
+  for (const values of rows) {
+    const [row] = await run(executor, statement, values);
+    ids.push(idText(row?.id));
+  }
+  return ids;
+}
+
+/** One idempotent insert; null when the key's holder finished meanwhile (the caller tries again). */
+export async function insertIdempotentThroughExecutor(
+  executor: SqlExecutor,
+  insertIdempotent: string,
+  values: readonly unknown[],
+): Promise<InsertResult | null> {
+  const [row] = await run(executor, insertIdempotent, values);
+  if (!row) return null;
+  return { id: idText(row.id), duplicate: row.duplicate === true || row.duplicate === 't' };
+}
+
+async function run(
+  executor: SqlExecutor,
+  text: string,
+  params: readonly unknown[],
+): Promise<readonly Record<string, unknown>[]> {
+  const { strings, values } = sqlTemplate(text, params as readonly SqlValue[], 'numbered');
+  try {
+    return await executor.run(strings, values);
+  } catch (e) {
+    throw rolledBackIfAborted(e);
+  }
+}
+
+/** An id as text; a number only when exact (an ORM that parses BIGINT as a JavaScript number). */
+function idText(value: unknown): CommandId {
+  if (typeof value === 'string' && value !== '') return value;
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  throw new Error('the insert through the SqlExecutor returned no usable id');
+}

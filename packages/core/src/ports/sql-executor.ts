@@ -1,0 +1,60 @@
+/**
+ * A transaction asynccmd holds no driver client for (an ORM's), reached through the SQL it can run.
+ * An ORM integration builds one over its transaction's public raw-SQL call; the stores then submit
+ * in that transaction with plain statements, so the commands commit or roll back with it.
+ *
+ * `kind` tells it apart from a driver's client where a store accepts either.
+ */
+export interface SqlExecutor {
+  readonly kind: 'sql-executor';
+  /**
+   * Runs one statement in the transaction: `strings` interleaved with `values` bound as parameters,
+   * as a tagged template would (`strings.length === values.length + 1`). Values are strings,
+   * numbers or null. Resolves to the rows of a statement that returns rows (column names as
+   * written in the statement); what it resolves to for other statements is not read.
+   */
+  run(strings: readonly string[], values: readonly SqlValue[]): Promise<readonly Record<string, unknown>[]>;
+  /**
+   * Optional: calls `listener` once after the transaction commits, never when it rolls back. With it,
+   * the runtime dispatches the IMMEDIATE commands submitted through this executor at commit, as it
+   * does for `client.transaction`; without it, call `client.afterCommit(ids)` after the commit.
+   */
+  onCommit?(listener: () => void): void;
+}
+
+export type SqlValue = string | number | null;
+
+/** Whether `tx` is an SqlExecutor rather than a driver's client. */
+export function isSqlExecutor(tx: unknown): tx is SqlExecutor {
+  return (
+    typeof tx === 'object' &&
+    tx !== null &&
+    (tx as { kind?: unknown }).kind === 'sql-executor' &&
+    typeof (tx as { run?: unknown }).run === 'function'
+  );
+}
+
+/**
+ * A statement written with numbered placeholders (`$1`, `$2`, …, as PostgreSQL's) or `?` (as
+ * MySQL's and SQLite's) and its parameters, as the `strings` and `values` of SqlExecutor.run.
+ */
+export function sqlTemplate(
+  text: string,
+  params: readonly SqlValue[],
+  placeholders: 'numbered' | 'question-mark',
+): { strings: string[]; values: SqlValue[] } {
+  const pattern = placeholders === 'numbered' ? /\$(\d+)/g : /\?/g;
+  const strings: string[] = [];
+  const values: SqlValue[] = [];
+  let last = 0;
+  let next = 0;
+  for (const match of text.matchAll(pattern)) {
+    strings.push(text.slice(last, match.index));
+    const index = placeholders === 'numbered' ? Number(match[1]) - 1 : next++;
+    if (index < 0 || index >= params.length) throw new RangeError(`no parameter for ${match[0]}`);
+    values.push(params[index] ?? null);
+    last = match.index + match[0].length;
+  }
+  strings.push(text.slice(last));
+  return { strings, values };
+}

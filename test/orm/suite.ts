@@ -1,0 +1,222 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CommandStore, SqlExecutor } from '@asynccmd/core';
+import { PayloadTooLargeError, UnknownCommandTypeError } from '@asynccmd/core';
+import { createAsyncCommands, defineExecutor } from '@asynccmd/runtime';
+import { createMysqlStore } from '@asynccmd/adapter-mysql';
+import { createPostgresStore } from '@asynccmd/adapter-postgres';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+
+export const PG_URL = process.env.ASYNCCMD_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const MYSQL_SERVER = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
+
+export type Dialect = 'postgres' | 'mysql';
+
+/** Where one test file's tables live: a PostgreSQL schema or a MariaDB database of its own. */
+export interface Place {
+  readonly dialect: Dialect;
+  /** PostgreSQL: the schema; MariaDB: the database. */
+  readonly name: string;
+  /** A connection URL whose default schema/database is `name` (PostgreSQL: set search_path yourself). */
+  readonly url: string;
+}
+
+/** One ORM on one database, as the suite drives it. */
+export interface OrmSubject<Trx> {
+  /** The ORM's own transaction, run through the package's wrapper that reports the commit. */
+  readonly transaction: <T>(fn: (trx: Trx) => Promise<T>) => Promise<T>;
+  /** The package's one call that turns the ORM's transaction into what `client.submit` takes. */
+  readonly executor: (trx: Trx) => SqlExecutor;
+  /** A business write through the ORM, in `trx`. */
+  readonly insertOrder: (trx: Trx, note: string) => Promise<void>;
+  readonly close: () => Promise<void>;
+}
+
+/** A name no other test file, checkout or run uses. */
+export function placeName(prefix: string): string {
+  return `${prefix}_${process.pid}_${Date.now().toString(36)}`;
+}
+
+async function createPlace(dialect: Dialect, name: string): Promise<Place & { drop: () => Promise<void> }> {
+  if (dialect === 'postgres') {
+    await pgAdmin(`CREATE SCHEMA "${name}"`);
+    await pgAdmin(`CREATE TABLE "${name}".orders (id serial PRIMARY KEY, note text NOT NULL)`);
+    return {
+      dialect,
+      name,
+      url: PG_URL,
+      drop: async () => void (await pgAdmin(`DROP SCHEMA IF EXISTS "${name}" CASCADE`)),
+    };
+  }
+  await mysqlAdmin(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`);
+  await mysqlAdmin(`CREATE TABLE \`${name}\`.orders (id INT AUTO_INCREMENT PRIMARY KEY, note TEXT NOT NULL)`);
+  return {
+    dialect,
+    name,
+    url: `${MYSQL_SERVER}/${name}`,
+    drop: async () => void (await mysqlAdmin(`DROP DATABASE IF EXISTS \`${name}\``)),
+  };
+}
+
+async function pgAdmin(text: string, values: unknown[] = []): Promise<pg.QueryResultRow[]> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+async function mysqlAdmin(text: string, values: unknown[] = []): Promise<Record<string, unknown>[]> {
+  const conn = await mysql.createConnection(MYSQL_SERVER);
+  try {
+    const [rows] = await conn.query(text, values);
+    return Array.isArray(rows) ? (rows as Record<string, unknown>[]) : [];
+  } finally {
+    await conn.end();
+  }
+}
+
+async function ordersWith(place: Place, note: string): Promise<number> {
+  const rows =
+    place.dialect === 'postgres'
+      ? await pgAdmin(`SELECT count(*)::int AS n FROM "${place.name}".orders WHERE note = $1`, [note])
+      : await mysqlAdmin(`SELECT count(*) AS n FROM \`${place.name}\`.orders WHERE note = ?`, [note]);
+  return Number(rows[0]?.n);
+}
+
+function openStore(place: Place): CommandStore {
+  return place.dialect === 'postgres'
+    ? createPostgresStore({ connectionString: PG_URL, schema: place.name, poolConfig: { max: 4 } })
+    : createMysqlStore({ connection: place.url, connectionLimit: 4 });
+}
+
+async function waitFor(what: string, condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/**
+ * The ORM adapter's contract on one database: a business row and a command in one ORM transaction
+ * commit together (and the IMMEDIATE command starts at commit), roll back together, and a bad
+ * submit throws inside the transaction before anything is written.
+ */
+export function describeOrm<Trx>(
+  title: string,
+  dialect: Dialect,
+  open: (place: Place) => Promise<OrmSubject<Trx>>,
+): void {
+  describe(`${title} on ${dialect}`, () => {
+    const ran: { orderNote: string; at: number }[] = [];
+    const ship = defineExecutor<'orm.ship', { orderNote: string }>({
+      type: 'orm.ship',
+      mode: 'IMMEDIATE',
+      execute: (p) => void ran.push({ orderNote: p.orderNote, at: performance.now() }),
+    });
+    let place: Place & { drop: () => Promise<void> };
+    let store: CommandStore;
+    let orm: OrmSubject<Trx>;
+    // A poll interval far past the test timeout: only the after-commit dispatch can explain a run.
+    let commands: ReturnType<typeof createAsyncCommands<readonly [typeof ship]>>;
+
+    beforeAll(async () => {
+      place = await createPlace(dialect, placeName(`orm_${title.toLowerCase()}`));
+      store = openStore(place);
+      await store.migrate();
+      commands = createAsyncCommands({
+        store,
+        executors: [ship] as const,
+        pollIntervalMs: 600_000,
+        maxPayloadBytes: 1024,
+      });
+      commands.start();
+      orm = await open(place);
+    });
+
+    afterAll(async () => {
+      await orm?.close();
+      await commands?.stop({ timeoutMs: 2_000 });
+      await place?.drop();
+    });
+
+    const ranFor = (note: string): number => ran.filter((r) => r.orderNote === note).length;
+
+    it('commits the business row and the command together; the IMMEDIATE command starts at commit', async () => {
+      const note = `commit-${dialect}`;
+      let committedAt = 0;
+      const id = await orm.transaction(async (trx) => {
+        await orm.insertOrder(trx, note);
+        const submitted = await commands.client.submit(orm.executor(trx), 'orm.ship', { orderNote: note });
+        committedAt = performance.now();
+        return submitted;
+      });
+      expect(id).toMatch(/^[1-9][0-9]*$/);
+      await waitFor('the IMMEDIATE command to run', () => ranFor(note) === 1);
+      expect(await ordersWith(place, note)).toBe(1);
+      const record = await store.get(id);
+      expect(record).toMatchObject({ id, type: 'orm.ship' });
+      const viaOrm = (ran.find((r) => r.orderNote === note)?.at ?? 0) - committedAt;
+
+      // The same through client.transaction, for comparison.
+      const own = `own-${dialect}`;
+      let ownCommittedAt = 0;
+      await commands.client.transaction(async (_tx, submit) => {
+        await submit('orm.ship', { orderNote: own });
+        ownCommittedAt = performance.now();
+      });
+      await waitFor('the client.transaction command to run', () => ranFor(own) === 1);
+      const viaClient = (ran.find((r) => r.orderNote === own)?.at ?? 0) - ownCommittedAt;
+      console.log(
+        `${title} on ${dialect}: IMMEDIATE start after the end of the transaction's callback (COMMIT included): ` +
+          `${viaOrm.toFixed(1)} ms through the ORM, ${viaClient.toFixed(1)} ms through client.transaction`,
+      );
+    });
+
+    it('rolls back the business row and the command together; nothing runs', async () => {
+      const note = `rollback-${dialect}`;
+      let id = '';
+      await expect(
+        orm.transaction(async (trx) => {
+          await orm.insertOrder(trx, note);
+          id = await commands.client.submit(orm.executor(trx), 'orm.ship', { orderNote: note });
+          throw new Error('business rule failed');
+        }),
+      ).rejects.toThrow('business rule failed');
+      expect(id).not.toBe('');
+      // A later command runs; the rolled-back one, submitted before it, never does.
+      const later = `after-rollback-${dialect}`;
+      await orm.transaction(async (trx) => {
+        await commands.client.submit(orm.executor(trx), 'orm.ship', { orderNote: later });
+      });
+      await waitFor('the later command to run', () => ranFor(later) === 1);
+      await commands.scheduler.runRound();
+      expect(ranFor(note)).toBe(0);
+      expect(await ordersWith(place, note)).toBe(0);
+      expect(await store.get(id)).toBeNull();
+    });
+
+    it('an unknown type or an oversize payload throws inside the transaction before anything is written', async () => {
+      const note = `refused-${dialect}`;
+      const before = (await store.list({})).items.length;
+      await orm.transaction(async (trx) => {
+        await orm.insertOrder(trx, note);
+        const client = commands.client as unknown as {
+          submit: (tx: SqlExecutor, type: string, payload: unknown) => Promise<string>;
+        };
+        await expect(client.submit(orm.executor(trx), 'orm.unknown', {})).rejects.toBeInstanceOf(
+          UnknownCommandTypeError,
+        );
+        await expect(
+          commands.client.submit(orm.executor(trx), 'orm.ship', { orderNote: 'x'.repeat(2048) }),
+        ).rejects.toBeInstanceOf(PayloadTooLargeError);
+        // The transaction goes on: nothing of the refused submits was written in it.
+      });
+      expect(await ordersWith(place, note)).toBe(1);
+      expect((await store.list({})).items.length).toBe(before);
+    });
+  });
+}
