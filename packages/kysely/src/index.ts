@@ -1,9 +1,12 @@
-import type { SqlExecutor, SqlValue } from '@asynccmd/core';
+import type { SqlExecutor } from '@asynccmd/core';
+import { templateStrings, TransactionExecutors } from '@asynccmd/core';
 import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
 
-/** The executor of each transaction: one per `trx`, so the runtime hears of its commit once. */
-const executors = new WeakMap<Transaction<unknown>, KyselyExecutor>();
+const executors = new TransactionExecutors<Transaction<unknown>>(async (trx, strings, values) => {
+  const result = await sql<Record<string, unknown>>(templateStrings(strings), ...values).execute(trx);
+  return result.rows;
+});
 
 /**
  * The SqlExecutor over a Kysely transaction, for `client.submit(kyselyTx(trx), type, payload)`: the
@@ -12,13 +15,7 @@ const executors = new WeakMap<Transaction<unknown>, KyselyExecutor>();
  * transaction of your own, call `client.afterCommit(ids)` once it has committed.
  */
 export function kyselyTx<DB>(trx: Transaction<DB>): SqlExecutor {
-  const key = trx as Transaction<unknown>;
-  let executor = executors.get(key);
-  if (executor === undefined) {
-    executor = new KyselyExecutor(key, null);
-    executors.set(key, executor);
-  }
-  return executor;
+  return executors.of(trx as Transaction<unknown>);
 }
 
 /**
@@ -26,36 +23,14 @@ export function kyselyTx<DB>(trx: Transaction<DB>): SqlExecutor {
  * it are dispatched (IMMEDIATE ones at once, the rest by waking the pollers), as
  * `client.transaction` does.
  */
-export async function asyncTransaction<DB, T>(
+export function asyncTransaction<DB, T>(
   db: Kysely<DB>,
   fn: (trx: Transaction<DB>) => Promise<T>,
 ): Promise<T> {
-  const committed: (() => void)[] = [];
-  const result = await db.transaction().execute(async (trx) => {
-    executors.set(trx as Transaction<unknown>, new KyselyExecutor(trx as Transaction<unknown>, committed));
-    return fn(trx);
-  });
-  for (const listener of committed) listener();
-  return result;
-}
-
-class KyselyExecutor implements SqlExecutor {
-  readonly kind = 'sql-executor';
-  readonly onCommit: ((listener: () => void) => void) | undefined;
-
-  constructor(
-    private readonly trx: Transaction<unknown>,
-    committed: (() => void)[] | null,
-  ) {
-    this.onCommit = committed === null ? undefined : (listener) => void committed.push(listener);
-  }
-
-  async run(
-    strings: readonly string[],
-    values: readonly SqlValue[],
-  ): Promise<readonly Record<string, unknown>[]> {
-    const fragments = Object.assign([...strings], { raw: [...strings] }) as TemplateStringsArray;
-    const result = await sql<Record<string, unknown>>(fragments, ...values).execute(this.trx);
-    return result.rows;
-  }
+  return executors.runWithCommitHooks((register) =>
+    db.transaction().execute(async (trx) => {
+      register(trx as Transaction<unknown>);
+      return fn(trx);
+    }),
+  );
 }

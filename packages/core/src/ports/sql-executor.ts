@@ -58,3 +58,69 @@ export function sqlTemplate(
   strings.push(text.slice(last));
   return { strings, values };
 }
+
+/** How an ORM integration runs one statement on its transaction `tx`. */
+export type RunOnTransaction<T> = (
+  tx: T,
+  strings: readonly string[],
+  values: readonly SqlValue[],
+) => Promise<readonly Record<string, unknown>[]>;
+
+/**
+ * The SqlExecutors of one ORM integration, one per transaction, so the runtime hears of a
+ * transaction's commit once however many commands it submits.
+ */
+export class TransactionExecutors<T extends object> {
+  readonly #executors = new WeakMap<T, SqlExecutor>();
+
+  constructor(private readonly runOn: RunOnTransaction<T>) {}
+
+  /** The executor of `tx`; without commit hooks unless `tx` was opened by `runWithCommitHooks`. */
+  of(tx: T): SqlExecutor {
+    return this.#executors.get(tx) ?? this.#create(tx, undefined);
+  }
+
+  /**
+   * Runs the ORM's transaction; the transaction it hands over is registered (`register(tx)`) with
+   * an executor whose commit listeners run once the transaction has resolved — after COMMIT, and
+   * never when it rejected (rolled back).
+   */
+  async runWithCommitHooks<R>(transaction: (register: (tx: T) => void) => Promise<R>): Promise<R> {
+    const committed: (() => void)[] = [];
+    const result = await transaction((tx) => {
+      this.#create(tx, (listener) => void committed.push(listener));
+    });
+    for (const listener of committed) listener();
+    return result;
+  }
+
+  #create(tx: T, onCommit: ((listener: () => void) => void) | undefined): SqlExecutor {
+    const executor: SqlExecutor = {
+      kind: 'sql-executor',
+      run: (strings, values) => this.runOn(tx, strings, values),
+      ...(onCommit === undefined ? {} : { onCommit }),
+    };
+    this.#executors.set(tx, executor);
+    return executor;
+  }
+}
+
+/** `strings` as the first argument of a tagged template (an ORM's `sql` tag). */
+export function templateStrings(strings: readonly string[]): TemplateStringsArray {
+  return Object.assign([...strings], { raw: [...strings] }) as TemplateStringsArray;
+}
+
+/**
+ * The rows of a raw query's result, whichever driver produced it: node-postgres `{ rows }`, mysql2
+ * `[rows, fields]` (`[header, undefined]` for a write), or the rows themselves (better-sqlite3,
+ * postgres.js).
+ */
+export function rowsOfResult(result: unknown): readonly Record<string, unknown>[] {
+  if (Array.isArray(result)) {
+    const first: unknown = result[0];
+    if (Array.isArray(first)) return first as Record<string, unknown>[];
+    return result.length === 2 && result[1] === undefined ? [] : (result as Record<string, unknown>[]);
+  }
+  const rows = (result as { rows?: unknown } | null)?.rows;
+  return Array.isArray(rows) ? (rows as Record<string, unknown>[]) : [];
+}
