@@ -68,6 +68,7 @@ import {
   write,
 } from './connection.js';
 import { runMigrations } from './migrations.js';
+import { MysqlScheduleStore } from './schedules.js';
 import type { CommandRow } from './rows.js';
 import { fromUtcText, toRecord, toUtcText } from './rows.js';
 import type { MysqlSql } from './sql.js';
@@ -109,6 +110,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   private readonly sql: MysqlSql;
   private readonly maxPayloadBytes: number;
   private closed = false;
+  readonly schedules: MysqlScheduleStore;
 
   constructor(parts: MysqlStoreParts) {
     this.pool = parts.pool;
@@ -118,6 +120,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
     this.resolved = parts.strategy === 'auto' ? null : parts.strategy;
     this.sql = mysqlSql(parts.table);
     this.maxPayloadBytes = parts.maxPayloadBytes;
+    this.schedules = new MysqlScheduleStore(parts.pool, parts.table, (c) => this.insertParams(c, false));
   }
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */

@@ -62,6 +62,7 @@ import {
 } from './checks.js';
 import type { CommandValues } from './checks.js';
 import { migrate } from './migrations.js';
+import { PostgresScheduleStore } from './schedules.js';
 import type { TableNames } from './names.js';
 import { arrayLiteral, asText, HotStatements } from './hot-statements.js';
 import { IdReserve } from './id-reserve.js';
@@ -131,6 +132,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
   private readonly insertWithId: { readonly name: string; readonly text: string };
   private readonly ids: IdReserve;
   private readonly hotStatements: HotStatements;
+  readonly schedules: PostgresScheduleStore;
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
@@ -145,6 +147,7 @@ export class PostgresCommandStore implements CommandStore<PoolClient> {
       1,
     );
     this.sql = buildSql(parts.names);
+    this.schedules = new PostgresScheduleStore(this.pool, parts.names, this.maxPayloadBytes);
     // On a durable hot path the claim after COMMIT stays durable too. Its text (so its prepared
     // name) differs from claimById's either way: commit.ts and pg's own queries never share a name.
     const claimAfterCommit =

@@ -59,6 +59,7 @@ import type {
   StoreStats,
 } from '@asynccmd/core';
 import { runMigrations } from './migrations.js';
+import { SqliteScheduleStore } from './schedules.js';
 import { byDueThenId, compareIds, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
@@ -117,6 +118,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   private readonly statements = new WeakMap<SqliteDatabase, Map<string, Database.Statement>>();
   private readonly context = new AsyncLocalStorage<object>();
   private openTx: { readonly marker: object; readonly done: Promise<void> } | null = null;
+  readonly schedules: SqliteScheduleStore;
 
   constructor(options: SqliteStoreOptions) {
     const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);
@@ -140,6 +142,12 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       this.owned = true;
       configureConnection(this.db, this.busyTimeoutMs);
     }
+    this.schedules = new SqliteScheduleStore({
+      db: this.db,
+      table: this.table,
+      run: (op) => this.run(op),
+      commandParams: (c) => this.insertParams(c),
+    });
   }
 
   async migrate(): Promise<void> {
