@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../errors.js';
+import { AsyncCommandError, InvalidArgumentError } from '../errors.js';
 import type { CommandId, NewCommand } from '../command.js';
 
 /**
@@ -73,6 +73,14 @@ export interface ScheduleTick {
 export type EnqueueTickResult =
   | { readonly outcome: 'enqueued'; readonly id: CommandId }
   | { readonly outcome: 'duplicate' | 'paused' | 'passed' | 'unknown' };
+
+/** No schedule of that name is stored. */
+export class ScheduleNotFoundError extends AsyncCommandError {
+  constructor(readonly schedule: string) {
+    super('NOT_FOUND', `schedule ${JSON.stringify(schedule)} does not exist`);
+    this.name = 'ScheduleNotFoundError';
+  }
+}
 
 export const MAX_SCHEDULE_NAME_LENGTH = 128;
 /** Characters of a stored cron expression or time zone name. */
