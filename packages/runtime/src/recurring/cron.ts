@@ -33,6 +33,6 @@ export function parseCron(expression: string, timezone: string | null): CronTime
   };
   // An expression that never matches (30 February) or a zone croner cannot use fails here, not at
   // its first tick.
-  times.nextAfter(new Date());
+  if (times.nextAfter(new Date()) === null) throw new Error(`"${expression}" never matches a date`);
   return times;
 }
