@@ -130,25 +130,40 @@ export function describeRecurringE2E<Tx>(name: string, harnessFactory: RuntimeHa
       ['none', [T0, T0 + HOUR]],
       ['latest', [T0, T0 + 59 * MINUTE, T0 + HOUR]],
       [3, [T0, T0 + 57 * MINUTE, T0 + 58 * MINUTE, T0 + 59 * MINUTE, T0 + HOUR]],
-    ])('after an hour with every instance down, catchUp %s enqueues what it says', async (catchUp, expected) => {
-      const schedule: RecurringSchedule = { name: 'minutely', cron: '0 * * * * *', type: 'rec.tick', catchUp };
-      const seen: { tick: RecurringTick | null; payload: unknown }[] = [];
-      const clock = manualClock(T0 - 100);
-      const before = await instance([schedule], seen, clock);
-      await waitFor('the schedule declared', async () => (await before.runtime.schedules.list()).length === 1);
-      clock.set(T0 + 100);
-      await waitFor('the tick at T0', async () => (await before.runtime.schedules.get('minutely')).lastTick !== null);
-      await Promise.all(cleanups.splice(0).map((c) => c()));
-      // Every instance was down for an hour; one comes back 5 s after the hour's tick.
-      const after = await instance([schedule], seen, manualClock(T0 + HOUR + 5_000));
-      await waitFor(
-        'the tick of the hour',
-        async () => (await after.runtime.schedules.get('minutely')).lastTick === new Date(T0 + HOUR).toISOString(),
-      );
-      expect(tickTimes(await allOfType(after.store, 'rec.tick'))).toEqual(expected);
-      const view = await after.runtime.schedules.get('minutely');
-      expect(view.nextTick).toBe(new Date(T0 + HOUR + MINUTE).toISOString());
-    });
+    ])(
+      'after an hour with every instance down, catchUp %s enqueues what it says',
+      async (catchUp, expected) => {
+        const schedule: RecurringSchedule = {
+          name: 'minutely',
+          cron: '0 * * * * *',
+          type: 'rec.tick',
+          catchUp,
+        };
+        const seen: { tick: RecurringTick | null; payload: unknown }[] = [];
+        const clock = manualClock(T0 - 100);
+        const before = await instance([schedule], seen, clock);
+        await waitFor(
+          'the schedule declared',
+          async () => (await before.runtime.schedules.list()).length === 1,
+        );
+        clock.set(T0 + 100);
+        await waitFor(
+          'the tick at T0',
+          async () => (await before.runtime.schedules.get('minutely')).lastTick !== null,
+        );
+        await Promise.all(cleanups.splice(0).map((c) => c()));
+        // Every instance was down for an hour; one comes back 5 s after the hour's tick.
+        const after = await instance([schedule], seen, manualClock(T0 + HOUR + 5_000));
+        await waitFor(
+          'the tick of the hour',
+          async () =>
+            (await after.runtime.schedules.get('minutely')).lastTick === new Date(T0 + HOUR).toISOString(),
+        );
+        expect(tickTimes(await allOfType(after.store, 'rec.tick'))).toEqual(expected);
+        const view = await after.runtime.schedules.get('minutely');
+        expect(view.nextTick).toBe(new Date(T0 + HOUR + MINUTE).toISOString());
+      },
+    );
 
     it('pause and resume, through the runtime and the admin HTTP API, hold for every instance', async () => {
       const schedule: RecurringSchedule = { name: 'paused-one', cron: '* * * * * *', type: 'rec.tick' };
@@ -159,7 +174,10 @@ export function describeRecurringE2E<Tx>(name: string, harnessFactory: RuntimeHa
       const b = await instance([schedule], seen, clock);
       await waitFor('declared', async () => (await a.runtime.schedules.list()).length === 1);
       clock.set(start + 2_500);
-      await waitFor('ticks up to start + 2 s', async () => (await allOfType(a.store, 'rec.tick')).length === 3);
+      await waitFor(
+        'ticks up to start + 2 s',
+        async () => (await allOfType(a.store, 'rec.tick')).length === 3,
+      );
 
       // Paused through one instance: the other stops too.
       expect((await a.runtime.schedules.pause('paused-one')).paused).toBe(true);
@@ -172,7 +190,10 @@ export function describeRecurringE2E<Tx>(name: string, harnessFactory: RuntimeHa
       // Resumed at start + 6.5 s: the ticks of the pause are skipped, the next ones run.
       await b.runtime.schedules.resume('paused-one');
       clock.set(start + 8_500);
-      await waitFor('ticks after the resume', async () => (await allOfType(a.store, 'rec.tick')).length === 5);
+      await waitFor(
+        'ticks after the resume',
+        async () => (await allOfType(a.store, 'rec.tick')).length === 5,
+      );
       expect(tickTimes(await allOfType(a.store, 'rec.tick'))).toEqual(
         [0, 1000, 2000, 7000, 8000].map((d) => start + d),
       );
@@ -186,20 +207,34 @@ export function describeRecurringE2E<Tx>(name: string, harnessFactory: RuntimeHa
       expect(listed.status).toBe(200);
       const body = (await listed.json()) as { items: { name: string; lastTick: string; paused: boolean }[] };
       expect(body.items).toEqual([
-        expect.objectContaining({ name: 'paused-one', paused: false, lastTick: new Date(start + 8000).toISOString() }),
+        expect.objectContaining({
+          name: 'paused-one',
+          paused: false,
+          lastTick: new Date(start + 8000).toISOString(),
+        }),
       ]);
       expect((await fetch(`${server.url}/schedules`)).status).toBe(401);
-      expect((await fetch(`${server.url}/schedules/paused-one/pause`, { method: 'POST', headers: auth })).status).toBe(415);
-      const paused = await fetch(`${server.url}/schedules/paused-one/pause`, { method: 'POST', headers: json });
+      expect(
+        (await fetch(`${server.url}/schedules/paused-one/pause`, { method: 'POST', headers: auth })).status,
+      ).toBe(415);
+      const paused = await fetch(`${server.url}/schedules/paused-one/pause`, {
+        method: 'POST',
+        headers: json,
+      });
       expect(paused.status).toBe(200);
       expect(await paused.json()).toMatchObject({ name: 'paused-one', paused: true, nextTick: null });
       expect((await b.runtime.schedules.get('paused-one')).paused).toBe(true);
-      const resumed = await fetch(`${server.url}/schedules/paused-one/resume`, { method: 'POST', headers: json });
+      const resumed = await fetch(`${server.url}/schedules/paused-one/resume`, {
+        method: 'POST',
+        headers: json,
+      });
       expect(await resumed.json()).toMatchObject({ paused: false });
       const missing = await fetch(`${server.url}/schedules/no-such/pause`, { method: 'POST', headers: json });
       expect(missing.status).toBe(404);
       expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('NOT_FOUND');
-      const bad = await fetch(`${server.url}/schedules/${encodeURIComponent('bad name!')}`, { headers: auth });
+      const bad = await fetch(`${server.url}/schedules/${encodeURIComponent('bad name!')}`, {
+        headers: auth,
+      });
       expect(bad.status).toBe(400);
       const stats = (await (await fetch(`${server.url}/stats`, { headers: auth })).json()) as {
         schedules: { name: string }[];

@@ -95,7 +95,10 @@ export class MysqlScheduleStore implements ScheduleStore {
         const schedule = toSchedule(row);
         if (schedule.paused) return { outcome: 'paused' };
         const ms = at.getTime();
-        if ((schedule.lastTick !== null && ms <= schedule.lastTick.getTime()) || ms < schedule.activeFrom.getTime()) {
+        if (
+          (schedule.lastTick !== null && ms <= schedule.lastTick.getTime()) ||
+          ms < schedule.activeFrom.getTime()
+        ) {
           return { outcome: 'passed' };
         }
         let id: string;

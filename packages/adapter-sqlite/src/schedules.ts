@@ -77,7 +77,8 @@ export class SqliteScheduleStore implements ScheduleStore {
     const key = requireScheduleName(name);
     const at = requireStoredTime('now', now).getTime();
     return this.#p.run(() => {
-      const row = this.#stmt('setPaused').get({ paused: paused ? 1 : 0, now: at, name: key }) as ScheduleRow | undefined;
+      const row = this.#stmt('setPaused').get({ paused: paused ? 1 : 0, now: at, name: key }) as
+        ScheduleRow | undefined;
       return row === undefined ? null : toSchedule(row);
     });
   }

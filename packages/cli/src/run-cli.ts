@@ -352,10 +352,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       .action(async (name: string, opts: { json?: boolean }, cmd: Command) =>
         withStore(cmd, async (store) => {
           const view = await setSchedulePaused(store, name, paused, new Date()).catch((e: unknown) => {
-            throw isAsyncCommandError(e) && e.code === 'NOT_FOUND' ? new CliFailure(e.message, EXIT_FAILED) : e;
+            throw isAsyncCommandError(e) && e.code === 'NOT_FOUND'
+              ? new CliFailure(e.message, EXIT_FAILED)
+              : e;
           });
           if (opts.json) json(view);
-          else out(`schedule ${view.name}: ${view.paused ? 'paused' : `running, next tick ${view.nextTick ?? '-'}`}`);
+          else
+            out(
+              `schedule ${view.name}: ${view.paused ? 'paused' : `running, next tick ${view.nextTick ?? '-'}`}`,
+            );
         }),
       );
   }
@@ -384,7 +389,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 }
 
 function scheduleRow(v: ScheduleView): string[] {
-  return [v.name, v.type, v.cron, v.timezone ?? 'UTC', v.paused ? 'paused' : 'running', v.lastTick ?? '-', v.nextTick ?? '-'];
+  return [
+    v.name,
+    v.type,
+    v.cron,
+    v.timezone ?? 'UTC',
+    v.paused ? 'paused' : 'running',
+    v.lastTick ?? '-',
+    v.nextTick ?? '-',
+  ];
 }
 
 /** The most rows one purge DELETE may take. */

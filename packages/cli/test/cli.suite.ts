@@ -223,19 +223,26 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect((await run('purge')).code).toBe(2);
     });
 
-    it('schedules list|pause|resume: the state is the database\'s; an unknown name exits 1, a bad one 2', async () => {
+    it("schedules list|pause|resume: the state is the database's; an unknown name exits 1, a bad one 2", async () => {
       const schedules = store.schedules;
       if (schedules === undefined) throw new Error('the store keeps no schedules');
-      await schedules.declare([{ name: 'cli-nightly', type: 'cli.report', cron: '0 0 3 * * *', timezone: 'Europe/Paris' }], new Date());
+      await schedules.declare(
+        [{ name: 'cli-nightly', type: 'cli.report', cron: '0 0 3 * * *', timezone: 'Europe/Paris' }],
+        new Date(),
+      );
       const human = await run('schedules', 'list');
       expect(human.code).toBe(0);
       expect(human.out).toMatch(/^NAME\s+TYPE\s+CRON\s+TIMEZONE\s+STATE\s+LAST TICK\s+NEXT TICK$/m);
-      expect(human.out).toMatch(/^cli-nightly\s+cli\.report\s+0 0 3 \* \* \*\s+Europe\/Paris\s+running\s+-\s+\S+Z$/m);
+      expect(human.out).toMatch(
+        /^cli-nightly\s+cli\.report\s+0 0 3 \* \* \*\s+Europe\/Paris\s+running\s+-\s+\S+Z$/m,
+      );
       const paused = await run('schedules', 'pause', 'cli-nightly', '--json');
       expect(paused.code).toBe(0);
       expect(JSON.parse(paused.out)).toMatchObject({ name: 'cli-nightly', paused: true, nextTick: null });
       expect((await schedules.get('cli-nightly'))?.paused).toBe(true);
-      const listed = JSON.parse((await run('schedules', 'list', '--json')).out) as { items: { name: string; paused: boolean }[] };
+      const listed = JSON.parse((await run('schedules', 'list', '--json')).out) as {
+        items: { name: string; paused: boolean }[];
+      };
       expect(listed.items.find((i) => i.name === 'cli-nightly')?.paused).toBe(true);
       const resumed = await run('schedules', 'resume', 'cli-nightly');
       expect(resumed.out).toMatch(/^schedule cli-nightly: running, next tick \S+Z$/m);

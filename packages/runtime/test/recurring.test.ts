@@ -8,7 +8,13 @@ import { tickOf } from '../src/recurring/tick.js';
 const T = Date.UTC(2030, 0, 1, 0, 0, 0);
 const iso = (ms: number) => new Date(ms).toISOString();
 const plan = (cron: string, after: number, now: number, catchUp: CatchUpPolicy, missedAfterMs = 10_000) =>
-  planTicks({ cron: parseCron(cron, null), after: new Date(after), now: new Date(now), catchUp, missedAfterMs });
+  planTicks({
+    cron: parseCron(cron, null),
+    after: new Date(after),
+    now: new Date(now),
+    catchUp,
+    missedAfterMs,
+  });
 
 describe('planTicks', () => {
   it('enqueues every due tick that is still on time, and none twice', () => {
@@ -24,10 +30,13 @@ describe('planTicks', () => {
     ['latest', [59, 60]],
     [2, [58, 59, 60]],
     [1000, Array.from({ length: 60 }, (_, i) => i + 1)],
-  ])('after a downtime, catchUp %s keeps the on-time tick and what the policy says of the missed', (catchUp, minutes) => {
-    const p = plan('0 * * * * *', T, T + 3_600_000 + 5_000, catchUp);
-    expect(p.ticks.map((t) => (t.getTime() - T) / 60_000)).toEqual(minutes);
-  });
+  ])(
+    'after a downtime, catchUp %s keeps the on-time tick and what the policy says of the missed',
+    (catchUp, minutes) => {
+      const p = plan('0 * * * * *', T, T + 3_600_000 + 5_000, catchUp);
+      expect(p.ticks.map((t) => (t.getTime() - T) / 60_000)).toEqual(minutes);
+    },
+  );
 
   it('a tick exactly missedAfterMs old counts as missed', () => {
     expect(plan('0 * * * * *', T - 1, T + 10_000, 'none').ticks).toEqual([]);
@@ -53,10 +62,11 @@ describe('cron times (croner)', () => {
       '2030-04-01T00:30:00.000Z',
     ]);
     expect(parseCron('15 * * * *', null).nextAfter(new Date(T))?.toISOString()).toBe(iso(T + 15 * 60_000));
-    expect(parseCron('* * * * * *', null).latestAtOrBefore(2, new Date(T)).map((d) => d.getTime())).toEqual([
-      T,
-      T - 1000,
-    ]);
+    expect(
+      parseCron('* * * * * *', null)
+        .latestAtOrBefore(2, new Date(T))
+        .map((d) => d.getTime()),
+    ).toEqual([T, T - 1000]);
   });
 });
 

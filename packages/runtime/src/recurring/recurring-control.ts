@@ -1,5 +1,11 @@
 import { requireScheduleName, ScheduleNotFoundError, type Clock, type CommandStore } from '@asynccmd/core';
-import { readSchedules, schedulesOf, setSchedulePaused, toScheduleView, type ScheduleView } from '../ops/schedules-view.js';
+import {
+  readSchedules,
+  schedulesOf,
+  setSchedulePaused,
+  toScheduleView,
+  type ScheduleView,
+} from '../ops/schedules-view.js';
 
 /**
  * `runtime.schedules`: the recurring schedules stored in the table (every instance's, not only this

@@ -50,11 +50,15 @@ const SCHEDULE_CHECKS: { readonly [K in keyof RecurringSchedule]-?: Check } = {
       ? null
       : 'must be an IANA time zone name such as "Europe/Paris"',
   type: (v) =>
-    typeof v === 'string' && v.length > 0 && v.length <= 64 ? null : 'must be a command type of 1 to 64 characters',
+    typeof v === 'string' && v.length > 0 && v.length <= 64
+      ? null
+      : 'must be a command type of 1 to 64 characters',
   payload: () => null,
   payloadFor: (v) => (typeof v === 'function' ? null : 'must be a function (tick: Date) => payload'),
   catchUp: (v) =>
-    v === 'none' || v === 'latest' || (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_TICKS_PER_LOOK)
+    v === 'none' ||
+    v === 'latest' ||
+    (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_TICKS_PER_LOOK)
       ? null
       : `must be 'none', 'latest' or a whole number from 1 to ${MAX_TICKS_PER_LOOK}`,
   missedAfterMs: (v) =>
@@ -62,7 +66,9 @@ const SCHEDULE_CHECKS: { readonly [K in keyof RecurringSchedule]-?: Check } = {
       ? null
       : `must be a whole number of milliseconds from 0 to ${MAX_MISSED_AFTER_MS}`,
   maxRetry: (v) =>
-    typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 1000 ? null : 'must be a whole number from 0 to 1000',
+    typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 1000
+      ? null
+      : 'must be a whole number from 0 to 1000',
 };
 
 /** What is wrong with the `recurring` option, or null: each schedule's fields, and unique names. */

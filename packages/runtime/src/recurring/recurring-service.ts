@@ -121,7 +121,10 @@ export class RecurringService extends PeriodicService {
         if (result.outcome === 'paused') break;
         if (result.outcome === 'enqueued') {
           inserted += 1;
-          logger.debug({ schedule: name, tick: tick.toISOString(), commandId: result.id }, 'asynccmd: tick enqueued');
+          logger.debug(
+            { schedule: name, tick: tick.toISOString(), commandId: result.id },
+            'asynccmd: tick enqueued',
+          );
           events.emit({ kind: 'submitted', id: result.id, type: command.type, duplicate: false });
         }
       }

@@ -57,7 +57,12 @@ export function schedulesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: str
       const name = uniqueName();
       const first: ScheduleDefinition = { name, type: 'report.daily', cron: '0 0 * * *', timezone: null };
       await schedules.declare([first], at(0));
-      expect(await schedules.get(name)).toEqual({ ...first, paused: false, lastTick: null, activeFrom: at(0) });
+      expect(await schedules.get(name)).toEqual({
+        ...first,
+        paused: false,
+        lastTick: null,
+        activeFrom: at(0),
+      });
       await schedules.setPaused(name, true, at(1000));
       const type = uniqueType();
       await schedules.enqueueTick(tickOf(name, 'report.daily', at(HOUR)));
