@@ -95,6 +95,30 @@ export const MIGRATIONS: readonly Migration[] = [
     // recorded so the numbers mean the same on every adapter.
     statements: () => [],
   },
+  {
+    version: 7,
+    name: 'recurring schedules and the once-per-tick key',
+    addsIndex: 'uq_schedule_tick',
+    statements: (t, collation) => [
+      `CREATE TABLE IF NOT EXISTS \`${t}_schedules\` (
+        name        VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        type        VARCHAR(128) NOT NULL,
+        cron        VARCHAR(200) NOT NULL,
+        timezone    VARCHAR(200) NULL,
+        paused      TINYINT(1)   NOT NULL DEFAULT 0,
+        last_tick   DATETIME(3)  NULL,
+        active_from DATETIME(3)  NOT NULL,
+        PRIMARY KEY (name)
+      ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = ${collation}`,
+      // One ALTER, last: all or nothing, and its key tells a re-run that the version is done. Set on
+      // the commands of recurring ticks only; a UNIQUE key ignores NULLs, so ordinary commands never
+      // meet it, and it holds for the life of the row, finished or not.
+      `ALTER TABLE \`${t}\`
+         ADD COLUMN schedule_name VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NULL,
+         ADD COLUMN schedule_tick DATETIME(3) NULL,
+         ADD UNIQUE KEY uq_schedule_tick (schedule_name, schedule_tick)`,
+    ],
+  },
 ];
 
 /** No-pad binary collations compare 'a' and 'a ' as different keys; older servers only have utf8mb4_bin. */

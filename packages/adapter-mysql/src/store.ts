@@ -38,6 +38,7 @@ import {
 } from './connection.js';
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import { runMigrations } from './migrations.js';
+import { MysqlScheduleStore } from './schedules.js';
 import type { CommandRow } from './rows.js';
 import { fromUtcText, toRecord, toUtcText } from './rows.js';
 import type { MysqlSql } from './sql.js';
@@ -79,6 +80,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   private readonly sql: MysqlSql;
   private readonly input: StoreInput;
   private closed = false;
+  readonly schedules: MysqlScheduleStore;
 
   constructor(parts: MysqlStoreParts) {
     this.pool = parts.pool;
@@ -88,6 +90,9 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     this.resolved = parts.strategy === 'auto' ? null : parts.strategy;
     this.sql = mysqlSql(parts.table);
     this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes, textWidths: WIDTHS });
+    this.schedules = new MysqlScheduleStore(parts.pool, parts.table, (c) =>
+      insertParams(this.input.command(c), false),
+    );
   }
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { TableNames } from './names.js';
+import { schedulesTable } from './schedules.js';
 import { runInTransaction } from './pipeline/transaction.js';
 
 /**
@@ -88,6 +89,28 @@ export const MIGRATIONS: readonly Migration[] = [
       // the rows finished in that range, however many older ones the table keeps.
       `CREATE INDEX IF NOT EXISTS ${n.index('outcome_idx')} ON ${n.table} (finished_at)
          WHERE status IN ('SUCCESS', 'DEAD')`,
+    ],
+  },
+  {
+    version: 7,
+    name: 'recurring schedules and the once-per-tick key',
+    statements: (n) => [
+      // Set on the commands of recurring ticks only (NULL otherwise, and then outside the index).
+      // Unique for the life of the row, finished or not: the key that makes a tick run once.
+      `ALTER TABLE ${n.table}
+         ADD COLUMN IF NOT EXISTS schedule_name TEXT,
+         ADD COLUMN IF NOT EXISTS schedule_tick TIMESTAMPTZ(3)`,
+      `CREATE UNIQUE INDEX IF NOT EXISTS ${n.index('schedule_tick')} ON ${n.table} (schedule_name, schedule_tick)
+         WHERE schedule_name IS NOT NULL`,
+      `CREATE TABLE IF NOT EXISTS ${schedulesTable(n)} (
+         name        TEXT           PRIMARY KEY,
+         type        TEXT           NOT NULL,
+         cron        TEXT           NOT NULL,
+         timezone    TEXT,
+         paused      BOOLEAN        NOT NULL DEFAULT FALSE,
+         last_tick   TIMESTAMPTZ(3),
+         active_from TIMESTAMPTZ(3) NOT NULL
+       )`,
     ],
   },
 ];

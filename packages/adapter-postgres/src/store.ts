@@ -27,6 +27,7 @@ import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
 import { requireInstant } from './checks.js';
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import { migrate } from './migrations.js';
+import { PostgresScheduleStore } from './schedules.js';
 import type { TableNames } from './names.js';
 import { arrayLiteral, asText, HotStatements } from './pipeline/hot-statements.js';
 import { IdReserve } from './pipeline/id-reserve.js';
@@ -91,6 +92,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   private readonly insertWithId: { readonly name: string; readonly text: string };
   private readonly ids: IdReserve;
   private readonly hotStatements: HotStatements;
+  readonly schedules: PostgresScheduleStore;
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
@@ -112,6 +114,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     };
     this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes });
     this.sql = buildSql(parts.names);
+    this.schedules = new PostgresScheduleStore(this.pool, parts.names, this.input);
     // On a durable hot path the claim after COMMIT stays durable too. Its text (so its prepared
     // name) differs from claimById's either way: pipeline/commit.ts and pg's own queries never share a name.
     const claimAfterCommit =

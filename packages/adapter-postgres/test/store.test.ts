@@ -146,6 +146,8 @@ describe('PostgresCommandStore', () => {
         'async_command_type_biz_idx',
         'async_command_migrations_pkey',
         'async_command_outcome_idx',
+        'async_command_schedule_tick',
+        'async_command_schedules_pkey',
       ].sort(),
     );
   });

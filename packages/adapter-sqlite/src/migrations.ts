@@ -87,6 +87,27 @@ export const MIGRATIONS: readonly Migration[] = [
     // the numbers mean the same on every adapter.
     statements: () => [],
   },
+  {
+    version: 7,
+    name: 'recurring schedules and the once-per-tick key',
+    statements: (t) => [
+      // (schedule_name, schedule_tick) is set on the commands of recurring ticks only. Unique for the
+      // life of the row, finished or not: that key is what makes a tick run once across instances.
+      `ALTER TABLE ${t} ADD COLUMN schedule_name TEXT`,
+      `ALTER TABLE ${t} ADD COLUMN schedule_tick INTEGER`,
+      `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_schedule_tick ON ${t} (schedule_name, schedule_tick)
+         WHERE schedule_name IS NOT NULL`,
+      `CREATE TABLE IF NOT EXISTS ${t}_schedules (
+        name        TEXT    PRIMARY KEY,
+        type        TEXT    NOT NULL,
+        cron        TEXT    NOT NULL,
+        timezone    TEXT,
+        paused      INTEGER NOT NULL DEFAULT 0,
+        last_tick   INTEGER,
+        active_from INTEGER NOT NULL
+      )`,
+    ],
+  },
 ];
 
 /**

@@ -28,6 +28,7 @@ import {
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
 import { runMigrations } from './migrations.js';
+import { SqliteScheduleStore } from './schedules.js';
 import { toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
@@ -91,6 +92,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   private readonly statements = new WeakMap<SqliteDatabase, Map<string, Database.Statement>>();
   private readonly context = new AsyncLocalStorage<object>();
   private openTx: { readonly marker: object; readonly done: Promise<void> } | null = null;
+  readonly schedules: SqliteScheduleStore;
 
   constructor(options: SqliteStoreOptions) {
     const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);
@@ -110,6 +112,12 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       this.owned = true;
       configureConnection(this.db, this.busyTimeoutMs);
     }
+    this.schedules = new SqliteScheduleStore({
+      db: this.db,
+      table: this.table,
+      run: (op) => this.run(op),
+      commandParams: (c) => insertParams(this.input.command(c)),
+    });
   }
 
   async migrate(): Promise<void> {

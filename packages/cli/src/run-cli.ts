@@ -23,8 +23,11 @@ import {
   parseReason,
   parseStatuses,
   parseType,
+  readSchedules,
   readStats,
   requireCommandId,
+  setSchedulePaused,
+  type ScheduleView,
   toStatusResource,
   type CommandStatusResource,
 } from '@asynccmd/runtime/ops';
@@ -313,6 +316,55 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       },
     );
 
+  const schedules = program
+    .command('schedules')
+    .description('recurring schedules: list them with their last and next ticks, pause or resume one');
+  schedules
+    .command('list')
+    .description('every stored schedule, its state, last tick and next tick')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { json?: boolean }, cmd: Command) =>
+      withStore(cmd, async (store) => {
+        const views = await readSchedules(store, new Date());
+        if (opts.json) return json({ items: views });
+        if (views.length === 0) return out('no recurring schedules');
+        out(
+          renderTable(
+            ['NAME', 'TYPE', 'CRON', 'TIMEZONE', 'STATE', 'LAST TICK', 'NEXT TICK'],
+            views.map((v) => scheduleRow(v)),
+          ),
+        );
+      }),
+    );
+  for (const [action, paused] of [
+    ['pause', true],
+    ['resume', false],
+  ] as const) {
+    schedules
+      .command(action)
+      .description(
+        paused
+          ? 'stop enqueueing the ticks of a schedule, on every instance'
+          : 'enqueue the ticks of a paused schedule again from now on (those of the pause are skipped)',
+      )
+      .argument('<name>', 'schedule name')
+      .option('--json', 'machine-readable output')
+      .action(async (name: string, opts: { json?: boolean }, cmd: Command) =>
+        withStore(cmd, async (store) => {
+          const view = await setSchedulePaused(store, name, paused, new Date()).catch((e: unknown) => {
+            throw isAsyncCommandError(e) && e.code === 'NOT_FOUND'
+              ? new CliFailure(e.message, EXIT_FAILED)
+              : e;
+          });
+          if (opts.json) json(view);
+          else
+            out(
+              `schedule ${view.name}: ${view.paused ? 'paused' : `running, next tick ${view.nextTick ?? '-'}`}`,
+            );
+        }),
+      );
+  }
+
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
@@ -334,6 +386,18 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     io.stderr(`asynccmd: ${describeFailure(e)}\n`);
     return EXIT_FAILED;
   }
+}
+
+function scheduleRow(v: ScheduleView): string[] {
+  return [
+    v.name,
+    v.type,
+    v.cron,
+    v.timezone ?? 'UTC',
+    v.paused ? 'paused' : 'running',
+    v.lastTick ?? '-',
+    v.nextTick ?? '-',
+  ];
 }
 
 /** The most rows one purge DELETE may take. */

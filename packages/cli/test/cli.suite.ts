@@ -223,6 +223,36 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect((await run('purge')).code).toBe(2);
     });
 
+    it("schedules list|pause|resume: the state is the database's; an unknown name exits 1, a bad one 2", async () => {
+      const schedules = store.schedules;
+      if (schedules === undefined) throw new Error('the store keeps no schedules');
+      await schedules.declare(
+        [{ name: 'cli-nightly', type: 'cli.report', cron: '0 0 3 * * *', timezone: 'Europe/Paris' }],
+        new Date(),
+      );
+      const human = await run('schedules', 'list');
+      expect(human.code).toBe(0);
+      expect(human.out).toMatch(/^NAME\s+TYPE\s+CRON\s+TIMEZONE\s+STATE\s+LAST TICK\s+NEXT TICK$/m);
+      expect(human.out).toMatch(
+        /^cli-nightly\s+cli\.report\s+0 0 3 \* \* \*\s+Europe\/Paris\s+running\s+-\s+\S+Z$/m,
+      );
+      const paused = await run('schedules', 'pause', 'cli-nightly', '--json');
+      expect(paused.code).toBe(0);
+      expect(JSON.parse(paused.out)).toMatchObject({ name: 'cli-nightly', paused: true, nextTick: null });
+      expect((await schedules.get('cli-nightly'))?.paused).toBe(true);
+      const listed = JSON.parse((await run('schedules', 'list', '--json')).out) as {
+        items: { name: string; paused: boolean }[];
+      };
+      expect(listed.items.find((i) => i.name === 'cli-nightly')?.paused).toBe(true);
+      const resumed = await run('schedules', 'resume', 'cli-nightly');
+      expect(resumed.out).toMatch(/^schedule cli-nightly: running, next tick \S+Z$/m);
+      expect((await schedules.get('cli-nightly'))?.paused).toBe(false);
+      const missing = await run('schedules', 'pause', 'no-such-schedule');
+      expect(missing.code).toBe(1);
+      expect(missing.err).toContain('schedule "no-such-schedule" does not exist');
+      expect((await run('schedules', 'pause', 'bad name!')).code).toBe(2);
+    });
+
     it('a missing table says to run asynccmd migrate, exits 1, and never prints the driver', async () => {
       const table = `no_table_${process.pid}`;
       // Named as the operator gave it: schema-qualified where --schema was passed.

@@ -40,7 +40,10 @@ import { HungReclaimer } from './services/hung-reclaimer.js';
 import { LeaseKeeper } from './services/lease-keeper.js';
 import { Maintainer } from './services/maintainer.js';
 import { Retention } from './services/retention.js';
+import { RecurringSchedules } from './recurring/recurring-control.js';
+import { RecurringService } from './recurring/recurring-service.js';
 import { pause, StoreOutage } from './store-outage.js';
+import { toNewCommand } from './submit-validation.js';
 
 export type RuntimeStatus = 'idle' | 'running' | 'stopping' | 'stopped';
 
@@ -78,6 +81,8 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   readonly leases: LeaseKeeper;
   /** How this instance names itself in its claims (claimedBy, the attempt history). */
   readonly instanceId: string;
+  /** The recurring schedules in the table: list, pause, resume (shared by all instances). */
+  readonly schedules: RecurringSchedules;
   readonly #runner: CommandRunner;
   readonly #outcomes: OutcomeWriter;
   readonly #outage: StoreOutage;
@@ -153,7 +158,9 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     const retention = options.retention
       ? new Retention(store, this.#outage, this.logger, options.retention)
       : null;
-    this.#maintainer = new Maintainer(this.leases, [reclaimer, retention]);
+    this.schedules = new RecurringSchedules(store, this.clock);
+    const recurring = this.#recurringService(options, store);
+    this.#maintainer = new Maintainer(this.leases, [reclaimer, retention, recurring]);
     const immediate = new ImmediateDispatch({
       ...shared,
       runner: this.#runner,
@@ -186,6 +193,54 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
         if (missed > 0 && others === 0) wake(true);
       },
     });
+  }
+
+  /** The service that enqueues the ticks of `recurring`, or null when there are none. */
+  #recurringService(options: AsyncCommandsOptions<Tx>, store: CommandStore): RecurringService | null {
+    const schedules = options.recurring ?? [];
+    if (schedules.length === 0) return null;
+    if (store.schedules === undefined) {
+      throw new InvalidArgumentError(
+        `asynccmd option \`recurring\` needs a store that keeps schedules; the ${store.dialect} store does not`,
+      );
+    }
+    const submitOnly = options.submitOnlyTypes ?? [];
+    const rules = {
+      registry: this.registry,
+      submitOnlyTypes: submitOnly,
+      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      defaultMaxRetry: options.defaultMaxRetry ?? DEFAULT_MAX_RETRY,
+      owner: options.owner ?? null,
+      headers: () => ({}),
+      clock: this.clock,
+    };
+    // A tick's command is checked as a submit is, here once for what is known now (the type, a fixed
+    // payload), so a mistake fails the start rather than every tick.
+    for (const s of schedules) {
+      try {
+        toNewCommand(rules, s.type, s.payloadFor ? null : (s.payload ?? null), {
+          ...(s.maxRetry !== undefined ? { maxRetry: s.maxRetry } : {}),
+        });
+      } catch (e) {
+        if (e instanceof Error) e.message = `recurring schedule "${s.name}": ${e.message}`;
+        throw e;
+      }
+    }
+    return new RecurringService(
+      {
+        schedules: store.schedules,
+        clock: this.clock,
+        logger: this.logger,
+        events: this.events,
+        outage: this.#outage,
+        rules,
+        enqueued: () => {
+          store.wakeups?.notify();
+          this.scheduler.wake();
+        },
+      },
+      schedules,
+    );
   }
 
   /** Subscribes to every CommandEvent; returns the unsubscribe function. */

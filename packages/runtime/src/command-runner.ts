@@ -1,3 +1,4 @@
+import { tickOf } from './recurring/tick.js';
 import {
   decideFailure,
   type ClaimedCommand,
@@ -265,6 +266,7 @@ function contextOf(execution: Execution, logger: Logger): ExecutionContext {
     command,
     attempt: command.retryCount + 1,
     logger,
+    tick: tickOf(command.headers),
     get signal() {
       return execution.signal;
     },

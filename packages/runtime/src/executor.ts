@@ -1,3 +1,4 @@
+import type { RecurringTick } from './recurring/tick.js';
 import type { BackoffPolicy, ClaimedCommand, CommandId, ExecutionMode, Logger } from '@asynccmd/core';
 
 /** What an executor sees besides its payload. */
@@ -13,6 +14,8 @@ export interface ExecutionContext<P = unknown> {
    */
   readonly signal: AbortSignal;
   readonly logger: Logger;
+  /** For the command of a recurring schedule: which schedule, and the tick it speaks for; else null. */
+  readonly tick: RecurringTick | null;
 }
 
 /**

@@ -49,3 +49,9 @@ export type { PublicStatusLinkOptions, PublicStatusOptions } from './ops/public-
 export { purgeFinished } from './services/retention.js';
 export type { PurgeOptions, PurgeResult, RetentionOptions } from './services/retention.js';
 export type { DashboardOptions } from './ops/dashboard/dashboard.js';
+export type { RecurringSchedule } from './recurring/recurring-options.js';
+export type { CatchUpPolicy } from './recurring/tick-plan.js';
+export type { RecurringTick } from './recurring/tick.js';
+export { SCHEDULE_HEADER, TICK_HEADER } from './recurring/tick.js';
+export type { RecurringSchedules } from './recurring/recurring-control.js';
+export type { ScheduleView } from './ops/schedules-view.js';

@@ -2,6 +2,7 @@ import { EXECUTION_MODES, InvalidArgumentError, MAX_INSTANCE_CHARS } from '@asyn
 import type { AnyExecutor } from './executor.js';
 import { MAX_DURATION_MS } from './ops/duration.js';
 import type { AsyncCommandsOptions } from './options.js';
+import { recurringProblem } from './recurring/recurring-options.js';
 import type { RetentionOptions } from './services/retention.js';
 import type { PoolOptions } from './work-pool.js';
 
@@ -190,6 +191,7 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   reclaimIntervalMs: duration(1),
   maxRescues: integer(0, MAX_RESCUES_LIMIT),
   retention,
+  recurring: recurringProblem,
 };
 
 /**

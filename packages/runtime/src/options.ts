@@ -8,6 +8,7 @@ import type {
   TokenSource,
 } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
+import type { RecurringSchedule } from './recurring/recurring-options.js';
 import type { RetentionOptions } from './services/retention.js';
 import type { PoolOptions } from './work-pool.js';
 
@@ -80,6 +81,13 @@ export interface AsyncCommandsOptions<Tx = unknown> {
    * purges: give it to one, or to all (a purge of rows already gone deletes nothing).
    */
   readonly retention?: RetentionOptions;
+  /**
+   * Commands submitted on a cron schedule, once per tick across every instance that declares them
+   * (see docs/recurring.md). Each instance enqueues the ticks; the table's (schedule, tick) key lets
+   * exactly one insert through. Pause and resume them with `runtime.schedules`, the admin API or the
+   * CLI.
+   */
+  readonly recurring?: readonly RecurringSchedule[];
 }
 
 export interface StopOptions {

@@ -63,6 +63,31 @@ const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[
   ['reclaimBatchSize', [0, 2.5, 10_001]],
   ['maxRescues', [-1, 1.5, 1001]],
   [
+    'recurring',
+    [
+      null,
+      {},
+      [null],
+      [{ cron: '* * * * *', type: 't' }],
+      [{ name: 'bad name', cron: '* * * * *', type: 't' }],
+      [{ name: 'a', cron: 'every minute', type: 't' }],
+      [{ name: 'a', cron: '* * * * * * * *', type: 't' }],
+      [{ name: 'a', cron: '0 0 30 2 *', type: 't' }],
+      [{ name: 'a', cron: '* * * * *', type: 't', timezone: 'Mars/Olympus' }],
+      [{ name: 'a', cron: '* * * * *', type: 't', catchUp: 'all' }],
+      [{ name: 'a', cron: '* * * * *', type: 't', catchUp: 0 }],
+      [{ name: 'a', cron: '* * * * *', type: 't', catchUp: 1001 }],
+      [{ name: 'a', cron: '* * * * *', type: 't', missedAfterMs: -1 }],
+      [{ name: 'a', cron: '* * * * *', type: 't', payloadFor: 'x' }],
+      [{ name: 'a', cron: '* * * * *', type: 't', payload: 1, payloadFor: () => 1 }],
+      [{ name: 'a', cron: '* * * * *', type: 't', every: 5 }],
+      [
+        { name: 'a', cron: '* * * * *', type: 't' },
+        { name: 'a', cron: '0 * * * *', type: 't' },
+      ],
+    ],
+  ],
+  [
     'retention',
     [
       null,

@@ -13,6 +13,7 @@ import { outcomesArea } from './areas/outcomes.js';
 import { purgeArea } from './areas/purge.js';
 import { readArea } from './areas/read.js';
 import { reclaimArea } from './areas/reclaim.js';
+import { schedulesArea } from './areas/schedules.js';
 import { statsArea } from './areas/stats.js';
 
 export type { StoreHarness, StoreHarnessFactory } from './harness.js';
@@ -41,5 +42,6 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     idempotencyArea(factory, name);
     migrationArea(factory, name);
     modelArea(factory, name);
+    schedulesArea(factory, name);
   });
 }

@@ -4,6 +4,7 @@ import type { CommandNotFoundError, IdempotencyConflictError } from '../errors.j
 import type { CommandStatus } from '../status.js';
 import type { SqlExecutor } from './sql-executor.js';
 import type { FailureOutcome, TransitionError } from '../transitions.js';
+import type { ScheduleStore } from './schedules.js';
 
 /**
  * The command store: every database operation asynccmd needs, named by intent. One adapter per
@@ -176,6 +177,12 @@ export interface CommandStore<Tx = unknown> {
    * holding it aborts the execution at once instead of at its next heartbeat.
    */
   readonly revocations?: RevocationChannel;
+
+  /**
+   * Recurring schedules and the once-per-tick insert of their commands, where the adapter has them
+   * (every adapter of this repository does; the runtime refuses `recurring` without them).
+   */
+  readonly schedules?: ScheduleStore;
 
   /** Closes the store's own connections (never the caller's). */
   close(): Promise<void>;

@@ -368,6 +368,8 @@
           el('td', { class: 'mono' }, show(sc.name)),
           el('td', { class: 'mono' }, show(sc.type)),
           el('td', {}, time(sc.nextRunAt)),
+          el('td', {}, time(sc.lastTick)),
+          el('td', {}, sc.paused ? 'paused' : 'running'),
         ),
       ),
     );

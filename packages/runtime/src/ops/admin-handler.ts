@@ -2,6 +2,8 @@ import {
   ADMIN_TRANSITIONS,
   CommandNotFoundError,
   InvalidArgumentError,
+  requireScheduleName,
+  ScheduleNotFoundError,
   silentLogger,
   type AdminTransition,
   type CommandStore,
@@ -21,6 +23,7 @@ import {
   type PublicStatusOptions,
 } from './public-status.js';
 import { createRequestGuard, type RequestGuardOptions } from './request-guard.js';
+import { readSchedules, schedulesOf, setSchedulePaused, toScheduleView } from './schedules-view.js';
 import { readStats } from './stats-view.js';
 import { toStatusResource } from './status-resource.js';
 import { parseListQuery, parseMountPath, parseReason, requireCommandId } from './validation.js';
@@ -150,6 +153,28 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
       sendJson(res, 200, toStatusResource(result.right, linkBase));
     };
 
+  // Pause and resume are judged on this process's clock: a resume skips the ticks before it.
+  const scheduleAction =
+    (paused: boolean) =>
+    async (req: IncomingMessage, res: ServerResponse, name: string): Promise<void> => {
+      const body = await readJsonBody(req);
+      const extra = Object.keys(body)[0];
+      if (extra !== undefined) {
+        throw new InvalidArgumentError(
+          `${paused ? 'pause' : 'resume'} takes no body fields, not ${JSON.stringify(extra.slice(0, 40))}`,
+        );
+      }
+      const view = await setSchedulePaused(store, name, paused, new Date());
+      logger.info({ schedule: view.name, paused }, 'admin schedule change');
+      sendJson(res, 200, view);
+    };
+
+  const showSchedule = async (res: ServerResponse, name: string): Promise<void> => {
+    const record = await schedulesOf(store).get(requireScheduleName(name));
+    if (record === null) throw new ScheduleNotFoundError(name);
+    sendJson(res, 200, toScheduleView(record, new Date()));
+  };
+
   const fixed = new Map<string, Route>(
     Object.entries({
       '/health': {
@@ -176,6 +201,11 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
         method: 'GET',
         access: 'protected',
         handle: async (_req, res) => sendJson(res, 200, await readStats(store)),
+      },
+      '/schedules': {
+        method: 'GET',
+        access: 'protected',
+        handle: async (_req, res) => sendJson(res, 200, { items: await readSchedules(store, new Date()) }),
       },
       '/commands': {
         method: 'GET',
@@ -206,6 +236,16 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
         access: 'public',
         handle: (_req, res) => showPublicStatus(res, text, statusSecret),
       };
+    }
+    const schedule = /^\/schedules\/([^/]+)(?:\/(pause|resume))?$/.exec(path);
+    if (schedule !== null) {
+      const name = decodeSegment(schedule[1] ?? '');
+      const action = schedule[2];
+      if (action === undefined) {
+        return { method: 'GET', access: 'protected', handle: (_req, res) => showSchedule(res, name) };
+      }
+      const act = scheduleAction(action === 'pause');
+      return { method: 'POST', access: 'protected', handle: (req, res) => act(req, res, name) };
     }
     const m = /^\/commands\/([^/]+)(?:\/([^/]+))?$/.exec(path);
     if (m === null) return undefined;

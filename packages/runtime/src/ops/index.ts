@@ -14,3 +14,4 @@ export {
   parseType,
   requireCommandId,
 } from './validation.js';
+export { readSchedules, setSchedulePaused, toScheduleView, type ScheduleView } from './schedules-view.js';

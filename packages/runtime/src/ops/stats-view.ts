@@ -1,4 +1,5 @@
 import { COMMAND_STATUSES, type CommandStatus, type CommandStore, type StatsRow } from '@asynccmd/core';
+import { readSchedules, type ScheduleView } from './schedules-view.js';
 
 /** Counts by status and by type, and the age of the backlog, as /stats and `asynccmd stats` show them. */
 export interface StatsView {
@@ -13,6 +14,8 @@ export interface StatsView {
   readonly oldestDueAt: string | null;
   /** How long that command has been waiting past its due time, in milliseconds. */
   readonly oldestPendingAgeMs: number | null;
+  /** The recurring schedules, with their last and next ticks (next after `now`); empty when none. */
+  readonly schedules: readonly ScheduleView[];
 }
 
 export function zeroCounts(): Record<CommandStatus, number> {
@@ -25,7 +28,7 @@ export function zeroCounts(): Record<CommandStatus, number> {
  */
 export async function readStats(store: CommandStore): Promise<StatsView> {
   const now = await store.now();
-  const stats = await store.stats(now);
+  const [stats, schedules] = await Promise.all([store.stats(now), readSchedules(store, now)]);
   const byStatus = zeroCounts();
   const byType: Record<string, Record<CommandStatus, number>> = {};
   let total = 0;
@@ -43,5 +46,6 @@ export async function readStats(store: CommandStore): Promise<StatsView> {
     oldestDueAt: stats.oldestDueAt?.toISOString() ?? null,
     oldestPendingAgeMs:
       stats.oldestDueAt === null ? null : Math.max(0, now.getTime() - stats.oldestDueAt.getTime()),
+    schedules,
   };
 }

@@ -8,7 +8,11 @@ import { createOutcomeWindow, type OutcomeSeries } from './outcome-window.js';
 export interface ScheduleSummary {
   readonly name: string;
   readonly type: string;
+  /** The next tick; null while paused. */
   readonly nextRunAt: string | null;
+  /** The latest tick enqueued; null before the first. */
+  readonly lastTick: string | null;
+  readonly paused: boolean;
 }
 
 /** What every open dashboard page shows and refreshes: one answer shared by all of them. */
@@ -71,7 +75,13 @@ export function createSummaryReader(s: SummarySources): () => Promise<DashboardS
           ? null
           : { items: dead.items.map((c) => toStatusResource(c, s.linkBase)), more: dead.nextCursor !== null },
       outcomes: series,
-      schedules: [],
+      schedules: (stats?.schedules ?? []).map((sc) => ({
+        name: sc.name,
+        type: sc.type,
+        nextRunAt: sc.nextTick,
+        lastTick: sc.lastTick,
+        paused: sc.paused,
+      })),
     };
   };
 }

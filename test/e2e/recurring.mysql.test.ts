@@ -1,0 +1,4 @@
+import { describeRecurringE2E } from './recurring-suite.js';
+import { mysqlRuntimeHarness } from './mysql-harness.js';
+
+describeRecurringE2E('mysql', mysqlRuntimeHarness);
