@@ -10,6 +10,7 @@ import {
   type ScheduleStore,
   type ScheduleTick,
 } from '@asynccmd/core';
+import { tickRefusal } from '@asynccmd/core/store-kit';
 import type { Pool } from 'mysql2/promise';
 import { inTransaction, isDuplicateKey, retryLockConflicts, select, write } from './connection.js';
 import { fromUtcText, toUtcText } from './rows.js';
@@ -91,16 +92,8 @@ export class MysqlScheduleStore implements ScheduleStore {
     return retryLockConflicts(() =>
       inTransaction(this.#pool, true, async (conn): Promise<EnqueueTickResult> => {
         const [row] = await select<ScheduleRow>(conn, this.#sql.get, [name]);
-        if (row === undefined) return { outcome: 'unknown' };
-        const schedule = toSchedule(row);
-        if (schedule.paused) return { outcome: 'paused' };
-        const ms = at.getTime();
-        if (
-          (schedule.lastTick !== null && ms <= schedule.lastTick.getTime()) ||
-          ms < schedule.activeFrom.getTime()
-        ) {
-          return { outcome: 'passed' };
-        }
+        const refused = tickRefusal(row === undefined ? null : toSchedule(row), at);
+        if (refused) return refused;
         let id: string;
         try {
           const header = await write(conn, this.#sql.insertTick, [...params, name, atText]);

@@ -10,6 +10,7 @@ import {
   type ScheduleTick,
 } from '@asynccmd/core';
 import type { Pool } from 'pg';
+import { tickRefusal } from '@asynccmd/core/store-kit';
 import type { StoreInput } from '@asynccmd/core/store-kit';
 import type { TableNames } from './names.js';
 import { runInTransaction } from './pipeline/transaction.js';
@@ -90,12 +91,8 @@ export class PostgresScheduleStore implements ScheduleStore {
     return runInTransaction(this.#pool, async (client): Promise<EnqueueTickResult> => {
       const found = await client.query<ScheduleRow>(this.#sql.get, [name]);
       const row = found.rows[0];
-      if (row === undefined) return { outcome: 'unknown' };
-      if (row.paused) return { outcome: 'paused' };
-      const ms = at.getTime();
-      if ((row.last_tick_ms !== null && ms <= row.last_tick_ms) || ms < row.active_from_ms) {
-        return { outcome: 'passed' };
-      }
+      const refused = tickRefusal(row === undefined ? null : toSchedule(row), at);
+      if (refused) return refused;
       const inserted = await client.query<{ id: string }>(this.#sql.insertTick, [
         v.type,
         v.bizKey,

@@ -11,6 +11,7 @@ import {
   type ScheduleStore,
   type ScheduleTick,
 } from '@asynccmd/core';
+import { tickRefusal } from '@asynccmd/core/store-kit';
 import { DB_NOW } from './sql.js';
 
 /** What the schedules need of the store: its handle, its table, its turn-taking and its row checks. */
@@ -85,17 +86,15 @@ export class SqliteScheduleStore implements ScheduleStore {
 
   async enqueueTick(tick: ScheduleTick): Promise<EnqueueTickResult> {
     const name = requireScheduleName(tick.schedule);
-    const at = requireStoredTime('tick', requireDate('tick', tick.tick)).getTime();
+    const tickAt = requireStoredTime('tick', requireDate('tick', tick.tick));
+    const at = tickAt.getTime();
     const params = this.#p.commandParams(tick.command);
     return this.#p.run(() =>
       this.#p.db
         .transaction((): EnqueueTickResult => {
           const row = this.#stmt('get').get(name) as ScheduleRow | undefined;
-          if (row === undefined) return { outcome: 'unknown' };
-          if (row.paused === 1) return { outcome: 'paused' };
-          if ((row.last_tick !== null && at <= row.last_tick) || at < row.active_from) {
-            return { outcome: 'passed' };
-          }
+          const refused = tickRefusal(row === undefined ? null : toSchedule(row), tickAt);
+          if (refused) return refused;
           const id = this.#stmt('insertTick')
             .pluck()
             .get(...params, name, at) as string | undefined;

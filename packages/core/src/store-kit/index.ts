@@ -7,3 +7,4 @@
 export * from './input.js';
 export * from './guarded-transition.js';
 export * from './rows.js';
+export * from './schedules.js';
