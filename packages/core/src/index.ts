@@ -7,6 +7,7 @@ export * from './error-text.js';
 export * from './payload.js';
 export * from './backoff.js';
 export * from './dispatch.js';
+export * from './claim-sizing.js';
 export * from './transitions.js';
 export * from './status-view.js';
 export * from './ports/store.js';
