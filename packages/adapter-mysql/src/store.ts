@@ -68,6 +68,7 @@ import {
   write,
 } from './connection.js';
 import { runMigrations } from './migrations.js';
+import { MysqlWakeups } from './wakeups.js';
 import type { CommandRow } from './rows.js';
 import { fromUtcText, toRecord, toUtcText } from './rows.js';
 import type { MysqlSql } from './sql.js';
@@ -109,8 +110,11 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   private readonly sql: MysqlSql;
   private readonly maxPayloadBytes: number;
   private closed = false;
+  /** Other processes' submits, seen by a polled probe (wakeups.ts). */
+  readonly wakeups: MysqlWakeups;
 
   constructor(parts: MysqlStoreParts) {
+    this.wakeups = new MysqlWakeups(parts.pool, parts.table);
     this.pool = parts.pool;
     this.ownsPool = parts.ownsPool;
     this.claimPools = { pool: parts.pool, claimPool: parts.claimPool };
@@ -122,7 +126,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
   get capabilities(): StoreCapabilities {
-    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: false, revocations: false };
+    return { skipLocked: this.resolved?.skipLocked ?? false, wakeups: true, revocations: false };
   }
 
   /** The claim strategy in use, asking the server its version the first time under 'auto'. */
@@ -547,6 +551,7 @@ export class MysqlCommandStore implements CommandStore<Connection> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.wakeups.close();
     await Promise.all([this.ownsPool ? this.pool.end() : undefined, this.claimPools.claimPool?.end()]);
   }
 
@@ -568,7 +573,9 @@ export class MysqlCommandStore implements CommandStore<Connection> {
       first = BigInt(String(header.insertId));
     }
     const step = rows.length === 1 ? 1n : await this.step(tx);
-    return rows.map((_, i) => String(first + BigInt(i) * step));
+    const ids = rows.map((_, i) => String(first + BigInt(i) * step));
+    this.wakeups.insertedHere(ids[ids.length - 1] ?? null);
+    return ids;
   }
 
   /** auto_increment_increment is a session variable (Galera sets it per node): asked on the connection that inserted. */

@@ -63,6 +63,7 @@ import { byDueThenId, compareIds, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
 import type { ListFilter, SqliteSql } from './sql.js';
+import { SqliteWakeups } from './wakeups.js';
 
 export type SqliteDatabase = Database.Database;
 
@@ -107,7 +108,9 @@ const ADMIN_ATTEMPTS = 3;
  */
 export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   readonly dialect = 'sqlite';
-  readonly capabilities: StoreCapabilities = { skipLocked: false, wakeups: false, revocations: false };
+  readonly capabilities: StoreCapabilities;
+  /** Other connections' commits, seen by a polled probe (wakeups.ts); none on an in-memory database. */
+  readonly wakeups: SqliteWakeups | undefined;
   readonly table: string;
   readonly db: SqliteDatabase;
   private readonly owned: boolean;
@@ -140,6 +143,8 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
       this.owned = true;
       configureConnection(this.db, this.busyTimeoutMs);
     }
+    this.wakeups = this.db.memory ? undefined : new SqliteWakeups(this.db);
+    this.capabilities = { skipLocked: false, wakeups: this.wakeups !== undefined, revocations: false };
   }
 
   async migrate(): Promise<void> {
@@ -419,6 +424,7 @@ export class SqliteCommandStore implements CommandStore<SqliteDatabase> {
   }
 
   async close(): Promise<void> {
+    this.wakeups?.close();
     if (this.openTx) await this.openTx.done;
     if (this.owned && this.db.open) this.db.close();
   }

@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { adaptiveQueueSize, CLAIM_ROUNDS_QUEUED, movingAverage, type ClaimSizing } from '../src/index.js';
+import {
+  adaptiveQueueSize,
+  CLAIM_ROUNDS_QUEUED,
+  movingAverage,
+  WAKE_PROBE_LONGEST_MS,
+  WAKE_PROBE_SHORTEST_MS,
+  wakeProbeDelayMs,
+  type ClaimSizing,
+} from '../src/index.js';
 
 const sizingArb: fc.Arbitrary<ClaimSizing> = fc.record({
   concurrency: fc.integer({ min: 1, max: 10_000 }),
@@ -86,5 +94,25 @@ describe('movingAverage', () => {
         },
       ),
     );
+  });
+});
+
+describe('wakeProbeDelayMs', () => {
+  it('probes often while the table changes, backs off to a bound when it is quiet', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        (a, b) => {
+          const [shorter, longer] = a <= b ? [a, b] : [b, a];
+          const delay = wakeProbeDelayMs(shorter);
+          expect(delay).toBeGreaterThanOrEqual(WAKE_PROBE_SHORTEST_MS);
+          expect(delay).toBeLessThanOrEqual(WAKE_PROBE_LONGEST_MS);
+          expect(wakeProbeDelayMs(longer)).toBeGreaterThanOrEqual(delay);
+        },
+      ),
+    );
+    expect(wakeProbeDelayMs(0)).toBe(WAKE_PROBE_SHORTEST_MS);
+    expect(wakeProbeDelayMs(60_000)).toBe(WAKE_PROBE_LONGEST_MS);
   });
 });
