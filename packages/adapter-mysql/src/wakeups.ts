@@ -5,7 +5,7 @@ import { select } from './connection.js';
 /**
  * Wake-ups across processes without a broker. MySQL and MariaDB have no LISTEN/NOTIFY, so a probe
  * asks for the table's highest id — one primary-key index dive, answered without reading a row —
- * every 10 ms while it keeps changing, backing off to every 100 ms when quiet (core
+ * every 5 ms while it keeps changing, backing off to every 100 ms when quiet (core
  * wakeProbeDelayMs). A new highest id means another process committed a submit: the subscribers
  * wake and their claim finds it. A transaction that took a lower id but committed after a higher
  * one was seen does not move the highest id; the next submit or the poll interval picks it up.

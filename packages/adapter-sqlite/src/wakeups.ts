@@ -4,7 +4,7 @@ import type { SqliteDatabase } from './store.js';
 /**
  * Wake-ups across processes (and connections) without a broker: SQLite's `PRAGMA data_version`
  * changes whenever another connection commits to the database file, and reading it touches no
- * table (it reads the shared WAL index header). A probe reads it every 10 ms while the file keeps
+ * table (it reads the shared WAL index header). A probe reads it every 5 ms while the file keeps
  * changing, backing off to every 100 ms when it has been quiet (core wakeProbeDelayMs); a change
  * wakes the subscribers, whose claim then finds the new work. This connection's own commits do not
  * change it: local submits wake the local scheduler directly.

@@ -5,7 +5,7 @@
  * work arriving after a quiet spell waits at most about a tenth of that spell: at a steady stream
  * of submits it waits at most SHORTEST, and an idle instance probes LONGEST⁻¹ times a second.
  */
-export const WAKE_PROBE_SHORTEST_MS = 10;
+export const WAKE_PROBE_SHORTEST_MS = 5;
 export const WAKE_PROBE_LONGEST_MS = 100;
 
 /** Milliseconds until the next probe, `quietMs` after the probe last saw a change. */
