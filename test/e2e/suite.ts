@@ -260,7 +260,8 @@ export function describeRuntimeE2E<Tx>(
       // A poll interval longer than the test: only full rounds and pool refills drain the backlog.
       const { runtime, client, events, store } = await instance(
         [work],
-        { pollIntervalMs: 600_000, sharedPool: { concurrency: 4 } },
+        // A fixed queue of 0 (the adaptive default would queue more): claims never exceed the pool.
+        { pollIntervalMs: 600_000, sharedPool: { concurrency: 4, queueSize: 0 } },
         { start: false },
       );
       const total = 40;

@@ -28,7 +28,6 @@ export function fromUtcText(text: string): Date {
   return d;
 }
 
-
 /** A Date as DATETIME(3) text in UTC, bound as a parameter (never subject to a time-zone setting). */
 export function toUtcText(d: Date): string {
   return d.toISOString().slice(0, 23).replace('T', ' ');

@@ -39,6 +39,7 @@ import {
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import { runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
+import { MysqlWakeups } from './wakeups.js';
 import type { CommandRow } from './rows.js';
 import { fromUtcText, toRecord, toUtcText } from './rows.js';
 import type { MysqlSql } from './sql.js';
@@ -81,8 +82,11 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   private readonly input: StoreInput;
   private closed = false;
   readonly schedules: MysqlScheduleStore;
+  /** Other processes' submits, seen by a polled probe (wakeups.ts). */
+  readonly wakeups: MysqlWakeups;
 
   constructor(parts: MysqlStoreParts) {
+    this.wakeups = new MysqlWakeups(parts.pool, parts.table);
     this.pool = parts.pool;
     this.ownsPool = parts.ownsPool;
     this.claimPools = { pool: parts.pool, claimPool: parts.claimPool };
@@ -99,7 +103,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   get capabilities(): Port.StoreCapabilities<Connection> {
     return {
       skipLocked: this.resolved?.skipLocked ?? false,
-      wakeups: false,
+      wakeups: true,
       revocations: false,
       sqlExecutor: true,
       commitRiding: null,
@@ -529,6 +533,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.wakeups.close();
     await Promise.all([this.ownsPool ? this.pool.end() : undefined, this.claimPools.claimPool?.end()]);
   }
 
@@ -550,7 +555,9 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       first = BigInt(String(header.insertId));
     }
     const step = rows.length === 1 ? 1n : await this.step(tx);
-    return rows.map((_, i) => String(first + BigInt(i) * step));
+    const ids = rows.map((_, i) => String(first + BigInt(i) * step));
+    this.wakeups.insertedHere(ids[ids.length - 1] ?? null);
+    return ids;
   }
 
   /** auto_increment_increment is a session variable (Galera sets it per node): asked on the connection that inserted. */

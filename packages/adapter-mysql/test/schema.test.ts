@@ -51,7 +51,7 @@ describe('schema, options and strategy choice', () => {
       expect((await auto.claimStrategy()).name).toBe('skip-locked'); // this machine runs MariaDB 10.11
       expect(auto.capabilities).toEqual({
         skipLocked: true,
-        wakeups: false,
+        wakeups: true,
         revocations: false,
         commitRiding: null,
         sqlExecutor: true,

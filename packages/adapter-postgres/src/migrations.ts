@@ -1,12 +1,14 @@
 import type { Pool } from 'pg';
+import { dueIdsFunctionDdl } from './claim-plan.js';
 import type { TableNames } from './names.js';
 import { schedulesTable } from './schedules.js';
+import { NOT_HELD_BACK } from './sql.js';
 import { runInTransaction } from './pipeline/transaction.js';
 
 /**
  * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
- * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes). Every statement is idempotent
- * (`IF NOT EXISTS`), so a half-applied version re-runs cleanly; versions run in one transaction
+ * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan). Every statement
+ * is idempotent (`IF NOT EXISTS`, `OR REPLACE`), so a half-applied version re-runs cleanly; versions run in one transaction
  * under an advisory lock, so two processes migrating at once take turns instead of racing on the
  * catalog.
  */
@@ -90,6 +92,12 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS ${n.index('outcome_idx')} ON ${n.table} (finished_at)
          WHERE status IN ('SUCCESS', 'DEAD')`,
     ],
+  },
+  {
+    version: 5,
+    name: 'claim plan independent of statistics',
+    // The claim's pick of due ids as a function with its own planner settings (claim-plan.ts).
+    statements: (n) => [dueIdsFunctionDdl(n, NOT_HELD_BACK)],
   },
   {
     version: 7,

@@ -1,4 +1,5 @@
 import { ACTIVE_STATUSES, ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core';
+import { dueIdsFunction } from './claim-plan.js';
 import type { TableNames } from './names.js';
 
 /**
@@ -37,7 +38,7 @@ const withAttempt = (outcome: string, error: string): string =>
  * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
  * the row until that claim lets go (releaseRevoked) or the lease runs out, its executor may still run.
  */
-const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${NOW})`;
+export const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${NOW})`;
 
 /**
  * The NOTIFY payload announcing that an admin write took a RUNNING command's claim away (see
@@ -138,18 +139,12 @@ export function buildSql(n: TableNames) {
 
     /**
      * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in due order
-     * from the partial index, skipping rows other claimers hold; the UPDATE then touches only those.
+     * from the partial index, skipping rows other claimers hold (claim-plan.ts: a plan that does not
+     * depend on table statistics); the UPDATE then touches only those.
      * $1 now, $2 types, $3 limit, $4 token, $5 lease ms, $6 instance.
      */
     claimDue: `
-      WITH due AS (
-        SELECT id FROM ${t}
-        WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz AND type = ANY($2::text[])
-          AND ${NOT_HELD_BACK}
-        ORDER BY next_run_at, id
-        LIMIT $3
-        FOR UPDATE SKIP LOCKED
-      )
+      WITH due AS (SELECT id FROM ${dueIdsFunction(n)}($1::timestamptz, $2::text[], $3::integer) AS id)
       UPDATE ${t} AS c SET ${claimSet('$4', '$5', '$6')}
       FROM due WHERE c.id = due.id
       ${returning}`,

@@ -239,7 +239,7 @@ describe('PostgreSQL wake-ups', () => {
       expect(first).toHaveLength(1);
       expect(second).toHaveLength(1);
       expect(first).not.toEqual(second);
-      expect(await lastQuery()).toContain('FOR UPDATE SKIP LOCKED');
+      expect(await lastQuery()).toContain('async_command_claim_due');
       // Lent once per notification; and notifications still arrive on it afterwards.
       expect(receiver.wakeups.lendAfterWake(async () => 'again')).toBeNull();
       sender.wakeups.notify();

@@ -33,6 +33,7 @@ import { toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
 import type { ListFilter, SqliteSql } from './sql.js';
+import { SqliteWakeups } from './wakeups.js';
 
 export type SqliteDatabase = Database.Database;
 
@@ -76,13 +77,9 @@ const INSERT_CHUNK = 500;
  */
 export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   readonly dialect = 'sqlite';
-  readonly capabilities: Port.StoreCapabilities<SqliteDatabase> = {
-    skipLocked: false,
-    wakeups: false,
-    revocations: false,
-    sqlExecutor: false,
-    commitRiding: null,
-  };
+  readonly capabilities: Port.StoreCapabilities<SqliteDatabase>;
+  /** Other connections' commits, seen by a polled probe (wakeups.ts); none on an in-memory database. */
+  readonly wakeups: SqliteWakeups | undefined;
   readonly table: string;
   readonly db: SqliteDatabase;
   private readonly owned: boolean;
@@ -118,6 +115,14 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       run: (op) => this.run(op),
       commandParams: (c) => insertParams(this.input.command(c)),
     });
+    this.wakeups = this.db.memory ? undefined : new SqliteWakeups(this.db);
+    this.capabilities = {
+      skipLocked: false,
+      wakeups: this.wakeups !== undefined,
+      revocations: false,
+      sqlExecutor: false,
+      commitRiding: null,
+    };
   }
 
   async migrate(): Promise<void> {
@@ -379,6 +384,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   }
 
   async close(): Promise<void> {
+    this.wakeups?.close();
     if (this.openTx) await this.openTx.done;
     if (this.owned && this.db.open) this.db.close();
   }

@@ -7,6 +7,8 @@ export * from './error-text.js';
 export * from './payload.js';
 export * from './backoff.js';
 export * from './dispatch.js';
+export * from './claim-sizing.js';
+export * from './wake-probe.js';
 export * from './transitions.js';
 export * from './status-view.js';
 export * from './ports/store.js';

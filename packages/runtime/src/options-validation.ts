@@ -1,4 +1,9 @@
-import { EXECUTION_MODES, InvalidArgumentError, MAX_INSTANCE_CHARS } from '@asynccmd/core';
+import {
+  DEFAULT_ADAPTIVE_QUEUE_LIMIT,
+  EXECUTION_MODES,
+  InvalidArgumentError,
+  MAX_INSTANCE_CHARS,
+} from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
 import { MAX_DURATION_MS } from './ops/duration.js';
 import type { AsyncCommandsOptions } from './options.js';
@@ -105,18 +110,16 @@ export function poolOptionsProblem(options: unknown): string | null {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     return `must be pool options ({ concurrency, queueSize?, refillAt?, refillWaitMs? }), not ${describe(options)}`;
   }
-  const {
-    concurrency,
-    queueSize = 0,
-    refillAt,
-    refillWaitMs,
-  } = options as Partial<Record<keyof PoolOptions, unknown>>;
+  const { concurrency, queueSize, refillAt, refillWaitMs } = options as Partial<
+    Record<keyof PoolOptions, unknown>
+  >;
   const field = (name: string, problem: string | null) => (problem ? `${name} ${problem}` : null);
   const sizes =
     field('concurrency', integer(1, MAX_BATCH_SIZE)(concurrency)) ??
-    field('queueSize', integer(0, MAX_BATCH_SIZE)(queueSize));
+    (queueSize === undefined ? null : field('queueSize', integer(0, MAX_BATCH_SIZE)(queueSize)));
   if (sizes) return sizes;
-  const places = (concurrency as number) + (queueSize as number);
+  const places =
+    (concurrency as number) + ((queueSize as number | undefined) ?? DEFAULT_ADAPTIVE_QUEUE_LIMIT);
   return (
     (refillAt === undefined ? null : field('refillAt', integer(1, places)(refillAt))) ??
     (refillWaitMs === undefined ? null : field('refillWaitMs', duration(0)(refillWaitMs)))

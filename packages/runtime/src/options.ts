@@ -21,7 +21,7 @@ import type { PoolOptions } from './work-pool.js';
 export const DEFAULT_LEASE_MS = 8_000;
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_MAX_RETRY = 5;
-export const DEFAULT_SHARED_POOL: PoolOptions = { concurrency: 8, queueSize: 0 };
+export const DEFAULT_SHARED_POOL: PoolOptions = { concurrency: 8 };
 export const DEFAULT_SCHEDULED_BATCH_SIZE = 10;
 export const DEFAULT_RECLAIM_BATCH_SIZE = 100;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
@@ -61,7 +61,7 @@ export interface AsyncCommandsOptions<Tx = unknown> {
   readonly heartbeatIntervalMs?: number;
   /** Sleep between poll rounds that found nothing more to do. Default 1 s. */
   readonly pollIntervalMs?: number;
-  /** The pool for ASYNC_POOL / IMMEDIATE types that name none. Default { concurrency: 8, queueSize: 0 }. */
+  /** The pool for ASYNC_POOL / IMMEDIATE types that name none. Default { concurrency: 8 } (an adaptive queue). */
   readonly sharedPool?: PoolOptions;
   /** Isolated pools, by the name executors give in `pool`. */
   readonly pools?: Readonly<Record<string, PoolOptions>>;

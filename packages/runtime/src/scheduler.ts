@@ -136,7 +136,9 @@ export class Scheduler {
         }
         now ??= clock.now();
         if (pool) this.#disarmTopUp(pool); // claiming for it now; if still short, re-armed below
+        const claimStarted = performance.now();
         const rows = await store.claimDue({ types, limit, now, token: tokens.next(), leaseMs, instance });
+        pool?.claimTook(performance.now() - claimStarted);
         budget.set(pool, limit - rows.length);
         claimed += rows.length;
         group.hungry = rows.length === limit;

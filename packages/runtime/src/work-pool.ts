@@ -1,17 +1,28 @@
-import { InvalidArgumentError, type PoolCapacity } from '@asynccmd/core';
+import {
+  adaptiveQueueSize,
+  DEFAULT_ADAPTIVE_QUEUE_LIMIT,
+  InvalidArgumentError,
+  movingAverage,
+  type PoolCapacity,
+} from '@asynccmd/core';
 import { poolOptionsProblem } from './options-validation.js';
 
 export interface PoolOptions {
   /** Commands running at once. */
   readonly concurrency: number;
   /**
-   * Claimed commands allowed to wait for a slot. Default 0: the scheduler claims only what can start
-   * now, so no claimed row sits in memory; raise it to smooth bursts of short commands.
+   * Claimed commands allowed to wait for a slot. Default: adaptive — as many as the slots would
+   * start during about two claim round trips, from the measured execution and claim times (core
+   * adaptiveQueueSize, at most 500): fast commands on a deep backlog come in large claims, slow
+   * ones are claimed only as slots free up, so no instance holds work others could start. Queued
+   * commands keep their lease (heartbeats) and go back to PENDING on shutdown. A number fixes it
+   * (0: claim only what can start now).
    */
   readonly queueSize?: number;
   /**
    * Free places (idle slots plus queue room) that make a claim round worth it while the pool is
-   * still busy with a backlog. Default: half of `concurrency + queueSize`, rounded up — claims then
+   * still busy with a backlog. Default: half of `concurrency + queueSize` (the current adaptive
+   * size if it adapts), rounded up — claims then
    * come in useful batches instead of one round per freed slot. A local submit, a store wake-up and
    * the poll interval still claim whatever is free, so latency does not wait for the threshold.
    */
@@ -24,6 +35,13 @@ export interface PoolOptions {
 }
 
 export const DEFAULT_REFILL_WAIT_MS = 20;
+
+/**
+ * Weights of the newest sample in the adaptive queue's moving averages: an execution time follows
+ * the last few dozen commands, a claim time the last few claims.
+ */
+const EXECUTION_WEIGHT = 0.05;
+const CLAIM_WEIGHT = 0.2;
 
 /**
  * What a job's run leaves behind once its slot is free: the write of its outcome, which needs a
@@ -42,7 +60,10 @@ export interface PoolJob {
 export interface PoolState {
   readonly name: string;
   readonly concurrency: number;
+  /** The queue's size now (it changes when it adapts). */
   readonly queueSize: number;
+  /** The queue size adapts to the measured execution and claim times (no fixed `queueSize`). */
+  readonly adaptiveQueue: boolean;
   readonly refillAt: number;
   readonly active: number;
   readonly queued: number;
@@ -54,9 +75,14 @@ export interface PoolState {
 /** A bounded pool of concurrent async work with a bounded queue; `offer` refuses when both are full. */
 export class WorkPool {
   readonly concurrency: number;
-  readonly queueSize: number;
-  readonly refillAt: number;
   readonly refillWaitMs: number;
+  /** The queue adapts (no fixed `queueSize`). */
+  readonly adaptiveQueue: boolean;
+  readonly #refillAt: number | undefined;
+  #queueSize: number;
+  /** Moving averages of an execution's wall time and a claim's round trip, in ms. */
+  #executionMs: number | null = null;
+  #claimMs: number | null = null;
   #active = 0;
   #recording = 0;
   readonly #queue: PoolJob[] = [];
@@ -69,13 +95,38 @@ export class WorkPool {
   ) {
     const problem = poolOptionsProblem(options);
     if (problem) throw new InvalidArgumentError(`pool "${name}": ${problem}`);
-    const { concurrency, queueSize = 0 } = options;
-    const refillAt = options.refillAt ?? Math.ceil((concurrency + queueSize) / 2);
-    const refillWaitMs = options.refillWaitMs ?? DEFAULT_REFILL_WAIT_MS;
-    this.concurrency = concurrency;
-    this.queueSize = queueSize;
-    this.refillAt = refillAt;
-    this.refillWaitMs = refillWaitMs;
+    this.concurrency = options.concurrency;
+    this.adaptiveQueue = options.queueSize === undefined;
+    this.#queueSize = options.queueSize ?? 0;
+    this.#refillAt = options.refillAt;
+    this.refillWaitMs = options.refillWaitMs ?? DEFAULT_REFILL_WAIT_MS;
+  }
+
+  /** Claimed commands allowed to wait for a slot, now. */
+  get queueSize(): number {
+    return this.#queueSize;
+  }
+
+  /** Free places that make a refill round worth it; never more than the pool has places. */
+  get refillAt(): number {
+    const places = this.concurrency + this.#queueSize;
+    return Math.min(this.#refillAt ?? Math.ceil(places / 2), places);
+  }
+
+  /** A claim for this pool took `ms`: an adaptive queue follows the claim round trip. */
+  claimTook(ms: number): void {
+    if (!this.adaptiveQueue) return;
+    this.#claimMs = movingAverage(this.#claimMs, ms, CLAIM_WEIGHT);
+    this.#resize();
+  }
+
+  #resize(): void {
+    this.#queueSize = adaptiveQueueSize({
+      concurrency: this.concurrency,
+      executionMs: this.#executionMs,
+      claimRoundTripMs: this.#claimMs,
+      limit: DEFAULT_ADAPTIVE_QUEUE_LIMIT,
+    });
   }
 
   /**
@@ -86,7 +137,7 @@ export class WorkPool {
    */
   get free(): number {
     const held = this.#active + Math.max(0, this.#recording - this.concurrency);
-    return Math.max(0, this.concurrency - held) + Math.max(0, this.queueSize - this.#queue.length);
+    return Math.max(0, this.concurrency - held) + Math.max(0, this.#queueSize - this.#queue.length);
   }
 
   capacity(): PoolCapacity {
@@ -99,7 +150,7 @@ export class WorkPool {
       this.#start(job);
       return true;
     }
-    if (this.#queue.length < this.queueSize) {
+    if (this.#queue.length < this.#queueSize) {
       this.#queue.push(job);
       return true;
     }
@@ -129,7 +180,8 @@ export class WorkPool {
     return {
       name: this.name,
       concurrency: this.concurrency,
-      queueSize: this.queueSize,
+      queueSize: this.#queueSize,
+      adaptiveQueue: this.adaptiveQueue,
       refillAt: this.refillAt,
       active: this.#active,
       queued: this.#queue.length,
@@ -144,8 +196,13 @@ export class WorkPool {
 
   #start(job: PoolJob): void {
     this.#active++;
+    const began = this.adaptiveQueue ? performance.now() : 0;
     const done = (tail: void | PoolJobTail): void => {
       this.#active--;
+      if (this.adaptiveQueue) {
+        this.#executionMs = movingAverage(this.#executionMs, performance.now() - began, EXECUTION_WEIGHT);
+        this.#resize();
+      }
       if (tail) {
         this.#recording++;
         const recorded = (): void => {

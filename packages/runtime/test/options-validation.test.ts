@@ -53,7 +53,7 @@ const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[
       { concurrency: 0 },
       { concurrency: 1.5 },
       { concurrency: 2, queueSize: -1 },
-      { concurrency: 2, refillAt: 5 },
+      { concurrency: 2, queueSize: 0, refillAt: 5 },
       { concurrency: 2, refillWaitMs: -1 },
       { concurrency: 2, refillWaitMs: 2 ** 31 },
     ],

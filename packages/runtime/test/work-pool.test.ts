@@ -85,4 +85,27 @@ describe('WorkPool', () => {
     );
     expect(() => new WorkPool('p', { concurrency: 1, queueSize: -1 })).toThrow(/queueSize/);
   });
+
+  it('sizes its queue from measured execution and claim times unless queueSize fixes it', async () => {
+    const fixed = new WorkPool('f', { concurrency: 1, queueSize: 3 });
+    fixed.claimTook(50);
+    expect(fixed.state()).toMatchObject({ queueSize: 3, adaptiveQueue: false });
+
+    const pool = new WorkPool('a', { concurrency: 1 });
+    // Nothing measured yet: claim only what can start.
+    expect(pool.state()).toMatchObject({ queueSize: 0, adaptiveQueue: true, free: 1 });
+    pool.claimTook(5);
+    pool.offer({ run: async () => undefined });
+    await pool.whenIdle();
+    // A no-op next to 5 ms claims: the queue grows far past the single slot.
+    const grown = pool.queueSize;
+    expect(grown).toBeGreaterThan(10);
+    expect(pool.free).toBe(1 + grown);
+    expect(pool.refillAt).toBe(Math.ceil((1 + grown) / 2));
+    // One 30 ms command next to 1 ms claims: at most one command's worth stays queued.
+    for (let i = 0; i < 30; i++) pool.claimTook(1);
+    pool.offer({ run: () => new Promise<void>((r) => setTimeout(r, 30)) });
+    await pool.whenIdle();
+    expect(pool.queueSize).toBeLessThanOrEqual(1);
+  });
 });

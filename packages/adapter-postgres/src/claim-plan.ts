@@ -1,0 +1,40 @@
+import type { TableNames } from './names.js';
+
+/** The function that picks the ids a claim takes (schema-qualified, quoted). */
+export const dueIdsFunction = (n: TableNames): string => `${n.schema}.${n.index('claim_due')}`;
+
+/**
+ * The claim's pick of due ids, as a function whose planner settings are its own.
+ *
+ * The claim must read the due index in order and stop after LIMIT rows. Left to the planner, that
+ * plan depends on table statistics: on a table never analyzed (freshly created or bulk-loaded,
+ * autovacuum off), the planner guesses a handful of pending rows and prefers a bitmap scan (even
+ * one combined with the (type, biz_key) index) followed by a sort of every pending row, on every
+ * claim — with a million pending rows, a quarter of a second per claim. Sorts, bitmap scans and
+ * sequential scans are switched off for this one statement only (the SET clauses last while the
+ * function runs), which leaves the ordered scan of the due index as the only plan without a
+ * penalty, whatever the statistics say. A LANGUAGE sql function with SET clauses is never inlined,
+ * so the settings are in force when its query is planned.
+ *
+ * search_path is pinned so the body resolves its operators and functions in pg_catalog only.
+ * ROWS tells the calling UPDATE that few ids come back, so it joins them by primary key.
+ * `notHeldBack` is the condition that a requeued row's old claim still holds it (see sql.ts).
+ */
+export function dueIdsFunctionDdl(n: TableNames, notHeldBack: string): string {
+  return `
+    CREATE OR REPLACE FUNCTION ${dueIdsFunction(n)}(due_by timestamptz, claim_types text[], max_rows integer)
+    RETURNS SETOF bigint
+    LANGUAGE sql VOLATILE
+    SET enable_sort = off
+    SET enable_bitmapscan = off
+    SET enable_seqscan = off
+    SET search_path = pg_catalog, pg_temp
+    ROWS 10
+    AS $fn$
+      SELECT id FROM ${n.table}
+      WHERE status = 'PENDING' AND next_run_at <= due_by AND type = ANY(claim_types) AND ${notHeldBack}
+      ORDER BY next_run_at, id
+      LIMIT max_rows
+      FOR UPDATE SKIP LOCKED
+    $fn$`;
+}

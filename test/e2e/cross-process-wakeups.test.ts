@@ -1,0 +1,75 @@
+import type { CommandEvent } from '@asynccmd/core';
+import { createAsyncCommands, defineExecutor } from '@asynccmd/runtime';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
+import { mysqlRuntimeHarness } from './mysql-harness.js';
+import { postgresRuntimeHarness } from './postgres-harness.js';
+import { sqliteRuntimeHarness } from './sqlite-harness.js';
+
+async function waitFor(what: string, condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+const harnesses: [string, RuntimeHarnessFactory][] = [
+  ['SQLite', sqliteRuntimeHarness as RuntimeHarnessFactory],
+  ['MySQL/MariaDB', mysqlRuntimeHarness as RuntimeHarnessFactory],
+  ['PostgreSQL', postgresRuntimeHarness as RuntimeHarnessFactory],
+];
+
+describe.each(harnesses)('wake-ups between instances on %s', (_name, factory) => {
+  let harness: RuntimeHarness | null = null;
+  const stops: (() => Promise<void>)[] = [];
+
+  afterEach(async () => {
+    for (const stop of stops.splice(0)) await stop().catch(() => undefined);
+    await harness?.dispose();
+    harness = null;
+  });
+
+  it('a command submitted over another connection starts long before the next poll', async () => {
+    harness = await factory(`xpw_${process.pid}_${Math.floor(Math.random() * 1e6)}`);
+    const started: number[] = [];
+    const job = defineExecutor<'xpw.job', { n: number }>({
+      type: 'xpw.job',
+      mode: 'ASYNC_POOL',
+      execute: async ({ n }) => void started.push(n),
+    });
+    // The consumer polls once a minute: only a wake-up can start the commands within the test.
+    const consumer = createAsyncCommands({
+      store: await harness.openStore(),
+      executors: [job],
+      pollIntervalMs: 60_000,
+    });
+    const events: CommandEvent[] = [];
+    consumer.on((e) => events.push(e));
+    stops.push(() => consumer.stop({ timeoutMs: 2_000 }));
+    consumer.start();
+    await waitFor('the first poll round', () => events.some((e) => e.kind === 'round'), 10_000);
+    // Another instance on its own connection, which only submits.
+    const producer = createAsyncCommands({
+      store: await harness.openStore(),
+      executors: [],
+      submitOnlyTypes: ['xpw.job'],
+    });
+    stops.push(() => producer.stop({ timeoutMs: 2_000 }));
+    for (const [n, quietMs] of [
+      [1, 0],
+      [2, 50],
+      [3, 1_500], // after a quiet spell: the probe has backed off, and still wakes the consumer
+    ] as const) {
+      await new Promise((r) => setTimeout(r, quietMs));
+      await producer.client.transaction((tx) =>
+        producer.client.submit(tx, 'xpw.job' as never, { n } as never),
+      );
+      const committedAt = Date.now();
+      await waitFor(`command ${n} to start`, () => started.includes(n), 10_000);
+      // Far below the poll interval: generous, this is about the wake-up, not its speed.
+      expect(Date.now() - committedAt).toBeLessThan(5_000);
+    }
+    expect(started).toEqual([1, 2, 3]);
+  }, 60_000);
+});
