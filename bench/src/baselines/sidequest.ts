@@ -57,7 +57,9 @@ export async function prepareSidequest(pool: mysql.Pool, database: string, count
     [database, SIDEQUEST_TABLE],
   );
   const names = cols.map((r) => `\`${String(r['c'])}\``).join(', ');
-  const [first] = await pool.query<mysql.RowDataPacket[]>(`SELECT id, args FROM ${SIDEQUEST_TABLE}`);
+  const [first] = await pool.query<mysql.RowDataPacket[]>(
+    `SELECT id, CAST(args AS CHAR) AS args FROM ${SIDEQUEST_TABLE}`,
+  );
   const template = first[0];
   if (first.length !== 1 || !template) throw new Error(`expected one Sidequest job, found ${first.length}`);
   const args = String(template['args']);
