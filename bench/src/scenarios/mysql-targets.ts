@@ -7,6 +7,9 @@ import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from '../mysql.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import { migrateWith } from './migrate.js';
 import { countMysqlAgainst, countMysqlExecutions } from './mysql-verify.js';
+import type * as SidequestModule from '../baselines/sidequest.js';
+
+type SidequestBaseline = typeof SidequestModule;
 
 const createMysqlTable = (database: string): Promise<void> =>
   migrateWith(() => createMysqlStore({ connection: { ...MYSQL_CONFIG, database }, connectionLimit: 1 }));
@@ -94,8 +97,7 @@ export function rawMysqlTarget(admin: Pool, finishedRows: number, batch: number)
 }
 
 /** Loaded on first use: the orchestrator loads Sidequest only when a run needs it. */
-const sidequest = (): Promise<typeof import('../baselines/sidequest.js')> =>
-  import('../baselines/sidequest.js');
+const sidequest = (): Promise<SidequestBaseline> => import('../baselines/sidequest.js');
 
 /** Sidequest on its own tables (its migrations) in a database of its own. */
 export function sidequestMysqlTarget(admin: Pool, pollMs: number): DrainTarget {
