@@ -178,7 +178,8 @@ export function renderReport(
       fmtRuns(m),
       fmtCost(m.cpuUsPerCommand, 0),
       fmtCost(m.peakRssMb, 0),
-      [...m.checks, ...m.errors.map((e) => `ERROR: ${e}`)].join('; '),
+      // The first line only: a stack trace stays in the JSON.
+      [...m.checks, ...m.errors.map((e) => `ERROR: ${e.split('\n')[0] ?? e}`)].join('; '),
     ]);
     if (rows.length > 0)
       out.push(

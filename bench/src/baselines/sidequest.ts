@@ -107,8 +107,22 @@ export async function sidequestSubmitter(
   await Sidequest.configure(engineConfig(database, 1, 50, false));
   return {
     submit: async (payload) => {
-      await Sidequest.build(BenchNoopJob).queue(SIDEQUEST_QUEUE).enqueue(payload);
+      // InnoDB may pick the enqueue's INSERT as a deadlock victim against the dispatcher's claim;
+      // the INSERT was rolled back, so an application retries it, as here.
+      for (;;) {
+        try {
+          await Sidequest.build(BenchNoopJob).queue(SIDEQUEST_QUEUE).enqueue(payload);
+          return;
+        } catch (err) {
+          if (!isDeadlock(err)) throw err;
+        }
+      }
     },
     close: () => Sidequest.stop(),
   };
+}
+
+function isDeadlock(err: unknown): boolean {
+  const errno = (err as { errno?: unknown } | null)?.errno;
+  return errno === 1213 || (err instanceof Error && err.message.includes('Deadlock found'));
 }
