@@ -53,6 +53,10 @@ export interface LatencyResult {
   /** Start in the executor minus commit in the submitter, ms, warm-up samples dropped. */
   readonly samples: number[];
   readonly check: string;
+  /** The consumer process's CPU per command over the run (idle polling included), µs. */
+  readonly cpuUsPerCommand?: number;
+  /** The consumer process's peak RSS, MiB. */
+  readonly peakRssMb?: number;
 }
 
 /** Joins commit and start times by sequence number; a command started twice fails the run. */
@@ -77,4 +81,41 @@ export function joinSamples(
   if (started.size !== commitSeqs.length)
     throw new Error(`${started.size - commitSeqs.length} unknown commands started`);
   return { samples, check: `${commitSeqs.length} committed, each started once` };
+}
+
+/**
+ * The exactly-once counts computed in memory, for a database the bench reads whole (SQLite): each
+ * enqueued command's (seq, status) against the sequence numbers the consumers ran.
+ */
+export function countExecutions(
+  commands: readonly { readonly seq: number; readonly status: string }[],
+  executedSeqs: readonly number[],
+): ExactlyOnceCounts {
+  const runs = new Map<number, number>();
+  for (const seq of executedSeqs) runs.set(seq, (runs.get(seq) ?? 0) + 1);
+  const enqueued = new Set<number>();
+  const c = {
+    commands: commands.length,
+    succeededOnce: 0,
+    ranTwice: 0,
+    succeededNotRun: 0,
+    ranNotSucceeded: 0,
+    pendingNotRun: 0,
+    strays: 0,
+    other: 0,
+  };
+  for (const { seq, status } of commands) {
+    enqueued.add(seq);
+    const n = runs.get(seq) ?? 0;
+    if (n === 1 && status === 'SUCCESS') c.succeededOnce++;
+    else if (n === 1) c.ranNotSucceeded++;
+    else if (n === 0 && status === 'SUCCESS') c.succeededNotRun++;
+    else if (n === 0 && status === 'PENDING') c.pendingNotRun++;
+    else if (n === 0) c.other++;
+  }
+  for (const [seq, n] of runs) {
+    if (n > 1) c.ranTwice++;
+    if (!enqueued.has(seq)) c.strays++;
+  }
+  return c;
 }

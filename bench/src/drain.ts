@@ -25,6 +25,10 @@ export interface DrainResult {
   readonly check: string;
   /** Per-process notes of the consumers (e.g. rows claimed per round), for reading the figure. */
   readonly diagnostics: string[];
+  /** CPU of all consumer processes from go to stop, per command run, µs. */
+  readonly cpuUsPerCommand: number;
+  /** The largest peak RSS of any one consumer process, MiB. */
+  readonly peakRssMb: number;
 }
 
 /** How long the database may take to show a finished drain, and children to stop. */
@@ -72,8 +76,16 @@ export async function runDrain(
     failFast(children);
     const seqs = children.flatMap((c) => c.received('executions').flatMap((e) => e.seqs));
     const check = await target.verify(total, seqs, complete);
-    const diagnostics = children.flatMap((c) => c.received('executions').flatMap((e) => e.diagnostics ?? []));
-    return { rate: rate(executed, elapsedMs), elapsedMs, executed, check, diagnostics };
+    const reports = children.flatMap((c) => c.received('executions'));
+    const diagnostics = reports.flatMap((e) => e.diagnostics ?? []);
+    return {
+      rate: rate(executed, elapsedMs),
+      elapsedMs,
+      executed,
+      check,
+      diagnostics,
+      ...consumerCost(reports, executed),
+    };
   } finally {
     for (const c of children) c.kill();
   }
@@ -86,4 +98,17 @@ function sum(children: readonly Child[]): number {
 function failFast(children: readonly Child[]): void {
   const errors = children.flatMap((c) => c.errors);
   if (errors.length > 0) throw new Error(errors.join('; '));
+}
+
+/** CPU per command summed over the consumer processes, and the largest peak RSS among them. */
+export function consumerCost(
+  reports: readonly { cpuMicros?: number; peakRssKb?: number }[],
+  executed: number,
+): { cpuUsPerCommand: number; peakRssMb: number } {
+  const cpu = reports.reduce((n, r) => n + (r.cpuMicros ?? Number.NaN), 0);
+  const rss = Math.max(...reports.map((r) => r.peakRssKb ?? Number.NaN));
+  return {
+    cpuUsPerCommand: executed > 0 ? cpu / executed : Number.NaN,
+    peakRssMb: rss / 1024,
+  };
 }

@@ -1,5 +1,6 @@
 import { Child, sleep, startAll, stopAll } from './fleet.js';
 import { joinSamples, type LatencyResult } from './checks.js';
+import { consumerCost } from './drain.js';
 import type { ConsumerSpec, SystemSpec } from './protocol.js';
 
 /** One system set up for a commit → start latency run, its consumer and submitter in two processes. */
@@ -46,10 +47,12 @@ export async function runLatency(
       await sleep(10);
     }
     await stopAll([consumer!, submitter]);
-    const { seqs, starts } = await consumer!.waitFor('executions', 5_000);
+    const executions = await consumer!.waitFor('executions', 5_000);
+    const { seqs, starts } = executions;
+    const cost = consumerCost([executions], seqs.length);
     return {
-      fromCommit: joinSamples(commits.seqs, commits.commits, seqs, starts, warmup),
-      fromBegin: joinSamples(commits.seqs, commits.begins ?? [], seqs, starts, warmup),
+      fromCommit: { ...joinSamples(commits.seqs, commits.commits, seqs, starts, warmup), ...cost },
+      fromBegin: { ...joinSamples(commits.seqs, commits.begins ?? [], seqs, starts, warmup), ...cost },
     };
   } finally {
     consumer!.kill();

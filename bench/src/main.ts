@@ -7,13 +7,14 @@ import { renderReport, writeJson, type MachineInfo } from './report.js';
 import { lockMysql, lockPostgres, type RunLock } from './run-lock.js';
 import { mysqlSuite } from './scenarios/mysql.js';
 import { postgresSuite } from './scenarios/pg.js';
+import { sqliteSuite } from './scenarios/sqlite.js';
 import { Recorder, type Suite } from './scenarios/recorder.js';
 import { FULL, QUICK, SCENARIOS, type Scenario, type Sizes } from './scenarios/sizes.js';
 
 const USAGE = `npm run bench [-- options]
-  --only pg|mysql   run one database's scenarios
-  --scenarios LIST  comma-separated subset of drain,latency,submits (default all; MySQL/MariaDB
-                    runs only when drain is in it)
+  --only pg|mysql|sqlite  run one database's scenarios
+  --scenarios LIST  comma-separated subset of drain,latency,submits (default all; submits run
+                    on PostgreSQL only)
   --quick           small sizes, one repeat (for development)
   --repeats N       repeat every scenario N times (default 2)
   --budget MIN      skip further repeats of a database once they would end past MIN minutes
@@ -37,8 +38,8 @@ async function main(): Promise<void> {
     },
   });
   if (values.help) return console.log(USAGE);
-  if (values.only !== undefined && values.only !== 'pg' && values.only !== 'mysql') {
-    throw new Error(`--only takes pg or mysql\n${USAGE}`);
+  if (values.only !== undefined && !['pg', 'mysql', 'sqlite'].includes(values.only)) {
+    throw new Error(`--only takes pg, mysql or sqlite\n${USAGE}`);
   }
   const scenarios = new Set<Scenario>();
   for (const name of values.scenarios.split(',')) {
@@ -58,8 +59,13 @@ async function main(): Promise<void> {
   const out = values.out ?? fileURLToPath(new URL(`../results/${stamp}.json`, import.meta.url));
   const log = (line: string): void => console.error(line);
 
-  const runPg = values.only !== 'mysql';
-  const runMysql = values.only !== 'pg' && scenarios.has('drain');
+  const runPg = values.only === undefined || values.only === 'pg';
+  const runMysql =
+    (values.only === undefined || values.only === 'mysql') &&
+    (scenarios.has('drain') || scenarios.has('latency'));
+  const runSqlite =
+    (values.only === undefined || values.only === 'sqlite') &&
+    (scenarios.has('drain') || scenarios.has('latency'));
   const info: MachineInfo = {
     startedAt: startedAt.toISOString(),
     nproc: availableParallelism(),
@@ -85,7 +91,8 @@ async function main(): Promise<void> {
   const began = performance.now();
   const suites: Suite[] = [];
   if (runPg) suites.push(postgresSuite(sizes, rec, scenarios));
-  if (runMysql) suites.push(mysqlSuite(sizes, rec));
+  if (runMysql) suites.push(mysqlSuite(sizes, rec, scenarios));
+  if (runSqlite) suites.push(sqliteSuite(sizes, rec, scenarios));
   const repeatsRun: Record<string, number> = {};
   const lastTook = new Map<Suite, number>();
   try {
@@ -115,6 +122,7 @@ async function main(): Promise<void> {
       elapsedSeconds: Math.round((performance.now() - began) / 1000),
       loadAverageAtEnd: loadavg(),
     },
+    notes: rec.notes,
   };
   console.log(renderReport(finished, rec.measurements, rec.comparisons));
   await writeJson(out, finished, rec.measurements, rec.comparisons);
@@ -150,7 +158,11 @@ async function askVersion<P extends { end(): Promise<void> }>(
 process.on('SIGINT', () => process.exit(130));
 process.on('SIGTERM', () => process.exit(143));
 
-main().catch((err: unknown) => {
-  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
-  process.exit(1);
-});
+// A peer library may leave a timer or socket open after its own shutdown; the bench is done here.
+main().then(
+  () => process.exit(),
+  (err: unknown) => {
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+    process.exit(1);
+  },
+);

@@ -4,13 +4,20 @@ export const PG_URL = process.env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.
 
 /**
  * `fastCommit` sessions commit with synchronous_commit off, as the adapter's own hot-path pool
- * does for claims and outcomes (durableClaims: false), so the raw loop is measured like for like.
+ * does for claims and outcomes (durableClaims: false), and plan with sorts, bitmap and sequential
+ * scans off, as the adapter's claim function does: so the raw loop reads the due index in order on
+ * a table never analyzed, and is measured like for like.
  */
 export function pgPool(max: number, fastCommit = false): pg.Pool {
   const pool = new pg.Pool({
     connectionString: PG_URL,
     max,
-    ...(fastCommit ? { options: '-c synchronous_commit=off' } : {}),
+    ...(fastCommit
+      ? {
+          options:
+            '-c synchronous_commit=off -c enable_sort=off -c enable_bitmapscan=off -c enable_seqscan=off',
+        }
+      : {}),
   });
   // An idle client losing its server must not crash a bench process; the next query reports it.
   pool.on('error', () => undefined);

@@ -2,7 +2,7 @@
 
 /** Which queue a child drives. Each kind names a system and where its tables live. */
 export type SystemSpec =
-  /** `queueSize`: the runtime pool's queue of claimed commands waiting for a slot (default 0). */
+  /** `queueSize`: the runtime pool's queue of claimed commands waiting for a slot (unset: the runtime's adaptive default). */
   | { readonly kind: 'asynccmd-pg'; readonly schema: string; readonly queueSize?: number }
   /**
    * `oneRoundTrip`: a submitter sends BEGIN, the INSERT (its payload as a literal) and COMMIT as one
@@ -14,7 +14,18 @@ export type SystemSpec =
       readonly batch: number;
       readonly oneRoundTrip?: boolean;
     }
-  | { readonly kind: 'graphile'; readonly schema: string }
+  /**
+   * `performance`: the settings graphile-worker's Performance page advises (localQueue.size 500,
+   * completeJobBatchDelay 0, failJobBatchDelay 0); otherwise its defaults.
+   */
+  | { readonly kind: 'graphile'; readonly schema: string; readonly performance: boolean }
+  /** pg-boss with batched fetches of `batchSize`, LISTEN/NOTIFY wake-ups and burst fetching. */
+  | { readonly kind: 'pg-boss'; readonly schema: string; readonly batchSize: number }
+  /** Sidequest in-process (inline runner, no fork) on MySQL/MariaDB, polling every `pollMs`. */
+  | { readonly kind: 'sidequest'; readonly database: string; readonly pollMs: number }
+  | { readonly kind: 'asynccmd-sqlite'; readonly filename: string }
+  /** `batch` rows per `UPDATE … RETURNING` claim, completed in one statement. */
+  | { readonly kind: 'raw-sqlite'; readonly filename: string; readonly batch: number }
   | {
       readonly kind: 'asynccmd-mysql';
       readonly database: string;
@@ -70,6 +81,10 @@ export type FromChild =
       readonly seqs: number[];
       readonly starts: number[];
       readonly diagnostics?: string;
+      /** CPU (user + system) this process used from go to stop, µs. */
+      readonly cpuMicros?: number;
+      /** This process's peak resident set size, KiB. */
+      readonly peakRssKb?: number;
     }
   /**
    * Commits made by a submitter: seqs[i] committed at commits[i] (epoch ms); where reported, its

@@ -18,6 +18,12 @@ export interface Measurement {
   readonly errors: string[];
   /** Per-run notes of the system under test (e.g. rows claimed per poll round); JSON only. */
   readonly diagnostics: string[];
+  /** Per repeat: CPU of the consumer process(es) per command, µs (NaN where not measured). */
+  readonly cpuUsPerCommand: number[];
+  /** Per repeat: the largest peak RSS of a consumer process, MiB. */
+  readonly peakRssMb: number[];
+  /** The settings the system ran with, printed under the section's table. */
+  readonly settings: string;
 }
 
 /** A ratio between two measurements, computed per repeat (paired runs) and summarised. */
@@ -39,6 +45,8 @@ export interface MachineInfo {
   readonly platform: string;
   readonly servers: Record<string, string>;
   readonly options: Record<string, unknown>;
+  /** Per section: what did not run and why (e.g. a peer that does not install). */
+  readonly notes?: Record<string, string[]>;
 }
 
 export function measurement(
@@ -46,8 +54,21 @@ export function measurement(
   scenario: string,
   system: string,
   unit: Measurement['unit'],
+  settings = '',
 ): Measurement {
-  return { section, scenario, system, unit, runs: [], checks: [], errors: [], diagnostics: [] };
+  return {
+    section,
+    scenario,
+    system,
+    unit,
+    settings,
+    runs: [],
+    checks: [],
+    errors: [],
+    diagnostics: [],
+    cpuUsPerCommand: [],
+    peakRssMb: [],
+  };
 }
 
 /**
@@ -103,6 +124,12 @@ function fmtRuns(m: Measurement): string {
   return m.unit === 'ms' ? `p99 per run: ${runs}${spread}` : `${runs}${spread}`;
 }
 
+/** The median of a per-repeat cost figure; '—' where none was measured. */
+function fmtCost(values: readonly number[], digits: number): string {
+  const r = repeated(values);
+  return Number.isFinite(r.median) ? fmtNumber(r.median, digits) : '—';
+}
+
 function fmtTarget(t: Target, unit: string): string {
   const parts: string[] = [];
   if (t.atLeast !== undefined) parts.push(`≥ ${t.atLeast}${unit}`);
@@ -143,16 +170,29 @@ export function renderReport(
   ];
   for (const section of sections) {
     out.push('', `== ${section} ==`);
-    const rows = measurements
-      .filter((m) => m.section === section)
-      .map((m) => [
-        m.scenario,
-        m.system,
-        fmtValue(m),
-        fmtRuns(m),
-        [...m.checks, ...m.errors.map((e) => `ERROR: ${e}`)].join('; '),
-      ]);
-    if (rows.length > 0) out.push(table([['scenario', 'system', 'median', 'runs', 'checks'], ...rows]));
+    const inSection = measurements.filter((m) => m.section === section);
+    const rows = inSection.map((m) => [
+      m.scenario,
+      m.system,
+      fmtValue(m),
+      fmtRuns(m),
+      fmtCost(m.cpuUsPerCommand, 0),
+      fmtCost(m.peakRssMb, 0),
+      // The first line only: a stack trace stays in the JSON.
+      [...m.checks, ...m.errors.map((e) => `ERROR: ${e.split('\n')[0] ?? e}`)].join('; '),
+    ]);
+    if (rows.length > 0)
+      out.push(
+        table([['scenario', 'system', 'median', 'runs', 'CPU µs/cmd', 'peak RSS MiB', 'checks'], ...rows]),
+      );
+    const settings = new Map<string, string>();
+    for (const m of inSection) if (m.settings !== '') settings.set(m.system, m.settings);
+    if (settings.size > 0) {
+      out.push('', 'settings:');
+      for (const [system, text] of settings) out.push(`  ${system}: ${text}`);
+    }
+    const notes = info.notes?.[section] ?? [];
+    for (const note of notes) out.push(`note: ${note}`);
     const ratios = comparisons
       .filter((c) => c.section === section)
       .map((c) => [
@@ -176,7 +216,12 @@ export async function writeJson(
   await mkdir(dirname(path), { recursive: true });
   const body = {
     machine: info,
-    measurements: measurements.map((m) => ({ ...m, median: repeated(m.runs).median })),
+    measurements: measurements.map((m) => ({
+      ...m,
+      median: repeated(m.runs).median,
+      cpuUsPerCommandMedian: repeated(m.cpuUsPerCommand).median,
+      peakRssMbMedian: repeated(m.peakRssMb).median,
+    })),
     comparisons,
   };
   await writeFile(path, JSON.stringify(body, null, 2) + '\n');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { exactlyOnceVerdict, joinSamples } from '../src/checks.js';
+import { countExecutions, exactlyOnceVerdict, joinSamples } from '../src/checks.js';
+import { consumerCost } from '../src/drain.js';
 import { bound, compare, measurement } from '../src/report.js';
 import { meets, percentile, rate, ratio, repeated, summariseLatency } from '../src/stats.js';
 
@@ -130,5 +131,40 @@ describe('run checks', () => {
   it('fails a latency run in which a command started twice or never', () => {
     expect(() => joinSamples([1], [100], [1, 1], [101, 102], 0)).toThrow(/started twice/);
     expect(() => joinSamples([1, 2], [100, 200], [1], [101], 0)).toThrow(/never started/);
+  });
+
+  it('counts executions against the command rows in memory as the SQL checks do', () => {
+    const rows = [
+      { seq: 1, status: 'SUCCESS' },
+      { seq: 2, status: 'SUCCESS' },
+      { seq: 3, status: 'RUNNING' },
+      { seq: 4, status: 'SUCCESS' },
+      { seq: 5, status: 'PENDING' },
+      { seq: 6, status: 'DEAD' },
+    ];
+    expect(countExecutions(rows, [1, 2, 2, 3, 9])).toEqual({
+      commands: 6,
+      succeededOnce: 1,
+      ranTwice: 1,
+      succeededNotRun: 1,
+      ranNotSucceeded: 1,
+      pendingNotRun: 1,
+      strays: 1,
+      other: 1,
+    });
+    const clean = countExecutions([{ seq: 1, status: 'SUCCESS' }], [1]);
+    expect(exactlyOnceVerdict(1, clean)).toBe('exactly once 1/1 ✓');
+  });
+
+  it('sums consumer CPU per command over processes and keeps the largest peak RSS', () => {
+    const cost = consumerCost(
+      [
+        { cpuMicros: 3_000, peakRssKb: 70 * 1024 },
+        { cpuMicros: 1_000, peakRssKb: 90 * 1024 },
+      ],
+      40,
+    );
+    expect(cost).toEqual({ cpuUsPerCommand: 100, peakRssMb: 90 });
+    expect(consumerCost([{}], 10).cpuUsPerCommand).toBeNaN();
   });
 });

@@ -4,8 +4,9 @@ import { PG_URL } from '../pg.js';
 import type { BenchPayload } from '../protocol.js';
 
 /**
- * The graphile-worker baseline (0.16): its own schema, its `add_job`/`add_jobs` SQL functions to
- * enqueue, its `run()` with a no-op task to consume. Defaults everywhere except concurrency.
+ * The graphile-worker baseline: its own schema, its `add_job`/`add_jobs` SQL functions to enqueue,
+ * its `run()` with a no-op task to consume — with its defaults, or with the batching settings its
+ * Performance page recommends for throughput.
  */
 
 export const GRAPHILE_TASK = 'noop';
@@ -52,10 +53,28 @@ export async function addJobInTx(
   await client.query(`SELECT ${schema}.add_job($1, $2::json)`, [GRAPHILE_TASK, JSON.stringify(payload)]);
 }
 
+/**
+ * The worker settings graphile-worker's Performance page runs its figures with: jobs fetched 500 at
+ * a time into a local queue, completions and failures batched without delay.
+ */
+export const GRAPHILE_PERFORMANCE = {
+  localQueue: { size: 500 },
+  completeJobBatchDelay: 0,
+  failJobBatchDelay: 0,
+} as const;
+
+export function graphileSettings(performance: boolean): string {
+  const pool = 'concurrency C, maxPoolSize C + 1';
+  return performance
+    ? `${pool}, preset.worker localQueue.size 500, completeJobBatchDelay 0, failJobBatchDelay 0 (its Performance page)`
+    : `${pool}, everything else default (no local queue, unbatched completion)`;
+}
+
 /** Runs graphile-worker with a no-op task; `stop()` shuts it down gracefully. */
 export async function runGraphile(
   schema: string,
   concurrency: number,
+  performance: boolean,
   onExecute: (payload: BenchPayload) => void,
 ): Promise<Runner> {
   return run({
@@ -65,6 +84,7 @@ export async function runGraphile(
     maxPoolSize: concurrency + 1,
     noHandleSignals: true,
     logger: silent,
+    ...(performance ? { preset: { worker: GRAPHILE_PERFORMANCE } } : {}),
     taskList: {
       [GRAPHILE_TASK]: (payload) => {
         onExecute(payload as BenchPayload);

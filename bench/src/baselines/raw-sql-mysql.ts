@@ -17,7 +17,7 @@ const LEASE_MICROS = 60_000_000;
 const NUMBERS = `(SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 100000 * g.d AS n
   FROM bench_digits a, bench_digits b, bench_digits c, bench_digits e, bench_digits f, bench_digits g)`;
 
-async function ensureDigits(conn: mysql.Pool): Promise<void> {
+export async function ensureDigits(conn: mysql.Pool): Promise<void> {
   await conn.query('CREATE TABLE IF NOT EXISTS bench_digits (d INT PRIMARY KEY)');
   await conn.query('INSERT IGNORE INTO bench_digits (d) VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9)');
 }

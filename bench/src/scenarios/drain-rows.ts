@@ -1,37 +1,50 @@
 import { runDrain, type DrainTarget } from '../drain.js';
 import type { Measurement } from '../report.js';
 import type { Recorder } from './recorder.js';
-import type { Sizes } from './sizes.js';
+import type { DrainShape, Sizes } from './sizes.js';
 
-/** One drain run of a repeat: a system, with 1 or N processes, on an empty table or beside history. */
+/** One drain run of a repeat: a system, in one shape, on an empty table or beside history. */
 export interface DrainRow<S extends string> {
   readonly system: S;
-  readonly processes: number;
+  readonly shape: DrainShape;
   readonly history: boolean;
   readonly target: DrainTarget;
   readonly row: Measurement;
 }
 
-/** What runs with a given process count: [system, label, target, beside history?]. */
-export type DrainPlan<S extends string> = (processes: number) => [S, string, DrainTarget, boolean][];
+/** One entry of a plan: [system key, label, settings, target, beside history?]. */
+export type PlanEntry<S extends string> = readonly [S, string, string, DrainTarget, boolean];
 
-/** The drain runs of one repeat, 1 process first, then N, in the order the plan lists them. */
+/** What runs in a given shape. */
+export type DrainPlan<S extends string> = (shape: DrainShape) => PlanEntry<S>[];
+
+const k = (n: number): string => (n >= 1000 ? `${n / 1000}k` : String(n));
+
+export const shapeLabel = (s: DrainShape): string =>
+  `C=${s.concurrency}, ${s.processes} process${s.processes > 1 ? 'es' : ''}`;
+
+/**
+ * The drain runs of one repeat, shape by shape in the order given, the systems of a shape back to
+ * back (so the ratios of one shape pair runs made under the same load). `where` says what the
+ * tables were like (e.g. "never analyzed").
+ */
 export function drainRows<S extends string>(
   rec: Recorder,
   section: string,
   sizes: Sizes,
+  shapes: readonly DrainShape[],
+  where: string,
   plan: DrainPlan<S>,
 ): DrainRow<S>[] {
-  const k = (n: number): string => (n >= 1000 ? `${n / 1000}k` : String(n));
-  return [1, sizes.processes].flatMap((processes) => {
-    const where = `${k(sizes.drainTotal)} × c${sizes.concurrency}, ${processes} proc`;
-    const history = `${where}, +${k(sizes.finishedRows)} SUCCESS rows`;
-    return plan(processes).map(([system, label, target, hist]) => ({
+  return shapes.flatMap((shape) => {
+    const scenario = `${k(sizes.drainTotal)}, ${shapeLabel(shape)}, ${where}`;
+    const history = `${scenario}, +${k(sizes.finishedRows)} SUCCESS rows`;
+    return plan(shape).map(([system, label, settings, target, hist]) => ({
       system,
-      processes,
+      shape,
       history: hist,
       target,
-      row: rec.row(section, hist ? history : where, label, 'jobs/s'),
+      row: rec.row(section, hist ? history : scenario, label, 'jobs/s', settings),
     }));
   });
 }
@@ -43,21 +56,32 @@ export async function runDrainRows<S extends string>(
 ): Promise<void> {
   for (const d of rows) {
     await rec.throughput(d.row, () =>
-      runDrain(d.target, sizes.drainTotal, d.processes, sizes.concurrency, sizes.drainCapMs),
+      runDrain(d.target, sizes.drainTotal, d.shape.processes, d.shape.concurrency, sizes.drainCapMs),
     );
   }
 }
 
-/** The measurement of one run in the plan. */
-export function rowOf<S extends string>(
+/** The measurement of one run in the plan, or undefined when that run is not in it. */
+export function findRow<S extends string>(
   rows: readonly DrainRow<S>[],
   system: S,
-  processes: number,
+  shape: DrainShape,
   history = false,
-): Measurement {
-  const found = rows.find((d) => d.system === system && d.processes === processes && d.history === history);
-  if (!found) throw new Error(`no drain row for ${system}, ${processes} processes, history ${history}`);
-  return found.row;
+): Measurement | undefined {
+  return rows.find(
+    (d) =>
+      d.system === system &&
+      d.shape.processes === shape.processes &&
+      d.shape.concurrency === shape.concurrency &&
+      d.history === history,
+  )?.row;
 }
 
-export const processesLabel = (p: number): string => `${p} process${p > 1 ? 'es' : ''}`;
+/** The distinct shapes of a plan's rows, in order. */
+export function shapesOf<S extends string>(rows: readonly DrainRow<S>[]): DrainShape[] {
+  const seen: DrainShape[] = [];
+  for (const d of rows)
+    if (!seen.some((s) => s.processes === d.shape.processes && s.concurrency === d.shape.concurrency))
+      seen.push(d.shape);
+  return seen;
+}

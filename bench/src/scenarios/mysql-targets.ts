@@ -6,7 +6,10 @@ import type { DrainTarget } from '../drain.js';
 import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from '../mysql.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import { migrateWith } from './migrate.js';
-import { countMysqlExecutions } from './mysql-verify.js';
+import { countMysqlAgainst, countMysqlExecutions } from './mysql-verify.js';
+import type * as SidequestModule from '../baselines/sidequest.js';
+
+type SidequestBaseline = typeof SidequestModule;
 
 const createMysqlTable = (database: string): Promise<void> =>
   migrateWith(() => createMysqlStore({ connection: { ...MYSQL_CONFIG, database }, connectionLimit: 1 }));
@@ -16,6 +19,7 @@ export const MYSQL_DATABASES = {
   skipLocked: 'bench_asynccmd_skiplocked',
   legacy: 'bench_asynccmd_legacy',
   raw: 'bench_asynccmd_raw',
+  sidequest: 'bench_sidequest',
 } as const;
 
 type Pool = ReturnType<typeof mysqlPool>;
@@ -49,7 +53,6 @@ function mysqlTarget(
       await withDb(async (p) => {
         await seedFinishedMysql(p, finishedRows);
         await seedPendingMysql(p, BENCH_TYPE, total);
-        await p.query(`ANALYZE TABLE ${MYSQL_TABLE}`);
       });
       pool = inDb();
     },
@@ -91,4 +94,54 @@ export function asynccmdMysqlTarget(
 export function rawMysqlTarget(admin: Pool, finishedRows: number, batch: number): DrainTarget {
   const database = MYSQL_DATABASES.raw;
   return mysqlTarget(admin, database, 'raw SQL loop', { kind: 'raw-mysql', database, batch }, finishedRows);
+}
+
+/** Loaded on first use: the orchestrator loads Sidequest only when a run needs it. */
+const sidequest = (): Promise<SidequestBaseline> => import('../baselines/sidequest.js');
+
+/** Sidequest on its own tables (its migrations) in a database of its own. */
+export function sidequestMysqlTarget(admin: Pool, pollMs: number): DrainTarget {
+  const database = MYSQL_DATABASES.sidequest;
+  let pool: Pool | null = null;
+  return {
+    system: 'Sidequest',
+    prepare: async (total) => {
+      await recreateDatabase(admin, database);
+      pool = mysqlPool(2, database);
+      await (await sidequest()).prepareSidequest(pool, database, total);
+    },
+    consumer: (concurrency) => ({
+      system: { kind: 'sidequest', database, pollMs },
+      concurrency,
+      recordStarts: false,
+    }),
+    drained: async () => {
+      const [rows] = await (pool as Pool).query<RowDataPacket[]>(
+        `SELECT 1 FROM ${(await sidequest()).SIDEQUEST_TABLE} WHERE state IN ('waiting', 'claimed', 'running') LIMIT 1`,
+      );
+      return rows.length === 0;
+    },
+    verify: async (total, seqs, complete) => {
+      const p = pool as Pool;
+      pool = null;
+      try {
+        const { SIDEQUEST_COMMANDS } = await sidequest();
+        return exactlyOnceVerdict(total, await countMysqlAgainst(p, SIDEQUEST_COMMANDS, [], seqs), complete);
+      } finally {
+        await p.end();
+      }
+    },
+  };
+}
+
+/** Empty tables for a latency run: asynccmd's (its migration), or Sidequest's (its migrations). */
+export async function freshMysqlTables(admin: Pool, database: string, forSidequest: boolean): Promise<void> {
+  await recreateDatabase(admin, database);
+  if (!forSidequest) return createMysqlTable(database);
+  const pool = mysqlPool(1, database);
+  try {
+    await (await sidequest()).prepareSidequest(pool, database, 0);
+  } finally {
+    await pool.end();
+  }
 }

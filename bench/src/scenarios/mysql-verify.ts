@@ -11,6 +11,21 @@ export async function countMysqlExecutions(
   type: string,
   seqs: readonly number[],
 ): Promise<ExactlyOnceCounts> {
+  return countMysqlAgainst(
+    pool,
+    `SELECT CAST(JSON_VALUE(payload, '$.seq') AS SIGNED) AS seq, status FROM ${MYSQL_TABLE} WHERE type = ?`,
+    [type],
+    seqs,
+  );
+}
+
+/** Counts over `commands`, a query of (seq, status) per enqueued command, joined with the executions. */
+export async function countMysqlAgainst(
+  pool: mysql.Pool,
+  commands: string,
+  params: unknown[],
+  seqs: readonly number[],
+): Promise<ExactlyOnceCounts> {
   await pool.query('DROP TABLE IF EXISTS bench_exec');
   await pool.query('CREATE TABLE bench_exec (seq INT PRIMARY KEY, runs INT NOT NULL)');
   const runs = new Map<number, number>();
@@ -21,9 +36,8 @@ export async function countMysqlExecutions(
   }
   await pool.query('DROP TABLE IF EXISTS bench_cmd');
   await pool.query(
-    `CREATE TABLE bench_cmd (seq INT NOT NULL, status VARCHAR(16) NOT NULL, KEY (seq))
-     SELECT CAST(JSON_VALUE(payload, '$.seq') AS SIGNED) AS seq, status FROM ${MYSQL_TABLE} WHERE type = ?`,
-    [type],
+    `CREATE TABLE bench_cmd (seq INT NOT NULL, status VARCHAR(16) NOT NULL, KEY (seq)) ${commands}`,
+    params,
   );
   const [result] = await pool.query<mysql.RowDataPacket[]>(
     `SELECT

@@ -1,46 +1,170 @@
+import { sidequestSettings } from '../baselines/sidequest-settings.js';
+import { runLatency, type LatencyTarget } from '../latency.js';
 import { dropDatabase, mysqlPool } from '../mysql.js';
-import { drainRows, processesLabel, rowOf, runDrainRows } from './drain-rows.js';
-import { asynccmdMysqlTarget, MYSQL_DATABASES, rawMysqlTarget } from './mysql-targets.js';
+import type { Measurement } from '../report.js';
+import type { Target } from '../stats.js';
+import { peer } from '../versions.js';
+import { drainRows, findRow, runDrainRows, shapeLabel, shapesOf, type PlanEntry } from './drain-rows.js';
+import {
+  asynccmdMysqlTarget,
+  freshMysqlTables,
+  MYSQL_DATABASES,
+  rawMysqlTarget,
+  sidequestMysqlTarget,
+} from './mysql-targets.js';
 import type { Recorder, Suite } from './recorder.js';
-import type { Sizes } from './sizes.js';
+import type { Scenario, Sizes } from './sizes.js';
 
 const DRAIN = 'MySQL/MariaDB: drain';
+const LATENCY = 'MySQL/MariaDB: commit → start latency';
+
+type MysqlDrainSystem = 'skip-locked' | 'legacy' | 'raw-batch' | 'raw-c' | 'sidequest';
+
+const ASYNCCMD = (strategy: string): string =>
+  `runtime defaults: sharedPool { concurrency: C }; store claimStrategy '${strategy}'`;
 
 /**
- * The MySQL/MariaDB scenarios: asynccmd with each claim strategy against the raw SKIP LOCKED loop,
- * on an empty table and beside a history of finished rows, with 1 and with N processes.
+ * The MySQL/MariaDB scenarios: asynccmd with each claim strategy against the raw batch-500 loop
+ * and Sidequest, on an empty table and beside a history of finished rows; and commit → start
+ * latency from another process, asynccmd against Sidequest.
  */
-export function mysqlSuite(sizes: Sizes, rec: Recorder): Suite {
+export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<Scenario>): Suite {
   const admin = mysqlPool(2);
   const skip = 'asynccmd (skip-locked)';
   const legacy = 'asynccmd (legacy claim)';
-  const drains = drainRows(rec, DRAIN, sizes, () => [
-    ['skip-locked', skip, asynccmdMysqlTarget(admin, 'skip-locked', 0), false],
-    ['raw', 'raw SQL loop (SKIP LOCKED)', rawMysqlTarget(admin, 0, sizes.concurrency), false],
-    ['legacy', legacy, asynccmdMysqlTarget(admin, 'legacy', 0), false],
-    ['skip-locked', skip, asynccmdMysqlTarget(admin, 'skip-locked', sizes.finishedRows), true],
-    ['legacy', legacy, asynccmdMysqlTarget(admin, 'legacy', sizes.finishedRows), true],
-  ]);
-  return {
-    name: 'MySQL/MariaDB',
-    repeat: () => runDrainRows(rec, sizes, drains),
-    finish: async () => {
-      for (const p of [1, sizes.processes]) {
-        const procs = processesLabel(p);
-        const raw = rowOf(drains, 'raw', p);
-        for (const strategy of ['skip-locked', 'legacy'] as const) {
-          // Targets apply to the strategy servers with SKIP LOCKED use; legacy is shown beside it.
-          const target = strategy === 'skip-locked' ? { atLeast: 0.8 } : {};
-          const empty = rowOf(drains, strategy, p);
-          rec.ratio(DRAIN, `asynccmd ${strategy} / raw SQL loop, ${procs}`, empty, raw, target);
-          rec.ratio(
-            DRAIN,
-            `asynccmd ${strategy} with history / empty, ${procs}`,
-            rowOf(drains, strategy, p, true),
-            empty,
-            target,
+  const sq = `${peer('sidequest')} + ${peer('@sidequest/mysql-backend')}`;
+  const batch = sizes.rawBatch;
+  const drains = scenarios.has('drain')
+    ? drainRows<MysqlDrainSystem>(rec, DRAIN, sizes, sizes.mysqlShapes, 'no ANALYZE run', (shape) => {
+        const entries: PlanEntry<MysqlDrainSystem>[] = [
+          ['skip-locked', skip, ASYNCCMD('skip-locked'), asynccmdMysqlTarget(admin, 'skip-locked', 0), false],
+          [
+            'raw-batch',
+            `raw SQL loop, batch ${batch}`,
+            `two-step token claim (SELECT … LIMIT ${batch} FOR UPDATE SKIP LOCKED, UPDATE … SET claim_token; then SELECT by token), one fenced UPDATE completes the batch`,
+            rawMysqlTarget(admin, 0, batch),
+            false,
+          ],
+          [
+            'raw-c',
+            'raw SQL loop, batch C',
+            'as the batch-500 loop, claiming C rows at a time',
+            rawMysqlTarget(admin, 0, shape.concurrency),
+            false,
+          ],
+          ['legacy', legacy, ASYNCCMD('legacy'), asynccmdMysqlTarget(admin, 'legacy', 0), false],
+          [
+            'sidequest',
+            sq,
+            sidequestSettings(sizes.sidequestPollMs),
+            sidequestMysqlTarget(admin, sizes.sidequestPollMs),
+            false,
+          ],
+        ];
+        if (shape.concurrency === sizes.concurrency) {
+          const history = sizes.finishedRows;
+          entries.push(
+            [
+              'skip-locked',
+              skip,
+              ASYNCCMD('skip-locked'),
+              asynccmdMysqlTarget(admin, 'skip-locked', history),
+              true,
+            ],
+            ['legacy', legacy, ASYNCCMD('legacy'), asynccmdMysqlTarget(admin, 'legacy', history), true],
           );
         }
+        return entries;
+      })
+    : [];
+  const paced = `1 submit / ${sizes.latencyIntervalMs} ms from another process`;
+  const lat = scenarios.has('latency')
+    ? {
+        asynccmd: rec.row(LATENCY, paced, skip, 'ms', ASYNCCMD('skip-locked') + '; consumer C=10'),
+        sidequest: rec.row(
+          LATENCY,
+          paced,
+          sq,
+          'ms',
+          sidequestSettings(sizes.sidequestPollMs) + '; consumer C=10, enqueue() in the submitter',
+        ),
+      }
+    : null;
+  const latencyTargets = (): [Measurement, LatencyTarget][] => {
+    const ours = MYSQL_DATABASES.skipLocked;
+    const theirs = MYSQL_DATABASES.sidequest;
+    return [
+      [
+        lat!.asynccmd,
+        {
+          system: skip,
+          prepare: () => freshMysqlTables(admin, ours, false),
+          consumer: {
+            system: { kind: 'asynccmd-mysql', database: ours, claimStrategy: 'skip-locked' },
+            concurrency: 10,
+            recordStarts: true,
+          },
+          submitter: { kind: 'asynccmd-mysql', database: ours, claimStrategy: 'skip-locked' },
+        },
+      ],
+      [
+        lat!.sidequest,
+        {
+          system: sq,
+          prepare: () => freshMysqlTables(admin, theirs, true),
+          consumer: {
+            system: { kind: 'sidequest', database: theirs, pollMs: sizes.sidequestPollMs },
+            concurrency: 10,
+            recordStarts: true,
+          },
+          submitter: { kind: 'sidequest', database: theirs, pollMs: sizes.sidequestPollMs },
+        },
+      ],
+    ];
+  };
+  const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
+  return {
+    name: 'MySQL/MariaDB',
+    repeat: async () => {
+      await runDrainRows(rec, sizes, drains);
+      if (lat) {
+        for (const [row, target] of latencyTargets()) {
+          await rec.latency(row, async () => (await runLatency(target, n, every, warm, limit)).fromCommit);
+        }
+      }
+    },
+    finish: async () => {
+      for (const shape of shapesOf(drains)) {
+        const at = shapeLabel(shape);
+        const ratio = (
+          label: string,
+          a: Measurement | undefined,
+          b: Measurement | undefined,
+          t: Target,
+        ): void => {
+          if (a && b) rec.ratio(DRAIN, `${label}, ${at}`, a, b, t);
+        };
+        const raw = findRow(drains, 'raw-batch', shape);
+        const sidequest = findRow(drains, 'sidequest', shape);
+        for (const strategy of ['skip-locked', 'legacy'] as const) {
+          // Targets apply to the strategy servers with SKIP LOCKED use; legacy is shown beside it.
+          const target = (t: Target): Target => (strategy === 'skip-locked' ? t : {});
+          const empty = findRow(drains, strategy, shape);
+          ratio(`asynccmd ${strategy} / raw batch-${batch} loop`, empty, raw, target({ atLeast: 0.8 }));
+          ratio(`asynccmd ${strategy} / Sidequest`, empty, sidequest, target({ atLeast: 30 }));
+          ratio(
+            `asynccmd ${strategy} with history / empty`,
+            findRow(drains, strategy, shape, true),
+            empty,
+            target({ atLeast: 0.8 }),
+          );
+        }
+        ratio('raw batch-C loop / raw batch-500 loop', findRow(drains, 'raw-c', shape), raw, {});
+      }
+      if (lat) {
+        rec.ratio(LATENCY, 'asynccmd p99 / Sidequest p99 (lower is better)', lat.asynccmd, lat.sidequest, {
+          atMost: 0.5,
+        });
       }
       for (const database of Object.values(MYSQL_DATABASES))
         await dropDatabase(admin, database).catch(() => undefined);

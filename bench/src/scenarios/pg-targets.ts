@@ -1,15 +1,16 @@
 import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import type pg from 'pg';
 import { graphileJobsLeft, migrateGraphile, seedGraphile } from '../baselines/graphile.js';
+import { PGBOSS_QUEUE, pgBossJobsLeft, preparePgBoss } from '../baselines/pg-boss.js';
 import { rawTable, seedFinished, seedPending } from '../baselines/raw-sql-pg.js';
 import { exactlyOnceVerdict } from '../checks.js';
 import type { DrainTarget } from '../drain.js';
 import type { LatencyTarget } from '../latency.js';
-import { PG_URL, recreateSchema } from '../pg.js';
+import { dropSchema, PG_URL, recreateSchema } from '../pg.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import type { SubmitTarget } from '../submits.js';
 import { migrateWith } from './migrate.js';
-import { countCommandTable, countGraphileJobs, loadExecutions } from './pg-verify.js';
+import { countCommandTable, countGraphileJobs, countPgBossJobs, loadExecutions } from './pg-verify.js';
 
 const createRawTable = (schema: string): Promise<void> =>
   migrateWith(() => createPostgresStore({ connectionString: PG_URL, schema, poolConfig: { max: 1 } }));
@@ -19,7 +20,16 @@ export const PG_SCHEMAS = {
   asynccmd: 'bench_asynccmd',
   raw: 'bench_raw',
   graphile: 'bench_graphile',
+  pgBoss: 'bench_pgboss',
 } as const;
+
+/**
+ * Keeps autovacuum off a table for the run: the drains run on tables the planner has no statistics
+ * for, as after a fresh create or bulk load, whatever the server's autovacuum setting.
+ */
+async function neverAnalyze(pool: pg.Pool, table: string): Promise<void> {
+  await pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+}
 
 /**
  * A drain on asynccmd's table (created by its migration) in `schema`: consumed by asynccmd's
@@ -38,9 +48,9 @@ function commandTableTarget(
     prepare: async (total) => {
       await recreateSchema(pool, schema);
       await createRawTable(schema);
+      await neverAnalyze(pool, table);
       await seedFinished(pool, table, finishedRows);
       await seedPending(pool, table, BENCH_TYPE, total);
-      await pool.query(`VACUUM ANALYZE ${table}`);
       await checkpoint(pool); // every system starts from one (see submits.ts)
     },
     consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
@@ -63,7 +73,7 @@ export function rawPgTarget(pool: pg.Pool, finishedRows: number, batch: number):
   return commandTableTarget(pool, schema, 'raw SQL loop', { kind: 'raw-pg', schema, batch }, finishedRows);
 }
 
-export function asynccmdPgTarget(pool: pg.Pool, finishedRows: number, queueSize = 0): DrainTarget {
+export function asynccmdPgTarget(pool: pg.Pool, finishedRows: number, queueSize?: number): DrainTarget {
   const schema = PG_SCHEMAS.asynccmd;
   return commandTableTarget(
     pool,
@@ -74,21 +84,47 @@ export function asynccmdPgTarget(pool: pg.Pool, finishedRows: number, queueSize 
   );
 }
 
-export function graphileTarget(pool: pg.Pool): DrainTarget {
+export function graphileTarget(pool: pg.Pool, performance: boolean): DrainTarget {
   const schema = PG_SCHEMAS.graphile;
   return {
     system: 'graphile-worker',
     prepare: async (total) => {
       await freshGraphile(pool);
+      await neverAnalyze(pool, `${schema}._private_jobs`);
       await seedGraphile(pool, schema, total);
-      await pool.query(`VACUUM ANALYZE ${schema}._private_jobs`);
       await checkpoint(pool);
     },
-    consumer: (concurrency) => ({ system: { kind: 'graphile', schema }, concurrency, recordStarts: false }),
+    consumer: (concurrency) => ({
+      system: { kind: 'graphile', schema, performance },
+      concurrency,
+      recordStarts: false,
+    }),
     drained: async () => (await graphileJobsLeft(pool, schema)) === 0,
     verify: async (total, seqs, complete) => {
       await loadExecutions(pool, schema, seqs);
       return exactlyOnceVerdict(total, await countGraphileJobs(pool, schema, total), complete);
+    },
+  };
+}
+
+export function pgBossTarget(pool: pg.Pool, batchSize: number): DrainTarget {
+  const schema = PG_SCHEMAS.pgBoss;
+  return {
+    system: 'pg-boss',
+    prepare: async (total) => {
+      await dropSchema(pool, schema);
+      await preparePgBoss(schema, total);
+      await checkpoint(pool);
+    },
+    consumer: (concurrency) => ({
+      system: { kind: 'pg-boss', schema, batchSize },
+      concurrency,
+      recordStarts: false,
+    }),
+    drained: async () => (await pgBossJobsLeft(pool, schema)) === 0,
+    verify: async (total, seqs, complete) => {
+      await loadExecutions(pool, schema, seqs);
+      return exactlyOnceVerdict(total, await countPgBossJobs(pool, schema, PGBOSS_QUEUE), complete);
     },
   };
 }
@@ -146,7 +182,7 @@ export function graphileSubmitTarget(pool: pg.Pool): SubmitTarget {
   return {
     system: 'graphile-worker add_job',
     prepare: () => freshGraphile(pool),
-    submitter: { kind: 'graphile', schema },
+    submitter: { kind: 'graphile', schema, performance: false },
     count: () => graphileJobsLeft(pool, schema),
     checkpoint: () => checkpoint(pool),
   };
@@ -161,8 +197,12 @@ export function graphileLatencyTarget(pool: pg.Pool): LatencyTarget {
   return {
     system: 'graphile-worker (LISTEN/NOTIFY)',
     prepare: () => freshGraphile(pool),
-    consumer: { system: { kind: 'graphile', schema }, concurrency: 10, recordStarts: true },
-    submitter: { kind: 'graphile', schema },
+    consumer: {
+      system: { kind: 'graphile', schema, performance: true },
+      concurrency: 10,
+      recordStarts: true,
+    },
+    submitter: { kind: 'graphile', schema, performance: true },
   };
 }
 

@@ -78,3 +78,16 @@ export function countGraphileJobs(pool: pg.Pool, schema: string, total: number):
     [total],
   );
 }
+
+/** For pg-boss: the bench queue's jobs, its states mapped onto the check's. */
+export function countPgBossJobs(pool: pg.Pool, schema: string, queue: string): Promise<ExactlyOnceCounts> {
+  return countAgainst(
+    pool,
+    schema,
+    `SELECT (data ->> 'seq')::int AS seq,
+            CASE state::text WHEN 'completed' THEN 'SUCCESS' WHEN 'created' THEN 'PENDING'
+              WHEN 'retry' THEN 'PENDING' WHEN 'active' THEN 'RUNNING' ELSE upper(state::text) END AS status
+     FROM ${schema}.job WHERE name = $1`,
+    [queue],
+  );
+}

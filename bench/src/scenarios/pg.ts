@@ -3,7 +3,19 @@ import type { Measurement } from '../report.js';
 import { dropSchema, pgPool } from '../pg.js';
 import { runSubmits, type SubmitTarget } from '../submits.js';
 import type { Pool } from 'pg';
-import { drainRows, processesLabel, rowOf, runDrainRows, type DrainRow } from './drain-rows.js';
+import { graphileSettings } from '../baselines/graphile.js';
+import { pgBossSettings } from '../baselines/pg-boss.js';
+import type { Target } from '../stats.js';
+import { peer } from '../versions.js';
+import {
+  drainRows,
+  findRow,
+  runDrainRows,
+  shapeLabel,
+  shapesOf,
+  type DrainRow,
+  type PlanEntry,
+} from './drain-rows.js';
 import {
   asynccmdPgLatencyTarget,
   asynccmdPgSubmitTarget,
@@ -13,6 +25,7 @@ import {
   graphileSubmitTarget,
   graphileTarget,
   oneRoundTripSubmitTarget,
+  pgBossTarget,
   PG_SCHEMAS,
   rawPgSubmitTarget,
   rawPgTarget,
@@ -35,10 +48,34 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
   const burst = `${sizes.submits} × (BEGIN; insert; COMMIT), ${sizes.submitClients} clients`;
   const sub = scenarios.has('submits')
     ? {
-        asynccmd: rec.row(SUBMIT, burst, 'asynccmd client.submit', 'submits/s'),
-        graphile: rec.row(SUBMIT, burst, 'graphile-worker add_job', 'submits/s'),
-        raw: rec.row(SUBMIT, burst, 'raw INSERT', 'submits/s'),
-        oneTrip: rec.row(SUBMIT, burst, 'one-round-trip INSERT', 'submits/s'),
+        asynccmd: rec.row(
+          SUBMIT,
+          burst,
+          'asynccmd client.submit',
+          'submits/s',
+          'client.transaction((tx, submit) => submit(…)), runtime defaults',
+        ),
+        graphile: rec.row(
+          SUBMIT,
+          burst,
+          `${peer('graphile-worker')} add_job`,
+          'submits/s',
+          "SELECT graphile_worker.add_job(…) inside the caller's BEGIN … COMMIT (its transactional addJob)",
+        ),
+        raw: rec.row(
+          SUBMIT,
+          burst,
+          'raw INSERT',
+          'submits/s',
+          'the same row by a plain INSERT in BEGIN … COMMIT',
+        ),
+        oneTrip: rec.row(
+          SUBMIT,
+          burst,
+          'one-round-trip INSERT',
+          'submits/s',
+          'BEGIN; INSERT; COMMIT sent as one simple query (payload inlined)',
+        ),
       }
     : null;
   const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
@@ -93,7 +130,7 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
       }
     },
     finish: async () => {
-      if (drains.length > 0) drainRatios(sizes, rec, drains);
+      if (drains.length > 0) drainRatios(rec, drains);
       if (lat) {
         const p99 = 'p99 / graphile-worker p99 (lower is better)';
         rec.ratio(LATENCY, `asynccmd ${p99}`, lat.asynccmd.fromCommit, lat.graphile.fromCommit, {
@@ -122,45 +159,86 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
   };
 }
 
-type PgDrainSystem = 'asynccmd' | 'graphile' | 'raw' | 'queued';
+type PgDrainSystem =
+  'asynccmd' | 'queued' | 'graphile' | 'graphile-default' | 'pg-boss' | 'raw-batch' | 'raw-c';
+
+const ASYNCCMD_DEFAULTS = 'runtime defaults: sharedPool { concurrency: C }, everything else default';
 
 function pgDrainRows(sizes: Sizes, rec: Recorder, pool: Pool): DrainRow<PgDrainSystem>[] {
-  return drainRows<PgDrainSystem>(rec, DRAIN, sizes, () => [
-    ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, 0), false],
-    ['graphile', 'graphile-worker', graphileTarget(pool), false],
-    ['raw', 'raw SQL loop', rawPgTarget(pool, 0, sizes.concurrency), false],
-    // Not a default: shows how much of the gap to the raw loop is the claim size (see README).
-    ['queued', 'asynccmd, pool queueSize 10', asynccmdPgTarget(pool, 0, sizes.concurrency), false],
-    ['asynccmd', 'asynccmd', asynccmdPgTarget(pool, sizes.finishedRows), true],
-  ]);
+  const gw = peer('graphile-worker');
+  const batch = sizes.rawBatch;
+  return drainRows<PgDrainSystem>(rec, DRAIN, sizes, sizes.pgShapes, 'tables never analyzed', (shape) => {
+    const queueSize = Math.max(0, batch - shape.concurrency);
+    const entries: PlanEntry<PgDrainSystem>[] = [
+      ['asynccmd', 'asynccmd defaults', ASYNCCMD_DEFAULTS, asynccmdPgTarget(pool, 0), false],
+      ['graphile', `${gw}, local queue`, graphileSettings(true), graphileTarget(pool, true), false],
+      ['graphile-default', `${gw}, defaults`, graphileSettings(false), graphileTarget(pool, false), false],
+      [
+        'pg-boss',
+        `${peer('pg-boss')}, batchSize ${batch}`,
+        pgBossSettings(batch),
+        pgBossTarget(pool, batch),
+        false,
+      ],
+      [
+        'raw-batch',
+        `raw SQL loop, batch ${batch}`,
+        `one connection: WITH due AS (SELECT … FOR UPDATE SKIP LOCKED LIMIT ${batch}) UPDATE … RETURNING, then one token-fenced UPDATE completes the batch; synchronous_commit off; sorts, bitmap and seq scans off, as in the adapter's claim function`,
+        rawPgTarget(pool, 0, batch),
+        false,
+      ],
+      [
+        'raw-c',
+        'raw SQL loop, batch C',
+        'as the batch-500 loop, claiming C rows at a time',
+        rawPgTarget(pool, 0, shape.concurrency),
+        false,
+      ],
+      [
+        'queued',
+        `asynccmd, queueSize ${queueSize}`,
+        `sharedPool { concurrency: C, queueSize: ${batch} − C }: not a default; how much of the gap is the claim size`,
+        asynccmdPgTarget(pool, 0, queueSize),
+        false,
+      ],
+    ];
+    if (shape.concurrency === sizes.concurrency && [1, sizes.processes].includes(shape.processes)) {
+      entries.push([
+        'asynccmd',
+        'asynccmd defaults',
+        ASYNCCMD_DEFAULTS,
+        asynccmdPgTarget(pool, sizes.finishedRows),
+        true,
+      ]);
+    }
+    return entries;
+  });
 }
 
-function drainRatios(sizes: Sizes, rec: Recorder, drains: readonly DrainRow<PgDrainSystem>[]): void {
-  for (const p of [1, sizes.processes]) {
-    const ours = rowOf(drains, 'asynccmd', p);
-    const procs = processesLabel(p);
-    rec.ratio(DRAIN, `asynccmd / graphile-worker, ${procs}`, ours, rowOf(drains, 'graphile', p), {
-      atLeast: 1.25,
-    });
-    rec.ratio(DRAIN, `asynccmd / raw SQL loop, ${procs}`, ours, rowOf(drains, 'raw', p), {
-      atLeast: 0.8,
-    });
-    rec.ratio(
-      DRAIN,
-      `asynccmd with history / empty table, ${procs}`,
-      rowOf(drains, 'asynccmd', p, true),
-      ours,
-      {
-        atLeast: 0.8,
-      },
-    );
-    rec.ratio(
-      DRAIN,
-      `asynccmd queueSize 10 / raw SQL loop, ${procs}`,
-      rowOf(drains, 'queued', p),
-      rowOf(drains, 'raw', p),
-      {},
-    );
+function drainRatios(rec: Recorder, drains: readonly DrainRow<PgDrainSystem>[]): void {
+  for (const shape of shapesOf(drains)) {
+    const at = shapeLabel(shape);
+    const row = (system: PgDrainSystem, history = false): Measurement | undefined =>
+      findRow(drains, system, shape, history);
+    const ours = row('asynccmd');
+    const graphile = row('graphile');
+    const raw = row('raw-batch');
+    const ratio = (
+      label: string,
+      a: Measurement | undefined,
+      b: Measurement | undefined,
+      target: Target,
+    ): void => {
+      if (a && b) rec.ratio(DRAIN, `${label}, ${at}`, a, b, target);
+    };
+    ratio('asynccmd defaults / graphile-worker local queue', ours, graphile, { atLeast: 1.25 });
+    ratio('asynccmd defaults / raw batch-500 loop', ours, raw, { atLeast: 0.8 });
+    ratio('asynccmd with history / empty table', row('asynccmd', true), ours, { atLeast: 0.8 });
+    ratio('graphile-worker defaults / local queue', row('graphile-default'), graphile, {});
+    ratio('pg-boss / graphile-worker local queue', row('pg-boss'), graphile, {});
+    ratio('raw batch-500 loop / graphile-worker local queue', raw, graphile, {});
+    ratio('raw batch-C loop / raw batch-500 loop', row('raw-c'), raw, {});
+    ratio('asynccmd queueSize / raw batch-500 loop', row('queued'), raw, {});
   }
 }
 
@@ -177,14 +255,26 @@ function latencyRows(
   rec: Recorder,
   paced: string,
 ): Record<'asynccmd' | 'graphile' | 'immediate', LatencyRows> {
-  const rows = (scenario: string, system: string): LatencyRows => ({
-    fromCommit: rec.row(LATENCY, scenario, system, 'ms'),
-    fromBegin: rec.row(LATENCY, `${scenario}, BEGIN → start`, system, 'ms'),
+  const rows = (scenario: string, system: string, settings: string): LatencyRows => ({
+    fromCommit: rec.row(LATENCY, scenario, system, 'ms', settings),
+    fromBegin: rec.row(LATENCY, `${scenario}, BEGIN → start`, system, 'ms', settings),
   });
   return {
-    asynccmd: rows(`${paced} from another process`, 'asynccmd'),
-    graphile: rows(`${paced} from another process`, 'graphile-worker'),
-    immediate: rows(`${paced}, same process`, 'asynccmd IMMEDIATE'),
+    asynccmd: rows(
+      `${paced} from another process`,
+      'asynccmd defaults',
+      `${ASYNCCMD_DEFAULTS}; C=10, coalesced NOTIFY`,
+    ),
+    graphile: rows(
+      `${paced} from another process`,
+      `${peer('graphile-worker')}, local queue`,
+      `${graphileSettings(true)}; C=10, LISTEN/NOTIFY`,
+    ),
+    immediate: rows(
+      `${paced}, same process`,
+      'asynccmd IMMEDIATE',
+      'executor mode IMMEDIATE, submitter and executor in one process',
+    ),
   };
 }
 

@@ -21,8 +21,17 @@ export class Recorder {
 
   constructor(private readonly log: (line: string) => void) {}
 
-  row(section: string, scenario: string, system: string, unit: Measurement['unit']): Measurement {
-    const m = measurement(section, scenario, system, unit);
+  /** What did not run, per section, with the reason: printed under the section. */
+  readonly notes: Record<string, string[]> = {};
+
+  row(
+    section: string,
+    scenario: string,
+    system: string,
+    unit: Measurement['unit'],
+    settings = '',
+  ): Measurement {
+    const m = measurement(section, scenario, system, unit, settings);
     this.measurements.push(m);
     return m;
   }
@@ -30,25 +39,43 @@ export class Recorder {
   /** Runs one repeat of a throughput figure. */
   async throughput(
     m: Measurement,
-    run: () => Promise<{ rate: number; check: string; diagnostics?: string[] }>,
+    run: () => Promise<{
+      rate: number;
+      check: string;
+      diagnostics?: string[];
+      cpuUsPerCommand?: number;
+      peakRssMb?: number;
+    }>,
   ): Promise<void> {
     const label = `${m.section} / ${m.scenario} / ${m.system}`;
     try {
       const r = await run();
       m.runs.push(r.rate);
+      m.cpuUsPerCommand.push(r.cpuUsPerCommand ?? Number.NaN);
+      m.peakRssMb.push(r.peakRssMb ?? Number.NaN);
       if (!m.checks.includes(r.check)) m.checks.push(r.check);
       if (r.diagnostics && r.diagnostics.length > 0) m.diagnostics.push(r.diagnostics.join(' | '));
       const notes = r.diagnostics && r.diagnostics.length > 0 ? `; ${r.diagnostics.join(' | ')}` : '';
       this.log(`  ${label}: ${Math.round(r.rate)} ${m.unit} (${r.check}${notes})`);
     } catch (err) {
       m.runs.push(Number.NaN);
+      m.cpuUsPerCommand.push(Number.NaN);
+      m.peakRssMb.push(Number.NaN);
       m.errors.push(message(err));
       this.log(`  ${label}: FAILED ${message(err)}`);
     }
   }
 
+  note(section: string, text: string): void {
+    (this.notes[section] ??= []).push(text);
+    this.log(`  ${section}: ${text}`);
+  }
+
   /** Runs one repeat of a latency figure: its p99 is the run's value, its samples are pooled. */
-  async latency(m: Measurement, run: () => Promise<{ samples: number[]; check: string }>): Promise<void> {
+  async latency(
+    m: Measurement,
+    run: () => Promise<{ samples: number[]; check: string; cpuUsPerCommand?: number; peakRssMb?: number }>,
+  ): Promise<void> {
     const label = `${m.section} / ${m.scenario} / ${m.system}`;
     try {
       const r = await run();
@@ -56,6 +83,8 @@ export class Recorder {
       this.#samples.set(m, pooled);
       m.latency = summariseLatency(pooled);
       m.runs.push(percentile(r.samples, 99));
+      m.cpuUsPerCommand.push(r.cpuUsPerCommand ?? Number.NaN);
+      m.peakRssMb.push(r.peakRssMb ?? Number.NaN);
       if (!m.checks.includes(r.check)) m.checks.push(r.check);
       const s = summariseLatency(r.samples);
       this.log(
@@ -63,6 +92,8 @@ export class Recorder {
       );
     } catch (err) {
       m.runs.push(Number.NaN);
+      m.cpuUsPerCommand.push(Number.NaN);
+      m.peakRssMb.push(Number.NaN);
       m.errors.push(message(err));
       this.log(`  ${label}: FAILED ${message(err)}`);
     }

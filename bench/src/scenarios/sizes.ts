@@ -2,15 +2,32 @@
 export const SCENARIOS = ['drain', 'latency', 'submits'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
+/** One drain configuration: consumer processes, each with this concurrency. */
+export interface DrainShape {
+  readonly processes: number;
+  readonly concurrency: number;
+}
+
 /** How big each scenario is: the full run (`npm run bench`) and a quick one for development. */
 export interface Sizes {
   /** Commands per drain run. */
   readonly drainTotal: number;
   /** SUCCESS rows already in the table for the "history" drain. */
   readonly finishedRows: number;
+  /** Concurrency of the history drains and of the latency consumers. */
   readonly concurrency: number;
-  /** Processes of the multi-process drain. */
+  /** Processes of the multi-process history drain. */
   readonly processes: number;
+  /** The PostgreSQL drains, every system in each shape. */
+  readonly pgShapes: readonly DrainShape[];
+  /** The MySQL/MariaDB drains. */
+  readonly mysqlShapes: readonly DrainShape[];
+  /** The SQLite drains (one file, so one process). */
+  readonly sqliteShapes: readonly DrainShape[];
+  /** Rows per claim of the raw-SQL reference loops. */
+  readonly rawBatch: number;
+  /** Sidequest's dispatcher polling interval, ms. */
+  readonly sidequestPollMs: number;
   readonly latencySamples: number;
   /** Leading samples dropped (connections, JIT, plan caches warming up). */
   readonly latencyWarmup: number;
@@ -37,6 +54,19 @@ export const FULL: Sizes = {
   finishedRows: 200_000,
   concurrency: 10,
   processes: 4,
+  pgShapes: [
+    { processes: 1, concurrency: 1 },
+    { processes: 1, concurrency: 10 },
+    { processes: 1, concurrency: 50 },
+    { processes: 4, concurrency: 10 },
+  ],
+  mysqlShapes: [
+    { processes: 1, concurrency: 10 },
+    { processes: 4, concurrency: 10 },
+  ],
+  sqliteShapes: [{ processes: 1, concurrency: 10 }],
+  rawBatch: 500,
+  sidequestPollMs: 50,
   latencySamples: 1_000,
   latencyWarmup: 1_000,
   latencyIntervalMs: 10,
@@ -53,6 +83,11 @@ export const QUICK: Sizes = {
   ...FULL,
   drainTotal: 2_000,
   finishedRows: 20_000,
+  pgShapes: [
+    { processes: 1, concurrency: 10 },
+    { processes: 4, concurrency: 10 },
+  ],
+  mysqlShapes: [{ processes: 1, concurrency: 10 }],
   latencySamples: 100,
   latencyWarmup: 100,
   submits: 800,

@@ -10,7 +10,7 @@ import type { OnExecute } from './consumers.js';
 type BenchTypes = { readonly [BENCH_TYPE]: BenchPayload };
 export type BenchRuntime = AsyncCommands<BenchTypes, unknown>;
 
-type AsynccmdSpec = Extract<SystemSpec, { kind: 'asynccmd-pg' | 'asynccmd-mysql' }>;
+type AsynccmdSpec = Extract<SystemSpec, { kind: 'asynccmd-pg' | 'asynccmd-mysql' | 'asynccmd-sqlite' }>;
 
 /** The store for a spec, with `connections` pooled connections, already connected. */
 export async function openStore(spec: AsynccmdSpec, connections: number): Promise<CommandStore> {
@@ -21,6 +21,9 @@ export async function openStore(spec: AsynccmdSpec, connections: number): Promis
       schema: spec.schema,
       poolConfig: { max: connections },
     });
+  } else if (spec.kind === 'asynccmd-sqlite') {
+    const { createSqliteStore } = await import('@asynccmd/adapter-sqlite');
+    store = createSqliteStore({ filename: spec.filename });
   } else {
     const { openMysqlStore } = await import('./asynccmd-mysql.js');
     store = await openMysqlStore(spec.database, spec.claimStrategy, connections);

@@ -1,6 +1,5 @@
 import { claimLoop } from '../baselines/claim-loop.js';
 import { claimPgBatch } from '../baselines/raw-sql-pg.js';
-import { runGraphile } from '../baselines/graphile.js';
 import { claimMysqlBatch } from '../baselines/raw-sql-mysql.js';
 import { mysqlPool } from '../mysql.js';
 import { pgPool } from '../pg.js';
@@ -35,26 +34,40 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
         () => pool.end(),
       );
     }
+    case 'raw-sqlite': {
+      const { claimSqliteBatch, openSqlite } = await import('../baselines/raw-sql-sqlite.js');
+      const db = openSqlite(system.filename);
+      return loopConsumer(
+        (stopped) =>
+          claimLoop(async () => claimSqliteBatch(db, BENCH_TYPE, system.batch), onExecute, stopped),
+        async () => {
+          db.close();
+        },
+      );
+    }
     case 'graphile': {
-      let runner: Awaited<ReturnType<typeof runGraphile>> | undefined;
-      return {
-        go: async () => {
-          runner = await runGraphile(system.schema, spec.concurrency, onExecute);
-        },
-        stop: async () => {
-          await runner?.stop();
-        },
-      };
+      const { runGraphile } = await import('../baselines/graphile.js');
+      return startedOnGo(() => runGraphile(system.schema, spec.concurrency, system.performance, onExecute));
+    }
+    case 'pg-boss': {
+      const { runPgBoss } = await import('../baselines/pg-boss.js');
+      return startedOnGo(() => runPgBoss(system.schema, spec.concurrency, system.batchSize, onExecute));
+    }
+    case 'sidequest': {
+      const { runSidequest } = await import('../baselines/sidequest.js');
+      return startedOnGo(() => runSidequest(system.database, spec.concurrency, system.pollMs, onExecute));
     }
     case 'asynccmd-pg':
-    case 'asynccmd-mysql': {
+    case 'asynccmd-mysql':
+    case 'asynccmd-sqlite': {
       // Loaded only here, so a baseline's child never loads asynccmd's packages (nor breaks with them).
       const { benchRuntime, openStore } = await import('./asynccmd.js');
       const store = await openStore(system, 4);
-      const queueSize = system.kind === 'asynccmd-pg' ? (system.queueSize ?? 0) : 0;
+      // Unset: the runtime's default, a queue that follows the backlog.
+      const queueSize = system.kind === 'asynccmd-pg' ? system.queueSize : undefined;
       const runtime = benchRuntime(
         store,
-        { concurrency: spec.concurrency, queueSize },
+        { concurrency: spec.concurrency, ...(queueSize === undefined ? {} : { queueSize }) },
         { mode: 'ASYNC_POOL', onExecute },
       );
       let rounds = 0;
@@ -76,6 +89,19 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
     default:
       throw new Error(`no consumer for ${JSON.stringify(system satisfies never)}`);
   }
+}
+
+/** A peer's worker, started on go (its startup is its first claim) and stopped gracefully. */
+function startedOnGo(start: () => Promise<{ stop(): Promise<void> }>): Consumer {
+  let runner: { stop(): Promise<void> } | undefined;
+  return {
+    go: async () => {
+      runner = await start();
+    },
+    stop: async () => {
+      await runner?.stop();
+    },
+  };
 }
 
 /** A consumer that runs `loop` from go until stop, then closes its connections. */

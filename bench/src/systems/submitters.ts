@@ -31,8 +31,13 @@ export async function prepareSubmitter(system: SystemSpec, clients: number): Pro
         close: () => pool.end(),
       };
     }
+    case 'sidequest': {
+      const { sidequestSubmitter } = await import('../baselines/sidequest.js');
+      return sidequestSubmitter(system.database);
+    }
     case 'asynccmd-pg':
-    case 'asynccmd-mysql': {
+    case 'asynccmd-mysql':
+    case 'asynccmd-sqlite': {
       const { benchRuntime, openStore, submitOne } = await import('./asynccmd.js');
       const runtime = benchRuntime(await openStore(system, clients), { concurrency: clients });
       return {

@@ -33,9 +33,16 @@ runChild(async () => {
   await stop;
   clearInterval(progress);
   await consumer.stop();
-  // This process's CPU (user + system) per command run: what a consumer costs on a shared machine.
+  // This process's CPU (user + system) and peak memory: what a consumer costs on a shared machine.
   const cpu = process.cpuUsage(cpuAtGo);
-  const perCommand = `${Math.round((cpu.user + cpu.system) / Math.max(1, seqs.length))} µs CPU/command`;
-  const diagnostics = [consumer.diagnostics?.(), perCommand].filter(Boolean).join(', ');
-  await send({ type: 'executions', seqs, starts, diagnostics });
+  const cpuMicros = cpu.user + cpu.system;
+  const peakRssKb = process.resourceUsage().maxRSS;
+  await send({
+    type: 'executions',
+    seqs,
+    starts,
+    cpuMicros,
+    peakRssKb,
+    ...(consumer.diagnostics ? { diagnostics: consumer.diagnostics() } : {}),
+  });
 });
