@@ -11,7 +11,13 @@ export function stubStore(overrides: Partial<CommandStore>): CommandStore {
       if (prop in target) return target[prop as keyof CommandStore];
       if (prop === 'dialect') return 'stub';
       if (prop === 'capabilities') {
-        return { skipLocked: false, wakeups: false, revocations: false, sqlExecutor: false, commitRiding: null };
+        return {
+          skipLocked: false,
+          wakeups: false,
+          revocations: false,
+          sqlExecutor: false,
+          commitRiding: null,
+        };
       }
       if (prop === 'wakeups' || prop === 'revocations' || prop === 'then') return undefined;
       return missing(prop);
