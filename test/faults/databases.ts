@@ -24,11 +24,19 @@ export interface FaultTarget {
   dispose(): Promise<void>;
 }
 
+/** Where a namespace lives: the shared server unless `port` names a server of the suite's own. */
+export interface OpenOptions {
+  /** A temporary server on 127.0.0.1 (see temp-servers.ts) instead of the shared one. */
+  readonly port?: number;
+  /** Extra store options, for the test's store and the workers' alike. */
+  readonly store?: Record<string, unknown>;
+}
+
 export interface FaultDatabase {
   readonly name: 'postgres' | 'mysql' | 'sqlite';
   /** The server's TCP address (none for embedded SQLite). */
   readonly server?: { readonly host: string; readonly port: number };
-  open(namespace: string): Promise<FaultTarget>;
+  open(namespace: string, on?: OpenOptions): Promise<FaultTarget>;
 }
 
 const PG_URL = new URL(process.env.ASYNCCMD_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
@@ -44,8 +52,8 @@ function withPort(url: URL, port: number | undefined, path?: string): string {
   return copy.href;
 }
 
-async function pgAdmin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_URL.href });
+async function pgAdmin(sql: string, url: URL = PG_URL): Promise<void> {
+  const client = new pg.Client({ connectionString: url.href });
   client.on('error', () => undefined);
   await client.connect();
   try {
@@ -55,8 +63,8 @@ async function pgAdmin(sql: string): Promise<void> {
   }
 }
 
-async function mysqlAdmin(sql: string): Promise<void> {
-  const conn = await createConnection(MYSQL_URL.href);
+async function mysqlAdmin(sql: string, url: URL = MYSQL_URL): Promise<void> {
+  const conn = await createConnection(url.href);
   try {
     await conn.query(sql);
   } finally {
@@ -67,9 +75,13 @@ async function mysqlAdmin(sql: string): Promise<void> {
 export const postgres: FaultDatabase = {
   name: 'postgres',
   server: { host: PG_URL.hostname, port: Number(PG_URL.port || 5432) },
-  async open(namespace) {
+  async open(namespace, on = {}) {
+    const base =
+      on.port === undefined ? PG_URL : new URL(`postgres://postgres@127.0.0.1:${on.port}/postgres`);
+    if (on.port !== undefined) await pgAdmin(`CREATE SCHEMA "${namespace}"`, base);
     const options = (port?: number) => ({
-      connectionString: withPort(PG_URL, port),
+      ...on.store,
+      connectionString: withPort(base, port),
       schema: namespace,
       poolConfig: { max: 4, application_name: namespace },
       // A LISTEN connection lost in a cut comes back quickly.
@@ -87,7 +99,7 @@ export const postgres: FaultDatabase = {
       }),
       async dispose() {
         await store.close().catch(() => undefined);
-        await pgAdmin(`DROP SCHEMA IF EXISTS "${namespace}" CASCADE`);
+        await pgAdmin(`DROP SCHEMA IF EXISTS "${namespace}" CASCADE`, base);
       },
     };
   },
@@ -96,10 +108,12 @@ export const postgres: FaultDatabase = {
 export const mysql: FaultDatabase = {
   name: 'mysql',
   server: { host: MYSQL_URL.hostname, port: Number(MYSQL_URL.port || 3306) },
-  async open(namespace) {
-    await mysqlAdmin(`CREATE DATABASE \`${namespace}\` CHARACTER SET utf8mb4`);
+  async open(namespace, on = {}) {
+    const base = on.port === undefined ? MYSQL_URL : new URL(`mysql://root@127.0.0.1:${on.port}`);
+    await mysqlAdmin(`CREATE DATABASE \`${namespace}\` CHARACTER SET utf8mb4`, base);
     const options = (port?: number) => ({
-      connection: withPort(MYSQL_URL, port, namespace),
+      ...on.store,
+      connection: withPort(base, port, namespace),
       connectionLimit: 4,
     });
     const store = createMysqlStore(options());
@@ -113,7 +127,7 @@ export const mysql: FaultDatabase = {
       }),
       async dispose() {
         await store.close().catch(() => undefined);
-        await mysqlAdmin(`DROP DATABASE IF EXISTS \`${namespace}\``);
+        await mysqlAdmin(`DROP DATABASE IF EXISTS \`${namespace}\``, base);
       },
     };
   },
