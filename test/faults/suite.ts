@@ -227,17 +227,20 @@ export function describeFaults(db: FaultDatabase): void {
         // started again in another process.
         const lines = r.lines();
         const recoveries: number[] = [];
+        /** Commands a killed worker finished without recording the success (per worker, then all). */
         const unacked = new Set<string>();
         for (const kill of kills) {
           const open = new Map<string, number>();
+          const finished = new Set<string>();
           for (const l of lines) {
             if (l.pid !== kill.pid) continue;
             if (l.event === 'start') open.set(l.id, l.at);
             else if (l.event === 'end') {
               open.delete(l.id);
-              unacked.add(l.id);
-            } else if (l.event === 'ack') unacked.delete(l.id);
+              finished.add(l.id);
+            } else if (l.event === 'ack') finished.delete(l.id);
           }
+          for (const id of finished) unacked.add(id);
           const back = [...open.keys()].map(
             (id) => lines.find((l) => l.event === 'start' && l.id === id && l.at >= kill.at)?.at ?? Infinity,
           );

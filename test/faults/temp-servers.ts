@@ -1,12 +1,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 
+const GUARD = fileURLToPath(new URL('./server-guard.mjs', import.meta.url));
 const PG_BIN = process.env.ASYNCCMD_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 
 /**
@@ -93,11 +95,18 @@ abstract class ProcessServer implements TempServer {
     const current = this.#child;
     if (current && current.exitCode === null && current.signalCode === null) return;
     const [command, args] = this.command();
-    // Its own process group, so a crash takes every process of the server at once.
-    const child = spawn(command, args, {
+    const as = serverUser(this.kind);
+    // Its own process group, so a crash takes every process of the server at once; the guard
+    // takes the server down should this process end without stopping it.
+    const child = spawn(process.execPath, [GUARD, command, ...args], {
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...serverUser(this.kind),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        ...(as.uid === undefined
+          ? {}
+          : { ASYNCCMD_GUARD_UID: String(as.uid), ASYNCCMD_GUARD_GID: String(as.gid) }),
+      },
     });
     running.add(child);
     this.#child = child;
@@ -137,11 +146,27 @@ abstract class ProcessServer implements TempServer {
     killGroup(child, 'SIGTERM');
   }
 
+  /** The server's processes beyond the guard's own group (PostgreSQL's children each lead a session). */
+  protected serverPids(): number[] {
+    return [];
+  }
+
   async crash(): Promise<void> {
     const child = this.#child;
     if (!child) return;
+    const pids = this.serverPids();
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
     killGroup(child, 'SIGKILL');
     await this.#exited;
+    // The next start must not find a process of this one still holding the data directory.
+    const until = Date.now() + 10_000;
+    while (pids.some((pid) => existsSync(`/proc/${pid}`)) && Date.now() < until) await sleep(20);
   }
 
   async dispose(): Promise<void> {
@@ -196,6 +221,29 @@ class TempPostgres extends ProcessServer {
       ['stop', '-D', join(this.dir, 'data'), '-m', 'fast', '-w'],
       serverUser('postgres'),
     );
+  }
+
+  /** The postmaster (first line of postmaster.pid) and every process it started. */
+  protected override serverPids(): number[] {
+    let postmaster: number;
+    try {
+      postmaster = Number(readFileSync(join(this.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    } catch {
+      return [];
+    }
+    const children = readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .filter((name) => {
+        try {
+          // The fourth field of /proc/<pid>/stat is the parent's pid (after "(comm)", which may hold spaces).
+          const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+          return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+    return [postmaster, ...children];
   }
 
   protected async ping(): Promise<void> {
