@@ -37,10 +37,13 @@ const SLOTS = 2;
 const QUICK = { leaseMs: 1_000, heartbeatIntervalMs: 250, pollIntervalMs: 100, reclaimIntervalMs: 200 };
 /** A lease longer than any cut, so a cut alone never makes a live command look dead. */
 const PATIENT = { leaseMs: 6_000, heartbeatIntervalMs: 1_000, pollIntervalMs: 100, reclaimIntervalMs: 500 };
-/** Outlives a server restart (well under a second here), so only a lost write makes a re-run. */
+/**
+ * Outlives a server restart or crash recovery (up to about 4 s on a loaded machine), so that only
+ * a write the server lost can make a re-run: a live command's lease must not lapse while it is down.
+ */
 const SERVER_FAULT = {
-  leaseMs: 3_000,
-  heartbeatIntervalMs: 500,
+  leaseMs: 8_000,
+  heartbeatIntervalMs: 1_000,
   pollIntervalMs: 100,
   reclaimIntervalMs: 300,
 };
