@@ -1,0 +1,4 @@
+import { mysql } from './databases.js';
+import { describeFaults } from './suite.js';
+
+describeFaults(mysql);

@@ -1,0 +1,4 @@
+import { postgres } from './databases.js';
+import { describeFaults } from './suite.js';
+
+describeFaults(postgres);

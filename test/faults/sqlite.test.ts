@@ -1,0 +1,4 @@
+import { sqlite } from './databases.js';
+import { describeFaults } from './suite.js';
+
+describeFaults(sqlite);

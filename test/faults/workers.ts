@@ -1,0 +1,76 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { WorkerStoreSpec } from './databases.js';
+
+const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
+
+export interface WorkerSpec {
+  readonly store: WorkerStoreSpec;
+  readonly type: string;
+  readonly log: string;
+  readonly leaseMs: number;
+  readonly heartbeatIntervalMs: number;
+  readonly pollIntervalMs: number;
+  readonly reclaimIntervalMs: number;
+  readonly concurrency: number;
+}
+
+/** Every worker process this test process started and has not seen exit: killed at exit at the latest. */
+const alive = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of alive) child.kill('SIGKILL');
+});
+
+export interface WorkerProcess {
+  readonly pid: number;
+  readonly child: ChildProcess;
+  readonly exited: Promise<void>;
+  /** What it wrote on stderr, for a failure message. */
+  stderr(): string;
+}
+
+/** Starts a worker process and resolves once its runtime has started. */
+export async function startWorker(spec: WorkerSpec): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, [WORKER], {
+    env: { ...process.env, ASYNCCMD_FAULT_WORKER: JSON.stringify(spec) },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  alive.add(child);
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4_000)));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      alive.delete(child);
+      resolve();
+    }),
+  );
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('ready\n')) resolve();
+    });
+    void exited.then(() => reject(new Error(`worker exited before it was ready: ${err}`)));
+  });
+  return { pid: child.pid!, child, exited, stderr: () => err };
+}
+
+/** SIGKILL, and resolves once the process is gone. */
+export async function killWorker(worker: WorkerProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  worker.child.kill(signal);
+  await worker.exited;
+}
+
+/** Asks every worker to stop (SIGTERM, graceful), then SIGKILLs what is still there after 5 s. */
+export async function stopWorkers(workers: readonly WorkerProcess[]): Promise<void> {
+  await Promise.all(
+    workers.map(async (w) => {
+      if (w.child.exitCode !== null || w.child.signalCode !== null) return;
+      w.child.kill('SIGCONT');
+      w.child.kill('SIGTERM');
+      const timer = setTimeout(() => w.child.kill('SIGKILL'), 5_000);
+      await w.exited;
+      clearTimeout(timer);
+    }),
+  );
+}
