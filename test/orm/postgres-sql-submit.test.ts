@@ -105,6 +105,29 @@ describe('PostgreSQL: submitting from SQL', () => {
     expect(await store.get(id)).toBeNull();
   });
 
+  it('submits from a trigger, in the transaction of the statement that fired it', async () => {
+    await db.query(`CREATE TABLE "${schema}".orders (id serial PRIMARY KEY, status text NOT NULL)`);
+    await db.query(`CREATE FUNCTION "${schema}".order_paid() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM ${submit}('sql.ship', json_build_object('note', 'paid ' || NEW.id));
+        RETURN NEW;
+      END $$`);
+    await db.query(`CREATE TRIGGER order_paid AFTER INSERT ON "${schema}".orders
+      FOR EACH ROW WHEN (NEW.status = 'PAID') EXECUTE FUNCTION "${schema}".order_paid()`);
+    const { rows } = await db.query<{ id: number }>(
+      `INSERT INTO "${schema}".orders (status) VALUES ('PAID') RETURNING id`,
+    );
+    await waitFor('the command to run', () => ran.includes(`paid ${rows[0]!.id}`));
+    await expect(
+      inTransaction(async () => {
+        await db.query(`INSERT INTO "${schema}".orders (status) VALUES ('PAID')`);
+        throw new Error('business rule failed');
+      }),
+    ).rejects.toThrow('business rule failed');
+    await commands.scheduler.runRound();
+    expect(ran.filter((n) => n.startsWith('paid '))).toEqual([`paid ${rows[0]!.id}`]);
+  });
+
   it('takes run_at, biz_key, max_retry and owner by name; a delayed command waits', async () => {
     const runAt = new Date(Date.now() + 3_600_000);
     const { rows } = await db.query<{ id: string }>(
@@ -271,6 +294,25 @@ describe('PostgreSQL: submitting from SQL', () => {
     await waitFor('the command to run', () => ran.includes('once'));
     await commands.scheduler.runRound();
     expect(ran.filter((n) => n === 'once' || n === 'twice')).toEqual(['once']);
+  });
+
+  it('an idempotent submit on another connection, racing the holder’s commit, hands back the holder’s id', async () => {
+    const other = new pg.Client({ connectionString: PG_URL });
+    await other.connect();
+    try {
+      const once = (client: pg.Client) =>
+        client.query<{ id: string; duplicate: boolean }>(
+          `SELECT id::text, duplicate FROM ${submitOnce}('sql.elsewhere', '{}', biz_key => 'race-1')`,
+        );
+      await db.query('BEGIN');
+      const holder = (await once(db)).rows[0]!;
+      const racing = once(other);
+      await db.query('COMMIT');
+      expect(holder.duplicate).toBe(false);
+      expect((await racing).rows).toEqual([{ id: holder.id, duplicate: true }]);
+    } finally {
+      await other.end();
+    }
   });
 
   it('migrating again, and from several processes at once, keeps the functions and sets the payload limit', async () => {
