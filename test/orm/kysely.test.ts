@@ -1,5 +1,7 @@
 import { asyncTransaction, kyselyTx } from '@asynccmd/kysely';
-import { Kysely, MysqlDialect, PostgresDialect } from 'kysely';
+import type { SqliteCommandStore } from '@asynccmd/adapter-sqlite';
+import type { CommandStore } from '@asynccmd/core';
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Generated, Transaction } from 'kysely';
 import { createPool } from 'mysql2';
 import pg from 'pg';
@@ -9,7 +11,12 @@ interface Database {
   orders: { id: Generated<number>; note: string };
 }
 
-function openKysely(place: Place): Kysely<Database> {
+function openKysely(place: Place, store: CommandStore): Kysely<Database> {
+  if (place.dialect === 'sqlite') {
+    // The store's own handle: the store's statements wait while Kysely's transaction is open on it.
+    const { db } = store as SqliteCommandStore;
+    return new Kysely<Database>({ dialect: new SqliteDialect({ database: db }) });
+  }
   return new Kysely<Database>({
     dialect:
       place.dialect === 'postgres'
@@ -24,14 +31,15 @@ function openKysely(place: Place): Kysely<Database> {
   });
 }
 
-for (const dialect of ['postgres', 'mysql'] as const) {
-  describeOrm<Transaction<Database>>('Kysely', dialect, async (place) => {
-    const db = openKysely(place);
+for (const dialect of ['postgres', 'mysql', 'sqlite'] as const) {
+  describeOrm<Transaction<Database>>('Kysely', dialect, async (place, store) => {
+    const db = openKysely(place, store);
     return {
       transaction: (fn) => asyncTransaction(db, fn),
       executor: kyselyTx,
       insertOrder: async (trx, note) => void (await trx.insertInto('orders').values({ note }).execute()),
-      close: () => db.destroy(),
+      // On SQLite the handle is the store's, closed with it.
+      close: () => (dialect === 'sqlite' ? Promise.resolve() : db.destroy()),
     };
   });
 }

@@ -2,22 +2,33 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandStore, SqlExecutor } from '@asynccmd/core';
 import { PayloadTooLargeError, UnknownCommandTypeError } from '@asynccmd/core';
 import { createAsyncCommands, defineExecutor } from '@asynccmd/runtime';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import { createPostgresStore } from '@asynccmd/adapter-postgres';
+import { createSqliteStore } from '@asynccmd/adapter-sqlite';
+import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 
 export const PG_URL = process.env.ASYNCCMD_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const MYSQL_SERVER = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 
-export type Dialect = 'postgres' | 'mysql';
+export type Dialect = 'postgres' | 'mysql' | 'sqlite';
 
-/** Where one test file's tables live: a PostgreSQL schema or a MariaDB database of its own. */
+/**
+ * Where one test file's tables live: a PostgreSQL schema, a MariaDB database or an SQLite file
+ * of its own.
+ */
 export interface Place {
   readonly dialect: Dialect;
-  /** PostgreSQL: the schema; MariaDB: the database. */
+  /** PostgreSQL: the schema; MariaDB: the database; SQLite: the file's path. */
   readonly name: string;
-  /** A connection URL whose default schema/database is `name` (PostgreSQL: set search_path yourself). */
+  /**
+   * A connection URL whose default schema/database is `name` (PostgreSQL: set search_path
+   * yourself); SQLite: the file's path.
+   */
   readonly url: string;
 }
 
@@ -38,6 +49,20 @@ export function placeName(prefix: string): string {
 }
 
 async function createPlace(dialect: Dialect, name: string): Promise<Place & { drop: () => Promise<void> }> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), `${name}-`));
+    const file = join(dir, 'app.db');
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.exec('CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT NOT NULL)');
+    db.close();
+    return {
+      dialect,
+      name: file,
+      url: file,
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
   if (dialect === 'postgres') {
     await pgAdmin(`CREATE SCHEMA "${name}"`);
     await pgAdmin(`CREATE TABLE "${name}".orders (id serial PRIMARY KEY, note text NOT NULL)`);
@@ -79,6 +104,14 @@ async function mysqlAdmin(text: string, values: unknown[] = []): Promise<Record<
 }
 
 async function ordersWith(place: Place, note: string): Promise<number> {
+  if (place.dialect === 'sqlite') {
+    const db = new Database(place.name, { readonly: true });
+    try {
+      return Number(db.prepare('SELECT count(*) FROM orders WHERE note = ?').pluck().get(note));
+    } finally {
+      db.close();
+    }
+  }
   const rows =
     place.dialect === 'postgres'
       ? await pgAdmin(`SELECT count(*)::int AS n FROM "${place.name}".orders WHERE note = $1`, [note])
@@ -87,6 +120,7 @@ async function ordersWith(place: Place, note: string): Promise<number> {
 }
 
 function openStore(place: Place): CommandStore {
+  if (place.dialect === 'sqlite') return createSqliteStore({ filename: place.name });
   return place.dialect === 'postgres'
     ? createPostgresStore({ connectionString: PG_URL, schema: place.name, poolConfig: { max: 4 } })
     : createMysqlStore({ connection: place.url, connectionLimit: 4 });
@@ -108,7 +142,8 @@ async function waitFor(what: string, condition: () => boolean, timeoutMs = 10_00
 export function describeOrm<Trx>(
   title: string,
   dialect: Dialect,
-  open: (place: Place) => Promise<OrmSubject<Trx>>,
+  /** `store` is the runtime's: an ORM on SQLite may share its database handle. */
+  open: (place: Place, store: CommandStore) => Promise<OrmSubject<Trx>>,
 ): void {
   describe(`${title} on ${dialect}`, () => {
     const ran: { orderNote: string; at: number }[] = [];
@@ -134,7 +169,7 @@ export function describeOrm<Trx>(
         maxPayloadBytes: 1024,
       });
       commands.start();
-      orm = await open(place);
+      orm = await open(place, store);
     });
 
     afterAll(async () => {
@@ -187,6 +222,8 @@ export function describeOrm<Trx>(
         }),
       ).rejects.toThrow('business rule failed');
       expect(id).not.toBe('');
+      // Asked before the next submit: SQLite hands a rolled-back row's id out again.
+      expect(await store.get(id)).toBeNull();
       // A later command runs; the rolled-back one, submitted before it, never does.
       const later = `after-rollback-${dialect}`;
       await orm.transaction(async (trx) => {
@@ -196,7 +233,6 @@ export function describeOrm<Trx>(
       await commands.scheduler.runRound();
       expect(ranFor(note)).toBe(0);
       expect(await ordersWith(place, note)).toBe(0);
-      expect(await store.get(id)).toBeNull();
     });
 
     it('an unknown type or an oversize payload throws inside the transaction before anything is written', async () => {

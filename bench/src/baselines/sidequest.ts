@@ -93,10 +93,17 @@ export async function runSidequest(
   onExecute: (payload: BenchPayload) => void,
 ): Promise<{ stop(): Promise<void> }> {
   onBenchJob(onExecute);
-  await Sidequest.start({
-    ...engineConfig(database, concurrency, pollMs, false),
-    dashboard: { enabled: false },
-  });
+  const start = () =>
+    Sidequest.start({ ...engineConfig(database, concurrency, pollMs, false), dashboard: { enabled: false } });
+  try {
+    await start();
+  } catch (e) {
+    // Processes starting at once race to create the queue's row (look up, then insert): the
+    // loser's insert meets the winner's row. Starting again finds it, as a restarted instance would.
+    if (!/Duplicate entry/.test(String(e))) throw e;
+    await Sidequest.stop();
+    await start();
+  }
   return { stop: () => Sidequest.stop() };
 }
 

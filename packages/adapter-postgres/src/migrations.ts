@@ -1,14 +1,17 @@
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '@asynccmd/core';
 import type { Pool } from 'pg';
 import { dueIdsFunctionDdl } from './claim-plan.js';
 import type { TableNames } from './names.js';
 import { schedulesTable } from './schedules.js';
 import { NOT_HELD_BACK } from './sql.js';
 import { runInTransaction } from './pipeline/transaction.js';
+import { payloadLimitFunction, submitFunctions } from './submit-function.js';
 
 /**
  * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
- * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan). Every statement
- * is idempotent (`IF NOT EXISTS`, `OR REPLACE`), so a half-applied version re-runs cleanly; versions run in one transaction
+ * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
+ * functions of SQL, 7 = recurring schedules). Every statement is idempotent (`IF NOT EXISTS`, `OR REPLACE`),
+ * so a half-applied version re-runs cleanly; versions run in one transaction
  * under an advisory lock, so two processes migrating at once take turns instead of racing on the
  * catalog.
  */
@@ -100,6 +103,12 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: (n) => [dueIdsFunctionDdl(n, NOT_HELD_BACK)],
   },
   {
+    version: 6,
+    name: 'submit functions',
+    // The payload limit starts at the default; migrate() then sets the migrating store's.
+    statements: (n) => [payloadLimitFunction(n, DEFAULT_MAX_PAYLOAD_BYTES), ...submitFunctions(n)],
+  },
+  {
     version: 7,
     name: 'recurring schedules and the once-per-tick key',
     statements: (n) => [
@@ -123,8 +132,16 @@ export const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-/** Applies the versions this database lacks, one transaction, one process at a time. */
-export async function migrate(pool: Pool, n: TableNames): Promise<void> {
+export interface MigrateSettings {
+  /** The payload limit the submit functions of SQL hold to: the store's maxPayloadBytes. */
+  readonly maxPayloadBytes: number;
+}
+
+/**
+ * Applies the versions this database lacks, one transaction, one process at a time, then gives the
+ * submit functions this store's payload limit when they hold another one.
+ */
+export async function migrate(pool: Pool, n: TableNames, settings: MigrateSettings): Promise<void> {
   await runInTransaction(pool, async (client) => {
     // Transaction-scoped: released by COMMIT or ROLLBACK, even if this process dies meanwhile.
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`asynccmd:${n.lockKey}`]);
@@ -144,6 +161,10 @@ export async function migrate(pool: Pool, n: TableNames): Promise<void> {
       if (done.has(m.version)) continue;
       for (const statement of m.statements(n)) await client.query(statement);
       await client.query(`INSERT INTO ${n.migrations} (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+    }
+    const limit = await client.query<{ bytes: number }>(`SELECT ${n.fn('payload_limit')}() AS bytes`);
+    if (limit.rows[0]?.bytes !== settings.maxPayloadBytes) {
+      await client.query(payloadLimitFunction(n, settings.maxPayloadBytes));
     }
   });
 }

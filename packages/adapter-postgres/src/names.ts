@@ -17,6 +17,8 @@ export interface TableNames {
   readonly migrations: string;
   /** An index name next to the table (suffixes stay ≤ 15 characters: 48 + 15 fits Postgres's 63). */
   index(suffix: string): string;
+  /** A function next to the table, quoted and qualified (suffixes ≤ 15 characters, as index names). */
+  fn(suffix: string): string;
   /** Key of the advisory lock that serialises migrations of this table. */
   readonly lockKey: string;
   /** LISTEN/NOTIFY channel for this table's wake-ups (≤ 63 characters, so never truncated). */
@@ -39,6 +41,7 @@ export function tableNames(schema: unknown, table: unknown): TableNames {
     table: `${q(s)}.${q(t)}`,
     migrations: `${q(s)}.${q(`${t}_migrations`)}`,
     index: (suffix) => q(`${t}_${suffix}`),
+    fn: (suffix) => `${q(s)}.${q(`${t}_${suffix}`)}`,
     lockKey: `${s}.${t}`,
     channel:
       plain.length <= MAX_NAME

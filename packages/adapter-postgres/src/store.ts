@@ -147,7 +147,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   }
 
   migrate(): Promise<void> {
-    return migrate(this.pool, this.names);
+    return migrate(this.pool, this.names, { maxPayloadBytes: this.input.maxPayloadBytes });
   }
 
   transaction<T>(fn: (tx: PoolClient) => Promise<T>): Promise<T> {

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import * as E from 'fp-ts/lib/Either.js';
 import {
   InvalidArgumentError,
+  isSqlExecutor,
   TRANSITION_SOURCES,
   TransactionRolledBackError,
   optionalInstance,
@@ -27,6 +28,7 @@ import {
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
+import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import { runMigrations } from './migrations.js';
 import { SqliteScheduleStore } from './schedules.js';
 import { toRecord } from './rows.js';
@@ -65,6 +67,9 @@ export function configureConnection(db: SqliteDatabase, busyTimeoutMs = 5000): v
 export function createSqliteStore(options: SqliteStoreOptions): SqliteCommandStore {
   return new SqliteCommandStore(options);
 }
+
+/** What `withoutBusyWait` answers when the database was locked. */
+const BUSY: unique symbol = Symbol('SQLITE_BUSY');
 
 /** Rows per multi-row INSERT: 7 parameters each stays far below SQLite's 32766-variable limit. */
 const INSERT_CHUNK = 500;
@@ -120,7 +125,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       skipLocked: false,
       wakeups: this.wakeups !== undefined,
       revocations: false,
-      sqlExecutor: false,
+      sqlExecutor: true,
       commitRiding: null,
     };
   }
@@ -153,9 +158,13 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     }
   }
 
-  async insert(tx: SqliteDatabase, commands: readonly Port.NewCommand[]): Promise<Port.CommandId[]> {
+  async insert(
+    tx: SqliteDatabase | Port.SqlExecutor,
+    commands: readonly Port.NewCommand[],
+  ): Promise<Port.CommandId[]> {
     const rows = this.input.commands(commands).map(insertParams);
     if (rows.length === 0) return [];
+    if (isSqlExecutor(tx)) return insertThroughExecutor(tx, this.sql.insertMany(1), rows);
     const insertChunks = (): Port.CommandId[] => {
       const ids: Port.CommandId[] = [];
       for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
@@ -171,11 +180,17 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   }
 
   async insertIdempotent(
-    tx: SqliteDatabase,
+    tx: SqliteDatabase | Port.SqlExecutor,
     command: Port.NewCommand & { readonly bizKey: string },
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
     const params = insertParams(checked);
+    if (isSqlExecutor(tx)) {
+      const { insertIdempotent, activeHolder } = this.sql;
+      return insertIdempotently(checked, () =>
+        insertIdempotentThroughExecutor(tx, insertIdempotent, activeHolder, params, checked),
+      );
+    }
     const insert = this.prepare(tx, 'insertIdempotent', () => this.sql.insertIdempotent).pluck();
     const holder = this.prepare(tx, 'activeHolder', () => this.sql.activeHolder).pluck();
     // Outside a transaction the holder may finish between the two statements: then insert again.
@@ -394,50 +409,51 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   /**
    * Runs `op` once no transaction that this call is not part of is open on the handle. The check
    * and `op` run in the same synchronous step, so nothing can begin in between.
+   *
+   * Outside the store's own transaction, `op` never waits on SQLite's busy timeout: that wait
+   * blocks the event loop, and when the write lock's holder is a transaction of this same process
+   * on another connection (an ORM's, or another store's on the same file) it could not finish
+   * meanwhile, so `op` would fail after the whole timeout. A busy `op` is tried again after a
+   * pause instead, until the busy timeout has passed.
    */
   private async run<T>(op: () => T): Promise<T> {
-    while (this.db.inTransaction && !this.insideOwnTransaction()) {
-      await (this.openTx?.done ?? sleep(1));
-    }
-    return op();
-  }
-
-  /**
-   * BEGIN IMMEDIATE, waiting for the write lock without blocking the event loop: a busy timeout
-   * would block it synchronously, and if the lock holder is a transaction of this same process
-   * (another store on the same file) it could never finish. Resolves to the function that marks
-   * the transaction finished.
-   */
-  private async begin(marker: object): Promise<() => void> {
     const deadline = Date.now() + this.busyTimeoutMs;
     for (let delay = 1; ; delay = Math.min(delay * 2, 16)) {
-      const finish = await this.run(() => {
-        if (!this.tryBeginImmediate()) return null;
-        let done = (): void => undefined;
-        this.openTx = { marker, done: new Promise<void>((resolve) => (done = resolve)) };
-        return done;
-      });
-      if (finish) return finish;
+      while (this.db.inTransaction && !this.insideOwnTransaction()) {
+        await (this.openTx?.done ?? sleep(1));
+      }
+      if (this.insideOwnTransaction()) return op();
+      const result = this.withoutBusyWait(op);
+      if (result !== BUSY) return result;
       if (Date.now() > deadline) {
-        throw Object.assign(new Error('database is locked (BEGIN IMMEDIATE timed out)'), {
-          code: 'SQLITE_BUSY',
-        });
+        throw Object.assign(new Error('database is locked (busy timeout passed)'), { code: 'SQLITE_BUSY' });
       }
       await sleep(delay);
     }
   }
 
-  private tryBeginImmediate(): boolean {
-    // Prepared once: this runs for every transaction, and db.pragma()/exec() prepare each time.
+  /** BEGIN IMMEDIATE, waiting for the write lock as `run` waits. Resolves to the function that marks the transaction finished. */
+  private async begin(marker: object): Promise<() => void> {
+    return this.run(() => {
+      this.prepare(this.db, 'begin', () => 'BEGIN IMMEDIATE').run();
+      let done = (): void => undefined;
+      this.openTx = { marker, done: new Promise<void>((resolve) => (done = resolve)) };
+      return done;
+    });
+  }
+
+  /** `op` with the busy timeout at 0; BUSY when the database was locked (`op` then wrote nothing). */
+  private withoutBusyWait<T>(op: () => T): T | typeof BUSY {
+    // Prepared once: this runs for every operation, and db.pragma()/exec() prepare each time.
     const timeout = this.prepare(this.db, 'busy:get', () => 'PRAGMA busy_timeout')
       .pluck()
       .get() as number;
     this.prepare(this.db, 'busy:0', () => 'PRAGMA busy_timeout = 0').run();
     try {
-      this.prepare(this.db, 'begin', () => 'BEGIN IMMEDIATE').run();
-      return true;
+      return op();
     } catch (e) {
-      if ((e as { code?: unknown }).code === 'SQLITE_BUSY') return false;
+      // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, …): a sync transaction rolled back.
+      if (String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY')) return BUSY;
       throw e;
     } finally {
       this.prepare(this.db, `busy:${timeout}`, () => `PRAGMA busy_timeout = ${Math.trunc(timeout)}`).run();

@@ -228,4 +228,31 @@ describe('SqliteCommandStore (adapter specifics)', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a claim blocked by a transaction of another connection in this process (an ORM’s) waits without blocking the event loop', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'asynccmd-orm-lock-'));
+    const orm = new Database(join(dir, 'c.db'));
+    try {
+      const store = createSqliteStore({ filename: join(dir, 'c.db') });
+      open.push(store);
+      await store.migrate();
+      await store.transaction((tx) => store.insert(tx, [cmd({ type: 'due' })]));
+      // The other connection's open write transaction, as an ORM's that spans awaits.
+      orm.exec('BEGIN IMMEDIATE');
+      let claimed: unknown = null;
+      const claim = store
+        .claimDue({ types: ['due'], limit: 1, now: new Date(Date.now() + 1000), token: 't', leaseMs: 1000 })
+        .then((rows) => (claimed = rows));
+      // The claim must wait for the lock asynchronously, or this timer could not fire before it settles.
+      await new Promise((r) => setTimeout(r, 30));
+      expect(claimed).toBeNull();
+      orm.exec('COMMIT');
+      await claim;
+      expect(claimed).toHaveLength(1);
+    } finally {
+      orm.close();
+      await Promise.all(open.splice(0).map((s) => s.close()));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

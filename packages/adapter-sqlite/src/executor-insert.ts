@@ -1,0 +1,48 @@
+import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
+import { sqlTemplate } from '@asynccmd/core';
+
+/**
+ * Submits through an SqlExecutor (an ORM's transaction on this database file): the store's own
+ * single-row INSERT, one per command (every row checked before the first is written), its id read
+ * back as text by RETURNING, so no number handling of the ORM's can round it.
+ */
+export async function insertThroughExecutor(
+  executor: SqlExecutor,
+  insertOne: string,
+  rows: readonly (readonly SqlValue[])[],
+): Promise<CommandId[]> {
+  const ids: CommandId[] = [];
+  for (const values of rows) {
+    const [row] = await run(executor, insertOne, values);
+    ids.push(idText(row?.id));
+  }
+  return ids;
+}
+
+/** One idempotent insert; null when the key's holder finished meanwhile (the caller tries again). */
+export async function insertIdempotentThroughExecutor(
+  executor: SqlExecutor,
+  insertIdempotent: string,
+  activeHolder: string,
+  values: readonly SqlValue[],
+  key: { readonly type: string; readonly bizKey: string },
+): Promise<InsertResult | null> {
+  const [inserted] = await run(executor, insertIdempotent, values);
+  if (inserted) return { id: idText(inserted.id), duplicate: false };
+  const [holder] = await run(executor, activeHolder, [key.type, key.bizKey]);
+  return holder ? { id: idText(holder.id), duplicate: true } : null;
+}
+
+function run(
+  executor: SqlExecutor,
+  text: string,
+  params: readonly SqlValue[],
+): Promise<readonly Record<string, unknown>[]> {
+  const { strings, values } = sqlTemplate(text, params, 'question-mark');
+  return executor.run(strings, values);
+}
+
+function idText(value: unknown): CommandId {
+  if (typeof value === 'string' && /^[1-9][0-9]*$/.test(value)) return value;
+  throw new Error('the insert through the SqlExecutor returned no usable id');
+}
