@@ -1,5 +1,5 @@
 import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
-import { sqlTemplate } from '@asynccmd/core';
+import { runThroughExecutor } from '@asynccmd/core';
 import { isDuplicateKey } from './connection.js';
 
 /** The id the last INSERT on the transaction's connection generated, as text whatever the ORM's number handling. */
@@ -50,11 +50,5 @@ async function insertRow(
   return id;
 }
 
-function run(
-  executor: SqlExecutor,
-  text: string,
-  params: readonly SqlValue[],
-): Promise<readonly Record<string, unknown>[]> {
-  const { strings, values } = sqlTemplate(text, params, 'question-mark');
-  return executor.run(strings, values);
-}
+const run = (executor: SqlExecutor, text: string, params: readonly SqlValue[]) =>
+  runThroughExecutor(executor, text, params, 'question-mark');

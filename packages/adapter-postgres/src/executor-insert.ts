@@ -1,5 +1,5 @@
 import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
-import { sqlTemplate } from '@asynccmd/core';
+import { commandIdFromExecutor as idText, runThroughExecutor } from '@asynccmd/core';
 import { rolledBackIfAborted } from './pipeline/commit.js';
 
 /**
@@ -37,18 +37,9 @@ async function run(
   text: string,
   params: readonly unknown[],
 ): Promise<readonly Record<string, unknown>[]> {
-  const { strings, values } = sqlTemplate(text, params as readonly SqlValue[], 'numbered');
   try {
-    return await executor.run(strings, values);
+    return await runThroughExecutor(executor, text, params as readonly SqlValue[], 'numbered');
   } catch (e) {
     throw rolledBackIfAborted(e);
   }
-}
-
-/** An id as text; a number only when exact (an ORM that parses BIGINT as a JavaScript number). */
-function idText(value: unknown): CommandId {
-  if (typeof value === 'string' && value !== '') return value;
-  if (typeof value === 'bigint') return value.toString();
-  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
-  throw new Error('the insert through the SqlExecutor returned no usable id');
 }

@@ -1,5 +1,5 @@
 import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
-import { sqlTemplate } from '@asynccmd/core';
+import { commandIdFromExecutor as idText, runThroughExecutor } from '@asynccmd/core';
 
 /**
  * Submits through an SqlExecutor (an ORM's transaction on this database file): the store's own
@@ -33,16 +33,5 @@ export async function insertIdempotentThroughExecutor(
   return holder ? { id: idText(holder.id), duplicate: true } : null;
 }
 
-function run(
-  executor: SqlExecutor,
-  text: string,
-  params: readonly SqlValue[],
-): Promise<readonly Record<string, unknown>[]> {
-  const { strings, values } = sqlTemplate(text, params, 'question-mark');
-  return executor.run(strings, values);
-}
-
-function idText(value: unknown): CommandId {
-  if (typeof value === 'string' && /^[1-9][0-9]*$/.test(value)) return value;
-  throw new Error('the insert through the SqlExecutor returned no usable id');
-}
+const run = (executor: SqlExecutor, text: string, params: readonly SqlValue[]) =>
+  runThroughExecutor(executor, text, params, 'question-mark');
