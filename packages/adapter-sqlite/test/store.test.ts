@@ -186,6 +186,18 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     });
     expect(claimPlan).toContain('async_command_due');
     expect(claimPlan).not.toContain('TEMP B-TREE');
+    // The rows a claim or an outcome write picks by id are found by id, not by walking a status.
+    const byId = 'USING INTEGER PRIMARY KEY (rowid=?)';
+    expect(claimPlan).toContain(byId);
+    expect(claimPlan).not.toContain('status_created');
+    for (const write of ['complete', 'heartbeat', 'release', 'releaseRevoked'] as const) {
+      const writePlan = plan(sql[write], write === 'heartbeat' ? { refs: '[]', leaseMs: 1 } : { refs: '[]' });
+      expect(writePlan, write).toContain(byId);
+      expect(writePlan, write).not.toContain('status_created');
+    }
+    const failPlan = plan(sql.fail, { attempts: '[]' });
+    expect(failPlan).toContain(byId);
+    expect(failPlan).not.toContain('status_created');
     expect(plan(sql.reclaimHung, { maxRescues: 1, deadError: 'x', limit: 1 })).toContain(
       'async_command_lease',
     );
