@@ -13,6 +13,7 @@ export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
 /**
  * The row as the store reads it back: the id as decimal text, everything else as stored. Beware:
  * the `id` alias is text, so ORDER BY and comparisons must name the column as `<table>.id`.
+ * The claims read it in raw mode, by position (rows.ts toRecordFromValues): keep the two in step.
  */
 const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
