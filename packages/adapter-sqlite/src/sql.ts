@@ -13,6 +13,7 @@ export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
 /**
  * The row as the store reads it back: the id as decimal text, everything else as stored. Beware:
  * the `id` alias is text, so ORDER BY and comparisons must name the column as `<table>.id`.
+ * The claims read it in raw mode, by position (rows.ts toRecordFromValues): keep the two in step.
  */
 const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
@@ -49,6 +50,9 @@ const REFS = `(id, claim_token) IN (SELECT value ->> 0, value ->> 1 FROM json_ea
 /**
  * The hot paths name their index (INDEXED BY): without ANALYZE statistics the planner prefers the
  * (status, id) index and sorts every due row on each claim, which gets slower as the backlog grows.
+ * The writes that pick rows by id say NOT INDEXED (rowid lookups stay allowed): otherwise the
+ * planner walks every row of the status they check (every pending row on a claim, every running
+ * one on an outcome write) and tests each against the id list.
  */
 export function sqliteSql(t: string) {
   return {
@@ -72,7 +76,7 @@ export function sqliteSql(t: string) {
        WHERE type = ? AND biz_key = ? AND idempotent = 1 AND status IN ('PENDING', 'RUNNING')`,
 
     /** Oldest due first; one statement, and SQLite has a single writer, so no row is claimed twice. */
-    claimDue: `UPDATE ${t}
+    claimDue: `UPDATE ${t} NOT INDEXED
        SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE status = 'PENDING' AND id IN (
@@ -90,20 +94,20 @@ export function sqliteSql(t: string) {
        RETURNING ${COLUMNS}`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
-    heartbeat: `UPDATE ${t} SET lease_until = ${DB_NOW} + :leaseMs, updated_at = ${DB_NOW}
+    heartbeat: `UPDATE ${t} NOT INDEXED SET lease_until = ${DB_NOW} + :leaseMs, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id, claim_token AS token`,
     /**
      * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
      * is the row itself (see core attemptHistory): the commonest write appends nothing.
      */
-    complete: `UPDATE ${t}
+    complete: `UPDATE ${t} NOT INDEXED
        SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL,
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */
-    fail: `UPDATE ${t}
+    fail: `UPDATE ${t} NOT INDEXED
        SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
            last_error = f.last_error, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW},
            finished_at = CASE WHEN f.status = 'DEAD' THEN ${DB_NOW} ELSE NULL END,
@@ -113,12 +117,12 @@ export function sqliteSql(t: string) {
              FROM json_each(:attempts)) AS f
        WHERE ${t}.id = f.id AND ${t}.status = 'RUNNING' AND ${t}.claim_token = f.token
        RETURNING CAST(${t}.id AS TEXT) AS id`,
-    release: `UPDATE ${t}
+    release: `UPDATE ${t} NOT INDEXED
        SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
     /** A requeued command's old claim lets go: claimable at once. */
-    releaseRevoked: `UPDATE ${t}
+    releaseRevoked: `UPDATE ${t} NOT INDEXED
        SET claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE status = 'PENDING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
@@ -128,7 +132,7 @@ export function sqliteSql(t: string) {
      * command keeps its due time (an orphan keeps its place in the queue); past the rescue limit it
      * is DEAD.
      */
-    reclaimHung: `UPDATE ${t}
+    reclaimHung: `UPDATE ${t} NOT INDEXED
        SET status = CASE WHEN ${PAST_RESCUE_LIMIT} THEN 'DEAD' ELSE 'PENDING' END,
            last_error = CASE WHEN ${PAST_RESCUE_LIMIT} THEN :deadError ELSE last_error END,
            finished_at = CASE WHEN ${PAST_RESCUE_LIMIT} THEN ${DB_NOW} ELSE NULL END,

@@ -31,7 +31,7 @@ import type * as Port from '@asynccmd/core';
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import { runMigrations } from './migrations.js';
 import { SqliteScheduleStore } from './schedules.js';
-import { toRecord } from './rows.js';
+import { toRecord, toRecordFromValues } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
 import type { ListFilter, SqliteSql } from './sql.js';
@@ -215,8 +215,8 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     };
     if (limit === 0 || types.length === 0) return [];
     return this.run(() => {
-      const rows = this.stmt('claimDue').all(claim) as CommandRow[];
-      return rows.map(toRecord).sort(byDueThenId) as Port.ClaimedCommand[];
+      const rows = this.stmt('claimDue').raw(true).all(claim) as unknown[][];
+      return rows.map(toRecordFromValues).sort(byDueThenId) as Port.ClaimedCommand[];
     });
   }
 
@@ -230,8 +230,8 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       instance: optionalInstance(params.instance),
     };
     return this.run(() => {
-      const row = this.stmt('claimById').get(claim) as CommandRow | undefined;
-      return row ? (toRecord(row) as Port.ClaimedCommand) : null;
+      const row = this.stmt('claimById').raw(true).get(claim) as unknown[] | undefined;
+      return row ? (toRecordFromValues(row) as Port.ClaimedCommand) : null;
     });
   }
 

@@ -169,6 +169,19 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     db.close();
   });
 
+  it('a claim reads its rows by position exactly as the other reads name them', async () => {
+    const store = await memoryStore();
+    const ids = await store.transaction((tx) =>
+      store.insert(tx, [cmd(), cmd({ bizKey: 'k', headers: { a: 'b' }, maxRetry: 7 })]),
+    );
+    const claim = { types: ['order.cancel'], leaseMs: 1000, now: new Date(Date.now() + 1000), instance: 'w' };
+    const [first] = await store.claimDue({ ...claim, limit: 1, token: 't1' });
+    const second = await store.claimById({ ...claim, id: ids[1]!, token: 't2' });
+    expect(first).toEqual(await store.get(ids[0]!));
+    expect(second).toEqual(await store.get(ids[1]!));
+    expect(second).toMatchObject({ bizKey: 'k', maxRetry: 7, claimToken: 't2', status: 'RUNNING' });
+  });
+
   it('the hot paths use their indexes, never a sort of all due rows', async () => {
     const store = await memoryStore();
     const sql = sqliteSql('async_command');
@@ -186,6 +199,18 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     });
     expect(claimPlan).toContain('async_command_due');
     expect(claimPlan).not.toContain('TEMP B-TREE');
+    // The rows a claim or an outcome write picks by id are found by id, not by walking a status.
+    const byId = 'USING INTEGER PRIMARY KEY (rowid=?)';
+    expect(claimPlan).toContain(byId);
+    expect(claimPlan).not.toContain('status_created');
+    for (const write of ['complete', 'heartbeat', 'release', 'releaseRevoked'] as const) {
+      const writePlan = plan(sql[write], write === 'heartbeat' ? { refs: '[]', leaseMs: 1 } : { refs: '[]' });
+      expect(writePlan, write).toContain(byId);
+      expect(writePlan, write).not.toContain('status_created');
+    }
+    const failPlan = plan(sql.fail, { attempts: '[]' });
+    expect(failPlan).toContain(byId);
+    expect(failPlan).not.toContain('status_created');
     expect(plan(sql.reclaimHung, { maxRescues: 1, deadError: 'x', limit: 1 })).toContain(
       'async_command_lease',
     );

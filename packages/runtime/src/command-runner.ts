@@ -171,26 +171,33 @@ export class CommandRunner {
   #invoke(execution: Execution): Promise<void> {
     const { command, entry } = execution;
     const context = contextOf(execution, this.deps.logger);
-    let next = async (): Promise<void> => {
-      await entry.executor.execute(command.payload as never, context as ExecutionContext<never>);
-    };
-    for (const interceptor of this.#interceptors) {
-      const inner = next;
-      next = () => interceptor(command, inner);
+    let ran: Promise<unknown>;
+    if (this.#interceptors.length === 0) {
+      try {
+        ran = Promise.resolve(
+          entry.executor.execute(command.payload as never, context as ExecutionContext<never>),
+        );
+      } catch (error) {
+        ran = Promise.reject(error);
+      }
+    } else {
+      let next = async (): Promise<void> => {
+        await entry.executor.execute(command.payload as never, context as ExecutionContext<never>);
+      };
+      for (const interceptor of this.#interceptors) {
+        const inner = next;
+        next = () => interceptor(command, inner);
+      }
+      ran = Promise.resolve(next());
     }
+    execution.ran = ran;
     // An executor that ignores its signal must not hold the slot forever: stop waiting on abort.
     // (A callback on the execution rather than a listener on the signal: no signal unless used.)
-    const aborted = new Promise<never>((_, reject) => {
+    return new Promise<void>((resolve, reject) => {
       if (execution.abortCause !== null) reject(execution.signal.reason);
       else execution.onAbort = reject;
+      ran.then(() => resolve(), reject);
     });
-    aborted.catch(() => undefined);
-    const ran = Promise.resolve(next());
-    execution.executorSettled = ran.then(
-      () => undefined,
-      () => undefined,
-    );
-    return Promise.race([ran, aborted]);
   }
 
   /**

@@ -17,10 +17,19 @@ export class Dispatcher {
     private readonly runner: CommandRunner,
   ) {}
 
-  /** Returns null when a pool took the command, else the work to run here (in order, serially). */
-  dispatch(execution: Execution): RunHere | null {
+  /**
+   * Returns null when a pool took the command, else the work to run here (in order, serially).
+   * `claimedForRoom`: the command was claimed for free places of its pool (a poll round sizes its
+   * claim by them), so the pool queues it rather than handing it back (see WorkPool.admit).
+   */
+  dispatch(execution: Execution, claimedForRoom = false): RunHere | null {
     const { entry } = execution;
     const pool = entry.pool === null ? null : this.pools.get(entry.pool);
+    if (claimedForRoom && pool) {
+      execution.poolName = pool.name;
+      pool.admit(execution);
+      return null;
+    }
     const decision = decideDispatch(entry.mode, pool ? pool.capacity() : null);
     if (decision.kind === 'inline') return () => this.runner.execute(execution, 'inline');
     if (decision.kind === 'pool' && pool) {

@@ -19,11 +19,8 @@ export class Execution implements PoolJob, HeldLease {
   drop: () => void = () => undefined;
   /** Set by the runner while the executor runs: stops waiting for it once aborted. */
   onAbort: ((reason: unknown) => void) | null = null;
-  /**
-   * Settles when the executor itself has returned or thrown — later than the run, when it was
-   * aborted and ignores (or takes time to obey) its signal. Set by the runner when it starts it.
-   */
-  executorSettled: Promise<void> = Promise.resolve();
+  /** What the executor (inside the interceptors) returned; set by the runner when it starts it. */
+  ran: Promise<unknown> | null = null;
   /** How the claim was found taken away; null while it holds. */
   lostBy: LossNotice | null = null;
   readonly ref: ClaimRef;
@@ -42,6 +39,14 @@ export class Execution implements PoolJob, HeldLease {
   get signal(): AbortSignal {
     this.#controller ??= new AbortController();
     return this.#controller.signal;
+  }
+
+  /**
+   * Settles when the executor itself has returned or thrown — later than the run, when it was
+   * aborted and ignores (or takes time to obey) its signal.
+   */
+  get executorSettled(): Promise<void> {
+    return this.ran === null ? Promise.resolve() : this.ran.then(settled, settled);
   }
 
   get leaseMs(): number {
@@ -73,6 +78,8 @@ export class Execution implements PoolJob, HeldLease {
     }
   }
 }
+
+function settled(): void {}
 
 export function namedError(name: string, message: string): Error {
   const e = new Error(message);

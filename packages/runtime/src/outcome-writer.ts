@@ -82,27 +82,33 @@ class CoalescedWrites<T> {
   add(item: T): Promise<WriteResult> {
     return new Promise((resolve) => {
       this.#pending.push({ item, resolve });
-      if (this.#flushing || this.#scheduled) return;
-      // After the I/O and microtasks of this turn: the rest of a batch finishing together joins.
-      this.#scheduled = true;
-      setImmediate(() => {
-        this.#scheduled = false;
-        void this.#flush();
-      });
+      if (!this.#flushing && !this.#scheduled) this.#schedule();
+    });
+  }
+
+  /**
+   * The next batch goes out after the I/O and microtasks of this turn: the rest of a batch
+   * finishing together joins. Also between batches: a store that answers within microtasks (a
+   * synchronous driver) would otherwise get a write for every few commands that finish meanwhile.
+   */
+  #schedule(): void {
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      void this.#flush();
     });
   }
 
   async #flush(): Promise<void> {
     this.#flushing = true;
     try {
-      while (this.#pending.length > 0) {
-        const batch = this.#pending.splice(0, MAX_BATCH);
-        const ids = await this.write(batch.map((b) => b.item));
-        const done = ids === ABANDONED ? null : new Set<CommandId>(ids);
-        for (const b of batch) b.resolve(done === null ? ABANDONED : done.has(this.idOf(b.item)));
-      }
+      const batch = this.#pending.splice(0, MAX_BATCH);
+      const ids = await this.write(batch.map((b) => b.item));
+      const done = ids === ABANDONED ? null : new Set<CommandId>(ids);
+      for (const b of batch) b.resolve(done === null ? ABANDONED : done.has(this.idOf(b.item)));
     } finally {
       this.#flushing = false;
+      if (this.#pending.length > 0) this.#schedule();
     }
   }
 }

@@ -144,7 +144,8 @@ export class Scheduler {
         group.hungry = rows.length === limit;
         full ||= group.hungry;
         for (const row of rows) {
-          const run = dispatcher.dispatch(runner.track(row, 'poll'));
+          // Claimed for the pool's free places: it queues them all (SCHEDULED: run here).
+          const run = dispatcher.dispatch(runner.track(row, 'poll'), pool !== null);
           if (run) here.push(run);
         }
       }

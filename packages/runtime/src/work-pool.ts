@@ -157,6 +157,17 @@ export class WorkPool {
     return false;
   }
 
+  /**
+   * Starts or queues `job`, which was claimed for places this pool had when the claim was sized:
+   * it is queued even if those places have shrunk since (an adaptive queue resized, outcome writes
+   * came to hold slots, a local submit took a slot), so the claim's round does not run it itself.
+   * The next claim is sized from what is free then, so the queue stays bounded by one claim.
+   */
+  admit(job: PoolJob): void {
+    if (this.#active < this.concurrency) this.#start(job);
+    else this.#queue.push(job);
+  }
+
   /** Takes `job` out of the queue if it has not started; true when it was removed. */
   remove(job: PoolJob): boolean {
     const i = this.#queue.indexOf(job);

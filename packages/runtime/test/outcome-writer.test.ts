@@ -29,6 +29,32 @@ describe('OutcomeWriter', () => {
     ]);
   });
 
+  it('a store that answers within microtasks still gets one write for what finishes in one turn', async () => {
+    const calls: string[][] = [];
+    const rest: Promise<unknown>[] = [];
+    // Completions a few microtasks apart, as the commands of a claimed batch finish one after
+    // another, arriving while (and just after) the first write is answered.
+    const finishMore = async (): Promise<void> => {
+      for (let i = 2; i <= 6; i++) {
+        rest.push(writer.complete(ref(String(i))));
+        await Promise.resolve();
+        await Promise.resolve();
+      }
+    };
+    const store = stubStore({
+      complete: (refs) => {
+        if (calls.push(refs.map((r) => r.id)) === 1) void finishMore();
+        return Promise.resolve(refs.map((r) => r.id));
+      },
+    });
+    const writer = new OutcomeWriter(store, new StoreOutage(new CommandEvents(silentLogger), silentLogger));
+    expect(await writer.complete(ref('1'))).toBe(true);
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(await Promise.all(rest)).toEqual([true, true, true, true, true]);
+    expect(calls).toEqual([['1'], ['2', '3', '4', '5', '6']]);
+  });
+
   it('coalesces failures of one turn into one store fail call, reports fenced ones', async () => {
     const outcome = (n: number) => ({
       status: 'PENDING' as const,

@@ -30,6 +30,21 @@ describe('WorkPool', () => {
     expect(pool.state()).toMatchObject({ active: 0, queued: 0, free: 3 });
   });
 
+  it('admits work claimed for its room even once that room has shrunk: queued, never refused', async () => {
+    const pool = new WorkPool('p', { concurrency: 1, queueSize: 1 });
+    const [a, b, c] = [gate(), gate(), gate()];
+    pool.admit(a.job);
+    pool.admit(b.job);
+    pool.admit(c.job); // past queueSize: a claim sized for more room than is left now
+    expect(pool.state()).toMatchObject({ active: 1, queued: 2, free: 0 });
+    expect(pool.offer(gate().job)).toBe(false);
+    a.open();
+    b.open();
+    c.open();
+    await pool.whenIdle();
+    expect([a.started(), b.started(), c.started()]).toEqual([true, true, true]);
+  });
+
   it('gives back queued jobs unstarted on drain, and frees a slot even if a job rejects', async () => {
     const pool = new WorkPool('p', { concurrency: 1, queueSize: 2 });
     const a = gate();
