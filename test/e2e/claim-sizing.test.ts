@@ -60,8 +60,10 @@ describe.each(harnesses)('claims sized by the backlog, by default, on %s', (_nam
     runtime.start();
     await waitFor('3000 successes', () => count(events, 'succeeded') === 3_000, 60_000);
     const claims = events.flatMap((e) => (e.kind === 'round' && e.claimed > 0 ? [e.claimed] : []));
-    // The queue grew past the single slot: most commands came in claims far larger than one.
-    expect(Math.max(...claims)).toBeGreaterThan(10);
+    // The queue grew past the single slot: the commands came in claims of several at a time, far
+    // fewer claims than commands. (How many per claim follows the measured claim time, which a
+    // loaded machine or a synchronous store makes short; so the bound is loose.)
+    expect(Math.max(...claims)).toBeGreaterThan(4);
     expect(claims.length).toBeLessThan(3_000 / 4);
     expect(runtime.state().scheduler.pools[0]).toMatchObject({ adaptiveQueue: true, concurrency: 1 });
   }, 90_000);
