@@ -1,5 +1,5 @@
 import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
-import { runThroughExecutor } from '@asynccmd/core';
+import { runThroughExecutor } from '@asynccmd/core/store-kit';
 import { isDuplicateKey } from './connection.js';
 
 /** The id the last INSERT on the transaction's connection generated, as text whatever the ORM's number handling. */

@@ -1,5 +1,5 @@
 import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
-import { commandIdFromExecutor as idText, runThroughExecutor } from '@asynccmd/core';
+import { commandIdFromExecutor as idText, runThroughExecutor } from '@asynccmd/core/store-kit';
 import { rolledBackIfAborted } from './pipeline/commit.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
-import { commandIdFromExecutor as idText, runThroughExecutor } from '@asynccmd/core';
+import { commandIdFromExecutor as idText, runThroughExecutor } from '@asynccmd/core/store-kit';
 
 /**
  * Submits through an SqlExecutor (an ORM's transaction on this database file): the store's own

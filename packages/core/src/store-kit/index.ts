@@ -8,3 +8,4 @@ export * from './input.js';
 export * from './guarded-transition.js';
 export * from './rows.js';
 export * from './schedules.js';
+export * from './executor.js';
