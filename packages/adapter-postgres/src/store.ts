@@ -29,7 +29,7 @@ import { insertIdempotentThroughExecutor, insertThroughExecutor } from './execut
 import { migrate } from './migrations.js';
 import { PostgresScheduleStore } from './schedules.js';
 import type { TableNames } from './names.js';
-import { arrayLiteral, asText, HotStatements } from './pipeline/hot-statements.js';
+import { arrayLiteral, asText, FAST_COMMIT_STEP, HotStatements } from './pipeline/hot-statements.js';
 import { IdReserve } from './pipeline/id-reserve.js';
 import { throughTransactionPooler } from './pipeline/transaction-statements.js';
 import { RAW_TYPES, toDate, toRecord } from './rows.js';
@@ -65,8 +65,6 @@ export interface PostgresCommandStoreParts {
 type Queryable = Pick<ClientBase, 'query'> | Pool;
 
 const UNIQUE_VIOLATION = '23505';
-/** The hot path's fast commit, for the transaction it starts (a pooler's sessions are not the store's). */
-const FAST_COMMIT_STEP = { text: `SELECT set_config('synchronous_commit', 'off', true)` } as const;
 /**
  * Ids taken ahead per refill (IdReserve): a refill is one round trip per half a block of
  * submits in store transactions; an unused block is at most this many gaps in the sequence.

@@ -27,6 +27,11 @@ export interface PooledHotPath {
   readonly prefix: readonly BatchStep[];
 }
 
+/** The hot path's fast commit, for the one transaction it begins (PooledHotPath's prefix). */
+export const FAST_COMMIT_STEP: BatchStep = {
+  text: `SELECT set_config('synchronous_commit', 'off', true)`,
+};
+
 /**
  * The store's hot-path statements (claims, completions, failures, releases, heartbeats) asked for in one
  * turn of the event loop go out together: one batch on one pooled connection, one round trip, one
