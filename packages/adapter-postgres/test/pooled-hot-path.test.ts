@@ -3,7 +3,7 @@ import { silentLogger } from '@asynccmd/core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAST_COMMIT_STEP, HotStatements } from '../src/pipeline/hot-statements.js';
-import type { PostgresCommandStore } from '../src/index.js';
+import { createPostgresStore, type PostgresCommandStore } from '../src/index.js';
 import { command, DATABASE_URL, dropSchema, openStore, uniqueSchema } from './helpers.js';
 
 /**
@@ -30,6 +30,20 @@ afterAll(async () => {
 const settingStatement = { name: 'unused', text: `SELECT current_setting('synchronous_commit') AS setting` };
 
 describe('PostgreSQL store behind a transaction pooler', () => {
+  it('refuses a pooler or listenConnection it cannot use, with a typed error', () => {
+    const bad = [
+      { pooler: 'session' },
+      { pooler: true },
+      { pooler: 'transaction', listenConnection: 42 },
+      { listenConnection: null },
+    ];
+    for (const options of bad) {
+      expect(() => createPostgresStore({ connectionString: DATABASE_URL, ...options } as never)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      );
+    }
+  });
+
   it('leaves no prepared statement on its connections, whichever path a statement took', async () => {
     const [id] = await store.transaction((tx) => store.insert(tx, [command('pooled.a')]));
     await store.transaction(async (tx) => {
