@@ -143,8 +143,9 @@ function transactionPooler(pooler: unknown): boolean {
   throw new InvalidArgumentError("pooler must be 'none' or 'transaction'");
 }
 
-function sessionOptions(...extra: (string | undefined)[]): string {
-  return [extra[0], SESSION_OPTIONS, ...extra.slice(1)].filter(Boolean).join(' ');
+/** Start-up options: the caller's own, the store's session settings, then `extra`. */
+function sessionOptions(own: string | undefined, extra: string): string {
+  return [own, SESSION_OPTIONS, extra].filter(Boolean).join(' ');
 }
 
 /**
