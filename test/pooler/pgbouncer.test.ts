@@ -121,6 +121,33 @@ describe('PostgreSQL through PgBouncer (pool_mode = transaction)', () => {
     await unsubscribe();
   });
 
+  it("what the option avoids: through a PgBouncer told to ignore `options`, the direct path's prepared statements collide", async () => {
+    // One server connection shared by two stores, as processes share a pool's connections.
+    const ignoring = await PgBouncer.start({
+      poolSize: 1,
+      settings: { ignore_startup_parameters: 'options' },
+    });
+    const open = (extra: Record<string, unknown>) =>
+      createPostgresStore({ connectionString: ignoring.url, schema: SCHEMA, ...extra });
+    const claim = (on: PostgresCommandStore) =>
+      on.claimDue({ now: new Date(), types: ['pooler.none'], limit: 1, token: 't', leaseMs: 1_000 });
+    const [a, b, c, d] = [
+      open({}),
+      open({}),
+      open({ pooler: 'transaction' }),
+      open({ pooler: 'transaction' }),
+    ];
+    try {
+      await claim(a);
+      // The statement a prepared is on the one server connection, unknown to b's client.
+      await expect(claim(b)).rejects.toThrow(/prepared statement .* already exists/);
+      for (let i = 0; i < 3; i++) await Promise.all([claim(c), claim(d)]);
+    } finally {
+      await Promise.all([a, b, c, d].map((s) => s.close()));
+      await ignoring.stop();
+    }
+  });
+
   it(`${SIZES.drain.processes} worker processes drain over ${SIZES.drain.commands} commands submitted every way: 0 lost, 0 twice`, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'asynccmd-pgbouncer-drain-'));
     const log = join(dir, 'executions.log');
