@@ -72,6 +72,26 @@ describe('PostgreSQL store behind a transaction pooler', () => {
     }
   });
 
+  it('reads its times in ISO form whatever date style the session began with', async () => {
+    // A session set to another style at start-up (PgBouncer would restore it on every server connection).
+    const sql = await openStore(schema, {
+      pooler: 'transaction',
+      poolConfig: { max: 1, options: '-c DateStyle=SQL,DMY' },
+    });
+    try {
+      const before = Date.now();
+      const [id] = await sql.transaction((tx) => sql.insert(tx, [command('pooled.dates')]));
+      const record = await sql.get(id!);
+      expect(Math.abs(record!.createdAt.getTime() - before)).toBeLessThan(60_000);
+      const { rows } = await sql.pool.query<{ style: string }>(
+        "SELECT current_setting('DateStyle') AS style",
+      );
+      expect(rows[0]?.style).toBe('ISO, DMY');
+    } finally {
+      await sql.close();
+    }
+  });
+
   it('sets the fast commit for each batch it sends, alone or together, and never for the session', async () => {
     const hot = new HotStatements(single, () => Promise.reject(new Error('not used')), silentLogger, {
       prefix: [FAST_COMMIT_STEP],
