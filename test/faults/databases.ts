@@ -52,7 +52,7 @@ function withPort(url: URL, port: number | undefined, path?: string): string {
   return copy.href;
 }
 
-async function pgAdmin(sql: string, url: URL = PG_URL): Promise<void> {
+export async function pgAdmin(sql: string, url: URL = PG_URL): Promise<void> {
   const client = new pg.Client({ connectionString: url.href });
   client.on('error', () => undefined);
   await client.connect();

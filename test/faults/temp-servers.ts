@@ -41,7 +41,7 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -51,7 +51,7 @@ async function freePort(): Promise<number> {
 }
 
 /** PostgreSQL refuses to run as root: its programs run as the `postgres` user then. */
-function serverUser(kind: 'postgres' | 'mysql'): { uid?: number; gid?: number } {
+export function serverUser(kind: 'postgres' | 'mysql'): { uid?: number; gid?: number } {
   if (kind !== 'postgres' || userInfo().uid !== 0) return {};
   const id = (flag: string) =>
     Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());

@@ -13,6 +13,8 @@ export type { PostgresWakeups } from './wakeups.js';
 const SESSION_OPTIONS = '-c default_transaction_isolation=read\\ committed -c DateStyle=ISO';
 /** Added for the hot-path pool: its commits return before their WAL record reaches the disk. */
 const FAST_COMMIT_OPTIONS = '-c synchronous_commit=off';
+/** Through a transaction pooler, the date format rows.ts reads, for the session (see createPostgresStore). */
+const ISO_DATES = 'SET DateStyle = ISO';
 
 export interface PostgresStoreOptions {
   /**
@@ -50,6 +52,23 @@ export interface PostgresStoreOptions {
    * in is always used as it is (durable unless you configured it otherwise).
    */
   readonly durableClaims?: boolean;
+  /**
+   * `'transaction'`: the store's connections go through a transaction pooler (PgBouncer
+   * `pool_mode = transaction`, the way much hosted PostgreSQL is reached), where each transaction
+   * may run on another server connection. The store then uses no session state: no start-up
+   * `options` (settings go into each transaction, `set_config(…, true)`), no named prepared
+   * statements (its own and its submits in your transactions), and no LISTEN unless
+   * `listenConnection` names a direct connection — without one, other processes' work is found by
+   * polling (`pollIntervalMs` of the runtime: up to that much later). Default `'none'`: direct
+   * connections, or a pooler in session mode that accepts start-up options.
+   */
+  readonly pooler?: 'none' | 'transaction';
+  /**
+   * Where the LISTEN connection (wake-ups, revocations, the claim after a wake-up) connects: a
+   * postgres:// URI or pg client options of a direct connection to the same database, never a
+   * transaction pooler. Default: the store's own connection settings (none through a transaction pooler).
+   */
+  readonly listenConnection?: string | ClientConfig;
   readonly logger?: Logger;
 }
 
@@ -78,21 +97,28 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     reconnectMinMs,
   );
   const logger = options.logger ?? silentLogger;
+  const pooled = transactionPooler(options.pooler);
   const ownsPool = options.pool === undefined;
-  const ownPool = (extraOptions: string): Pool =>
-    new pg.Pool({
+  const fast = options.durableClaims !== true;
+  const ownPool = (extraOptions: string): Pool => {
+    const own = new pg.Pool({
       ...poolConfig,
       ...(connectionString === undefined ? {} : { connectionString }),
       // Whatever the server's defaults: READ COMMITTED, as the claim statements need, and ISO dates.
-      // Set at connection start-up, so it costs no round trip.
-      options: [poolConfig?.options, SESSION_OPTIONS, extraOptions].filter(Boolean).join(' '),
+      // Set at connection start-up, so it costs no round trip. A transaction pooler refuses them.
+      ...(pooled ? {} : { options: sessionOptions(poolConfig?.options, extraOptions) }),
     });
+    // The date format is one of the few settings PgBouncer keeps per client and restores on every
+    // server connection it lends, so a session-level SET holds; the rest goes into each transaction.
+    if (pooled) own.on('connect', (client) => void client.query(ISO_DATES).catch(() => undefined));
+    return own;
+  };
   const pool = options.pool ?? ownPool('');
-  const hotPool = ownsPool && options.durableClaims !== true ? ownPool(FAST_COMMIT_OPTIONS) : pool;
+  const hotPool = ownsPool && fast ? ownPool(FAST_COMMIT_OPTIONS) : pool;
   const wakeups = new PostgresWakeups({
     pool,
     // Claims after a wake-up may run on the LISTEN connection: it takes the hot path's settings.
-    clientConfig: listenConfig(hotPool),
+    clientConfig: listenSettings(options.listenConnection, pooled, hotPool, fast && ownsPool),
     channel: names.channel,
     windowMs,
     reconnectMinMs,
@@ -107,7 +133,42 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     wakeups,
     logger,
     maxPayloadBytes: options.maxPayloadBytes,
+    transactionPooler: pooled,
   });
+}
+
+function transactionPooler(pooler: unknown): boolean {
+  if (pooler === undefined || pooler === 'none') return false;
+  if (pooler === 'transaction') return true;
+  throw new InvalidArgumentError("pooler must be 'none' or 'transaction'");
+}
+
+/** Start-up options: the caller's own, the store's session settings, then `extra`. */
+function sessionOptions(own: string | undefined, extra: string): string {
+  return [own, SESSION_OPTIONS, extra].filter(Boolean).join(' ');
+}
+
+/**
+ * The LISTEN connection's settings: the `listenConnection` given, with the store's session options
+ * (it is a direct connection); else the hot pool's own, unless that is a transaction pooler's (then
+ * there is none).
+ */
+function listenSettings(
+  given: string | ClientConfig | undefined,
+  pooled: boolean,
+  hotPool: Pool,
+  fast: boolean,
+): ClientConfig | null {
+  if (given === undefined) return pooled ? null : listenConfig(hotPool);
+  let config: ClientConfig;
+  if (typeof given === 'string') config = { connectionString: given };
+  else if (typeof given === 'object' && given !== null) config = given;
+  else throw new InvalidArgumentError('listenConnection must be a postgres:// URI or pg client options');
+  return {
+    ...config,
+    options: sessionOptions(config.options, fast ? FAST_COMMIT_OPTIONS : ''),
+    connectionTimeoutMillis: config.connectionTimeoutMillis || 10_000,
+  };
 }
 
 /** Where the store's own pool connects, whichever way the options said it. */

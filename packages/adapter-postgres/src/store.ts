@@ -29,8 +29,9 @@ import { insertIdempotentThroughExecutor, insertThroughExecutor } from './execut
 import { migrate } from './migrations.js';
 import { PostgresScheduleStore } from './schedules.js';
 import type { TableNames } from './names.js';
-import { arrayLiteral, asText, HotStatements } from './pipeline/hot-statements.js';
+import { arrayLiteral, asText, FAST_COMMIT_STEP, HotStatements } from './pipeline/hot-statements.js';
 import { IdReserve } from './pipeline/id-reserve.js';
+import { throughTransactionPooler } from './pipeline/transaction-statements.js';
 import { RAW_TYPES, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
@@ -53,6 +54,12 @@ export interface PostgresCommandStoreParts {
   readonly wakeups: PostgresWakeups;
   readonly logger: Port.Logger;
   readonly maxPayloadBytes?: number;
+  /**
+   * The pools reach PostgreSQL through a transaction pooler (PgBouncer `pool_mode = transaction`):
+   * no named prepared statements, and the hot path's `synchronous_commit = off` (when `hotPool` is
+   * not `pool`) set in each of its transactions instead of at connection start-up. Default false.
+   */
+  readonly transactionPooler?: boolean;
 }
 
 type Queryable = Pick<ClientBase, 'query'> | Pool;
@@ -74,8 +81,11 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   readonly dialect = 'postgres';
   readonly capabilities: Port.StoreCapabilities<ClientBase>;
   readonly wakeups: PostgresWakeups;
-  /** Requeues and kills of running commands, heard on the LISTEN connection the wake-ups use. */
-  readonly revocations: Port.RevocationChannel;
+  /**
+   * Requeues and kills of running commands, heard on the LISTEN connection the wake-ups use;
+   * absent when there is none (a transaction pooler and no `listenConnection`).
+   */
+  readonly revocations?: Port.RevocationChannel;
   readonly pool: Pool;
   /** The pool of claims, heartbeats and outcomes: losing one of those only runs a command again. */
   readonly hotPool: Pool;
@@ -88,10 +98,12 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   /** Hot-path statement text → its prepared name, hashed once per statement. */
   private readonly preparedNames = new Map<string, string>();
   private readonly riders: CommitRiders;
-  private readonly insertOneInBatch: { readonly name: string; readonly text: string };
-  private readonly insertWithId: { readonly name: string; readonly text: string };
+  private readonly insertOneInBatch: { readonly name?: string; readonly text: string };
+  private readonly insertWithId: { readonly name?: string; readonly text: string };
   private readonly ids: IdReserve;
   private readonly hotStatements: HotStatements;
+  /** Named prepared statements may be used on the pools (false through a transaction pooler). */
+  private readonly named: boolean;
   readonly schedules: PostgresScheduleStore;
 
   constructor(parts: PostgresCommandStoreParts) {
@@ -100,11 +112,16 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     this.ownsPool = parts.ownsPool;
     this.names = parts.names;
     this.wakeups = parts.wakeups;
-    this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
+    this.named = parts.transactionPooler !== true;
+    if (!this.named) for (const pool of this.pools()) throughTransactionPooler(pool);
+    const delivers = this.wakeups.delivers;
+    if (delivers) {
+      this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
+    }
     this.capabilities = {
       skipLocked: true,
-      wakeups: true,
-      revocations: true,
+      wakeups: delivers,
+      revocations: delivers,
       sqlExecutor: true,
       // The claim and the NOTIFY pipelined behind a store transaction's COMMIT (pipeline/README.md).
       commitRiding: {
@@ -121,19 +138,17 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
       this.hotPool === this.pool ? `${this.sql.claimById}\n-- after COMMIT` : this.sql.claimByIdAfterCommit;
     // A text (so a prepared name) of its own, never used by pg's own queries (see pipeline/batch.ts).
     const insertOneInBatch = `${this.sql.insertOne}\n-- in a batch`;
-    this.insertOneInBatch = { name: this.preparedName(insertOneInBatch), text: insertOneInBatch };
-    this.insertWithId = { name: this.preparedName(this.sql.insertOneWithId), text: this.sql.insertOneWithId };
+    this.insertOneInBatch = this.batchStatement(insertOneInBatch);
+    this.insertWithId = this.batchStatement(this.sql.insertOneWithId);
     this.hotStatements = new HotStatements(
       this.hotPool,
       (statement) => this.prepared(this.hotPool, statement.text, statement.values),
       parts.logger,
+      // Through a pooler the fast commit is asked for in each transaction (see index.ts SESSION_OPTIONS).
+      this.named ? null : { prefix: this.hotPool === this.pool ? [] : [FAST_COMMIT_STEP] },
     );
     this.ids = new IdReserve(this.pool, this.sql.takeIds, parts.names.table, ID_BLOCK, parts.logger);
-    this.riders = new CommitRiders(
-      this.wakeups,
-      { name: this.preparedName(claimAfterCommit), text: claimAfterCommit },
-      parts.logger,
-    );
+    this.riders = new CommitRiders(this.wakeups, this.batchStatement(claimAfterCommit), parts.logger);
     // pg emits 'error' on an idle pooled client whose server connection dies (restart,
     // pg_terminate_backend, network); unheard, it would crash the process. The pool has already
     // dropped that client, and the next query opens a fresh one.
@@ -222,7 +237,10 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     ];
     if (limit === 0 || types.length === 0) return [];
     // The claim that follows a notification runs on the LISTEN connection that just delivered it.
-    const lent = this.wakeups.lendAfterWake((on) => this.prepared<CommandRow>(on, this.sql.claimDue, values));
+    // That connection is always a direct one: its statements may be prepared.
+    const lent = this.wakeups.lendAfterWake((on) =>
+      this.prepared<CommandRow>(on, this.sql.claimDue, values, true),
+    );
     const rows = await (lent ?? this.hot<CommandRow>(this.sql.claimDue, values));
     // RETURNING has no order; the port promises claim order.
     return rows.map(toRecord).sort(byDueThenId) as Port.ClaimedCommand[];
@@ -498,19 +516,21 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     on: Queryable,
     text: string,
     values: readonly unknown[],
+    named = this.named,
   ): Promise<R[]> {
-    const result = await on
-      .query<R>({
-        name: this.preparedName(text),
-        text,
-        values: [...values],
-        types: RAW_TYPES,
-      })
-      .catch((e: unknown) => {
-        // A submit in the caller's transaction after a statement of theirs failed there.
-        throw rolledBackIfAborted(e);
-      });
+    const query = named
+      ? { name: this.preparedName(text), text, values: [...values], types: RAW_TYPES }
+      : { text, values: [...values], types: RAW_TYPES };
+    const result = await on.query<R>(query).catch((e: unknown) => {
+      // A submit in the caller's transaction after a statement of theirs failed there.
+      throw rolledBackIfAborted(e);
+    });
     return result.rows;
+  }
+
+  /** A statement a batch sends: prepared under its name, unless named statements are off. */
+  private batchStatement(text: string): { readonly name?: string; readonly text: string } {
+    return this.named ? { name: this.preparedName(text), text } : { text };
   }
 
   private preparedName(text: string): string {

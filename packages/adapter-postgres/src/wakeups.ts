@@ -8,9 +8,12 @@ export interface PostgresWakeupsOptions {
   readonly pool: Pool;
   /**
    * Opens the dedicated LISTEN connection, which also runs the claim that follows a notification
-   * (see lendAfterWake): give it the hot path's session settings.
+   * (see lendAfterWake): give it the hot path's session settings. Null: no LISTEN at all (the store
+   * is reached only through a transaction pooler, where a LISTEN would stay on a server connection
+   * other clients then use): NOTIFYs are still sent, for processes that listen, and subscribers
+   * are never woken, so their poll loop finds the work.
    */
-  readonly clientConfig: ClientConfig;
+  readonly clientConfig: ClientConfig | null;
   readonly channel: string;
   /** At most one NOTIFY per window per process. */
   readonly windowMs: number;
@@ -62,6 +65,11 @@ export class PostgresWakeups implements WakeupChannel {
 
   constructor(private readonly options: PostgresWakeupsOptions) {}
 
+  /** Whether subscribers can be woken at all: false when there is no LISTEN connection to open. */
+  get delivers(): boolean {
+    return this.options.clientConfig !== null;
+  }
+
   /** Whether the LISTEN connection is up (for tests and health details). */
   get listening(): boolean {
     return this.client !== null;
@@ -78,6 +86,8 @@ export class PostgresWakeups implements WakeupChannel {
 
   private async listen<T>(into: Set<T>, subscriber: T): Promise<() => Promise<void>> {
     if (this.closed) throw new Error('the PostgreSQL store is closed');
+    // Nothing to listen on: subscribed to nothing, nothing to undo.
+    if (!this.delivers) return () => Promise.resolve();
     into.add(subscriber);
     if (this.client === null) await this.ensureListening();
     let active = true;

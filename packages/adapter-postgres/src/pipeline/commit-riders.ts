@@ -24,8 +24,8 @@ export class CommitRiders implements CommitCompanion {
 
   constructor(
     private readonly wakeups: PostgresWakeups,
-    /** The claim-by-id statement run after COMMIT (prepared under `name`); values arrive as text. */
-    private readonly claimStatement: { readonly name: string; readonly text: string },
+    /** The claim-by-id statement run after COMMIT (prepared under `name`, if any); values arrive as text. */
+    private readonly claimStatement: { readonly name?: string; readonly text: string },
     private readonly logger: Logger,
   ) {}
 

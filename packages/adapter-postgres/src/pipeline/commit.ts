@@ -43,8 +43,9 @@ export async function commit(
   client: ClientBase,
   after?: AfterCommit,
   before: readonly BatchStep[] = [],
+  commitStep: BatchStep = COMMIT_STEP,
 ): Promise<CommitOutcome> {
-  const steps: BatchStep[] = [...before, COMMIT_STEP];
+  const steps: BatchStep[] = [...before, commitStep];
   if (after?.statement !== undefined) steps.push({ text: after.statement });
   if (after?.query !== undefined) steps.push({ ...after.query, rows: true });
   const { tags, rows, error } = await runBatch(client, steps);

@@ -1,7 +1,7 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
 import { commit, rolledBackIfAborted, runBatch, type AfterCommit, type CommitOutcome } from './commit.js';
-import { BEGIN_STEP } from './transaction-statements.js';
+import { transactionSteps, type TransactionSteps } from './transaction-statements.js';
 
 /** Takes part in the store's own transactions: may add statements sent with their COMMIT. */
 export interface CommitCompanion {
@@ -27,6 +27,7 @@ export class DeferredStatements {
   constructor(
     private readonly client: ClientBase,
     private readonly query: ClientBase['query'],
+    private readonly steps: TransactionSteps,
   ) {
     const send = (...args: unknown[]): unknown => {
       const flushed = this.#flush();
@@ -67,7 +68,8 @@ export class DeferredStatements {
    * Call only when `pending`.
    */
   async commit(after: AfterCommit | undefined): Promise<CommitOutcome> {
-    if (this.#sent || after !== undefined) return commit(this.client, after, this.#takeAll());
+    if (this.#sent || after !== undefined)
+      return commit(this.client, after, this.#takeAll(), this.steps.commit);
     const held = this.#held;
     this.#sent = true;
     this.#held = [];
@@ -99,7 +101,7 @@ export class DeferredStatements {
 
   /** BEGIN unless it went out, then what is held; from now on all of it counts as sent. */
   #takeAll(): BatchStep[] {
-    const steps = this.#sent ? this.#held : [BEGIN_STEP, ...this.#held];
+    const steps = this.#sent ? this.#held : [this.steps.begin, ...this.#held];
     this.#sent = true;
     this.#held = [];
     return steps;
@@ -135,7 +137,7 @@ export async function runInTransaction<T>(
     broken = err;
   };
   client.on('error', onError);
-  const deferred = new DeferredStatements(client, client.query);
+  const deferred = new DeferredStatements(client, client.query, transactionSteps(pool));
   try {
     companion?.opened(client, deferred);
     let result: T;
