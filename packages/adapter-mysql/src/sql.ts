@@ -8,9 +8,10 @@ import { ATTEMPT_HISTORY_LENGTH, TRANSITION_SOURCES } from '@asynccmd/core';
  * session's time zone (NOW(3) would follow the session time zone); leases and updated_at use it.
  * Due checks compare with the application clock's `now`, bound as UTC text.
  *
- * With no RETURNING on MariaDB, a batched complete writes a fresh marker of its own into
- * claim_token of the rows it finishes and reads them back by it (the record never shows it: a
- * claim token is reported only while RUNNING). Every other transition out of RUNNING clears it.
+ * With no RETURNING on MariaDB, a batched complete that did not finish every ref reads back which
+ * of them are SUCCESS under their own claim token, which a complete leaves on the row (the record
+ * never shows it: a claim token is reported only while RUNNING): what this call finished, or an
+ * earlier try of it whose reply was lost. Every other transition out of RUNNING clears it.
  */
 export const DB_NOW = 'UTC_TIMESTAMP(3)';
 
@@ -144,17 +145,17 @@ export function mysqlSql(t: string) {
        WHERE status = 'RUNNING' AND ${refs(n)}`,
     heldRefs: (n: number) => `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)}`,
     /**
-     * Bound: this call's marker, then the refs. An earlier attempt's error stays in the history, not
-     * in last_error; the succeeded attempt is the row itself (see core attemptHistory), so the
-     * commonest write appends nothing.
+     * Bound: the refs. An earlier attempt's error stays in the history, not in last_error; the
+     * succeeded attempt is the row itself (see core attemptHistory), so the commonest write
+     * appends nothing.
      */
     complete: (n: number) =>
       `UPDATE ${byId}
-       SET status = 'SUCCESS', claim_token = ?, lease_until = NULL, finished_at = ${DB_NOW},
+       SET status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW},
            updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND ${refs(n)}`,
-    /** The rows one complete call finished (SUCCESS is final, so the marker stays put). */
-    completedBy: `SELECT id FROM ${table} WHERE claim_token = ? AND status = 'SUCCESS'`,
+    /** Of the refs, those SUCCESS under their own claim (this complete's, or an earlier try's). */
+    completedBy: (n: number) => `SELECT id FROM ${byId} WHERE status = 'SUCCESS' AND ${refs(n)}`,
     /**
      * Bound: status and last_error (for the history), status, retry_count, next_run_at, last_error,
      * status again (for finished_at), id, token.

@@ -21,7 +21,6 @@ import {
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as E from 'fp-ts/lib/Either.js';
-import { randomUUID } from 'node:crypto';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import type { ClaimPools, ClaimStrategy } from './claim-strategies.js';
 import { CLAIM_STRATEGIES, strategyForServer } from './claim-strategies.js';
@@ -279,15 +278,14 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     const checkedRefs = this.input.refs(refs);
     const { count, values } = refValues(checkedRefs);
     if (count === 0) return [];
-    // Completing again with the same marker after a lost connection is harmless: the read by
-    // marker below reports what this call finished, on the first attempt or the second.
-    const marker = `done:${randomUUID()}`;
+    // Completing again after a lost connection is harmless: the read below reports the refs whose
+    // command is SUCCESS under their own claim, finished by the first try or the second.
     const updated = await retryConnectionLoss(() =>
-      retryLockConflicts(() => write(this.pool, this.sql.complete(count), [marker, ...values])),
+      retryLockConflicts(() => write(this.pool, this.sql.complete(count), values)),
     );
     const ids = unique(checkedRefs.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
-    const done = await select<{ id: string }>(this.pool, this.sql.completedBy, [marker]);
+    const done = await select<{ id: string }>(this.pool, this.sql.completedBy(count), values);
     return inCallersOrder(
       ids,
       done.map((r) => String(r.id)),

@@ -178,14 +178,21 @@ export function buildSql(n: TableNames) {
     /**
      * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
      * is the row itself (started_at, finished_at, claimed_by; see core attemptHistory), so the
-     * hot path's commonest write appends nothing.
+     * hot path's commonest write appends nothing. The claim token stays on the row (the record
+     * shows it only while RUNNING), so a retried complete can tell its own success (completedBefore).
      */
     complete: `
-      UPDATE ${t} AS c SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL, finished_at = ${NOW},
+      UPDATE ${t} AS c SET status = 'SUCCESS', lease_until = NULL, finished_at = ${NOW},
         updated_at = ${NOW}, last_error = NULL
       FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
+
+    /** Of these refs, those already SUCCESS under the same claim: an earlier try of the complete landed. */
+    completedBefore: `
+      SELECT c.id FROM ${t} AS c JOIN unnest($1::bigint[], $2::text[]) AS r(id, token)
+        ON c.id = r.id AND c.claim_token = r.token
+      WHERE c.status = 'SUCCESS'`,
 
     release: `
       UPDATE ${t} AS c SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${NOW}

@@ -99,13 +99,17 @@ export function sqliteSql(t: string) {
        RETURNING CAST(id AS TEXT) AS id, claim_token AS token`,
     /**
      * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
-     * is the row itself (see core attemptHistory): the commonest write appends nothing.
+     * is the row itself (see core attemptHistory): the commonest write appends nothing. The claim
+     * token stays on the row (the record shows it only while RUNNING): see completedBefore.
      */
     complete: `UPDATE ${t} NOT INDEXED
-       SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL,
+       SET status = 'SUCCESS', lease_until = NULL,
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
+    /** Of these refs, those already SUCCESS under the same claim: an earlier complete of it landed. */
+    completedBefore: `SELECT CAST(id AS TEXT) AS id FROM ${t} NOT INDEXED
+       WHERE status = 'SUCCESS' AND ${REFS}`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */
     fail: `UPDATE ${t} NOT INDEXED
        SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,

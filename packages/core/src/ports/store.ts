@@ -78,6 +78,8 @@ export interface CommandStore<Tx = unknown> {
    * finishedAt and clears lastError (earlier errors stay in the history, where the attempt shows as
    * `succeeded`, read from the row: see core readAttemptHistory). Returns the ids that were
    * completed; the others were fenced out (a stale executor never overwrites a newer outcome).
+   * A ref whose command is already SUCCESS under that same claim (a retried complete whose first
+   * try landed, its reply lost) counts as completed and changes nothing.
    */
   complete(refs: readonly ClaimRef[]): Promise<CommandId[]>;
 

@@ -51,9 +51,40 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const done = await store.get(id);
       expect(done).toMatchObject({ status: 'SUCCESS', claimToken: null, leaseUntil: null });
       expect(done!.finishedAt!.getTime()).toBeGreaterThanOrEqual(before.getTime());
-      // Completing twice changes nothing and reports nothing.
-      expect(await store.complete([{ id, token: c.claimToken }])).toEqual([]);
+      // Another claim's complete of a finished command is fenced out.
+      expect(await store.complete([{ id, token: 'someone-else' }])).toEqual([]);
       expect(await store.complete([])).toEqual([]);
+    });
+
+    it('complete twice with the same token: the second is already recorded (a retry whose first reply was lost), and changes nothing', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const [a, b] = await submit(store, [newCommand(type), newCommand(type)]);
+      const claimed = await claim(store, type, { limit: 2 });
+      const refs = claimed.map((c) => ({ id: c.id, token: c.claimToken }));
+      const [first] = refs.filter((r) => r.id === a);
+      expect(await store.complete([first!])).toEqual([a]);
+      const done = await store.get(a!);
+      // The retry carries the first ref again beside a ref of its batch that had not landed.
+      expect([...(await store.complete(refs))].sort()).toEqual([a, b].sort());
+      expect(await store.complete([first!])).toEqual([a]);
+      expect(await store.get(a!)).toEqual(done);
+      expect(done).toMatchObject({ status: 'SUCCESS', claimToken: null });
+    });
+
+    it('a complete under a claim whose attempt ended otherwise (failed, then completed by another claim) is fenced', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type, { maxRetry: 3 }));
+      const first = await claimOne(store, type);
+      const outcome = decideFailure(first, new Error('no'), new Date(), immediateBackoff);
+      expect(await store.fail([{ ref: { id, token: first.claimToken }, outcome }])).toEqual([id]);
+      expect(await store.complete([{ id, token: first.claimToken }])).toEqual([]);
+      const second = await claimOne(store, type);
+      expect(await store.complete([{ id, token: second.claimToken }])).toEqual([id]);
+      // The command is SUCCESS now, but not under the first claim.
+      expect(await store.complete([{ id, token: first.claimToken }])).toEqual([]);
+      expect(await store.get(id)).toMatchObject({ status: 'SUCCESS', retryCount: 1 });
     });
 
     it('complete takes a batch and completes exactly the refs whose claim still holds', async () => {
