@@ -311,7 +311,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         one.token,
       ];
       const updated = await retryLockConflicts(() => write(this.pool, this.sql.failOne, values));
-      return updated.affectedRows === 1 ? [one.id] : [];
+      return updated.affectedRows === 1 ? [one.id] : this.failedBefore(checked);
     }
     // Many: lock the rows whose claim still holds, then write each one's outcome in one statement.
     const { count, values } = refValues(checked);
@@ -339,10 +339,22 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         return new Set(rows.map((c) => c.id));
       }),
     );
-    return inCallersOrder(
-      checked.map((c) => c.id),
-      written,
-    );
+    const ids = unique(checked.map((c) => c.id));
+    if (written.size < ids.length) {
+      for (const id of await this.failedBefore(checked.filter((c) => !written.has(c.id)))) written.add(id);
+    }
+    return inCallersOrder(ids, written);
+  }
+
+  /** Of these attempts, those an earlier try of the same fail already wrote (its reply lost): recorded, not fenced. */
+  private async failedBefore(
+    attempts: readonly { id: string; token: string; status: string; retryCount: number }[],
+  ): Promise<Port.CommandId[]> {
+    const found = await select<{ id: string }>(this.pool, this.sql.failedBefore(attempts.length), [
+      attempts.map((a) => a.id),
+      ...attempts.flatMap((a) => [a.id, a.token, a.status, a.retryCount]),
+    ]);
+    return found.map((r) => String(r.id));
   }
 
   async release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {

@@ -143,6 +143,12 @@ describe('query plans with finished history in the table', () => {
       const cases: Case[] = [
         { name: 'complete', statement: sql.complete(n), values: refs(n), key: 'PRIMARY' },
         { name: 'completedBy', statement: sql.completedBy(n), values: refs(n), key: 'PRIMARY' },
+        {
+          name: 'failedBefore',
+          statement: sql.failedBefore(n),
+          values: [ids, ...ids.flatMap((id) => [id, TOKEN, 'PENDING', 1])],
+          key: 'PRIMARY',
+        },
         { name: 'heartbeat', statement: sql.heartbeat(n), values: [1000, ...refs(n)], key: 'PRIMARY' },
         { name: 'heldRefs', statement: sql.heldRefs(n), values: refs(n), key: 'PRIMARY' },
         { name: 'lockHeld', statement: sql.lockHeld(n), values: refs(n), key: 'PRIMARY' },

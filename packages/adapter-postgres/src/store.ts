@@ -300,18 +300,26 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     const checked = this.input.failedAttempts(attempts);
     if (checked.length === 0) return [];
     const ids = checked.map((a) => a.id);
-    const rows = await this.hot<{ id: string }>(this.sql.fail, [
+    const claims = [
       ids,
       checked.map((a) => a.token),
       checked.map((a) => a.status),
       checked.map((a) => a.retryCount),
-      checked.map((a) => a.nextRunAt.toISOString()),
-      checked.map((a) => a.lastError),
-    ]);
-    return inCallersOrder(
-      ids,
-      rows.map((r) => r.id),
-    );
+    ];
+    const done = (
+      await this.hot<{ id: string }>(this.sql.fail, [
+        ...claims,
+        checked.map((a) => a.nextRunAt.toISOString()),
+        checked.map((a) => a.lastError),
+      ])
+    ).map((r) => r.id);
+    // As for complete: an earlier try whose reply was lost may have written these outcomes.
+    if (done.length < new Set(ids).size) {
+      done.push(
+        ...(await this.query<{ id: string }>(this.pool, this.sql.failedBefore, claims)).map((r) => r.id),
+      );
+    }
+    return inCallersOrder(ids, done);
   }
 
   async reclaimHung(p: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {

@@ -269,6 +269,9 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     const json = `[${rows.join(',')}]`;
     return this.run(() => {
       const done = this.stmt('fail').pluck().all({ attempts: json }) as string[];
+      if (done.length < new Set(checked.map((a) => a.id)).size) {
+        done.push(...(this.stmt('failedBefore').pluck().all({ attempts: json }) as string[]));
+      }
       return inCallersOrder(
         checked.map((a) => a.id),
         done,
