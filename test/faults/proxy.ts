@@ -11,7 +11,13 @@ export class LoopbackProxy {
   #cutUntil = 0;
   port = 0;
 
-  constructor(private readonly target: { readonly host: string; readonly port: number }) {}
+  constructor(private target: { readonly host: string; readonly port: number }) {}
+
+  /** Routes new connections to `target` and drops the current ones, as a failover of a virtual IP would. */
+  switchTo(target: { readonly host: string; readonly port: number }): void {
+    this.target = target;
+    for (const s of this.#sockets) s.destroy();
+  }
 
   async start(): Promise<void> {
     const server = createServer((client) => this.#accept(client));

@@ -3,12 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandRecord } from '@asynccmd/core';
+import { createPostgresStore, type PostgresStoreOptions } from '@asynccmd/adapter-postgres';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { FaultDatabase, FaultTarget, OpenOptions } from './databases.js';
 import { check, readExecutionLog, type LogLine, type Verdict } from './execution-log.js';
 import { LoopbackProxy } from './proxy.js';
 import { printTable, saveResults, type ResultRow } from './results.js';
 import { createTempServer, type TempServer } from './temp-servers.js';
+import { failoverCost, ReplicatedPostgres } from './standby.js';
 import { killWorker, startWorker, stopWorkers, type WorkerProcess, type WorkerSpec } from './workers.js';
 
 /** `ASYNCCMD_FAULTS=full` (npm run test:faults) runs the full sizes; npm test runs reduced ones. */
@@ -21,6 +23,7 @@ const SIZES = FULL
       freeze: { commands: 1_000, workMs: 20 },
       contention: { processes: 8, commands: 50_000, concurrency: 4 },
       server: { commands: 5_000, workMs: 20, faults: 3, everyMs: 3_000 },
+      failover: { commands: 5_000, workMs: 20, afterMs: 3_000 },
     }
   : {
       kill: { commands: 1_200, workMs: 20, kills: 3, everyMs: 1_000 },
@@ -28,6 +31,7 @@ const SIZES = FULL
       freeze: { commands: 300, workMs: 20 },
       contention: { processes: 4, commands: 2_000, concurrency: 4 },
       server: { commands: 1_000, workMs: 20, faults: 1, everyMs: 1_000 },
+      failover: { commands: 800, workMs: 20, afterMs: 1_000 },
     };
 
 /** Three processes with two slots each, as a small deployment would run. */
@@ -47,6 +51,11 @@ const SERVER_FAULT = {
   pollIntervalMs: 100,
   reclaimIntervalMs: 300,
 };
+/**
+ * Outlives a failover (crash, promotion, proxy switch: about a second here), so that only a write
+ * the standby had not received makes a re-run: a live command's lease must not lapse meanwhile.
+ */
+const FAILOVER = { leaseMs: 6_000, heartbeatIntervalMs: 1_000, pollIntervalMs: 100, reclaimIntervalMs: 300 };
 const TYPE = 'faults.work';
 const SCENARIO_TIMEOUT_MS = FULL ? 900_000 : 120_000;
 /** How long a drain may take before what is left counts as stuck. */
@@ -490,5 +499,111 @@ export function describeFaults(db: FaultDatabase): void {
         );
       }
     }
+
+    if (db.name === 'postgres') describeFailover(db, results);
   });
+}
+
+/**
+ * PostgreSQL failover: a primary and its streaming standby of their own, the workers and the
+ * test reaching them through a loopback proxy (the HAProxy or virtual IP of a deployment). Mid-drain
+ * the primary is SIGKILLed, the standby promoted and the proxy switched to it.
+ */
+function describeFailover(db: FaultDatabase, results: ResultRow[]): void {
+  const variants = [
+    { synchronous: false, durable: false },
+    ...(FULL ? [{ synchronous: false, durable: true }] : []),
+    { synchronous: true, durable: true },
+  ];
+  for (const { synchronous, durable } of variants) {
+    const setting = `${synchronous ? 'synchronous' : 'asynchronous'} standby, ${durable ? 'durableClaims: true' : 'default store'}`;
+    it(
+      `failover to a promoted standby mid-drain (${setting}): nothing the new primary holds is lost or stuck, re-runs only of what it had not received${synchronous ? ' (none)' : ''}, no restart`,
+      async () => {
+        const size = SIZES.failover;
+        const pair = await ReplicatedPostgres.start({ synchronous });
+        let snapshotStore: ReturnType<typeof createPostgresStore> | null = null;
+        let run: Run | null = null;
+        let proxy: LoopbackProxy | null = null;
+        try {
+          const through = new LoopbackProxy({ host: '127.0.0.1', port: pair.primary.port });
+          proxy = through;
+          await through.start();
+          const r = await Run.open(db, 'failover', {
+            port: through.port,
+            ...(durable ? { store: { durableClaims: true } } : {}),
+          });
+          // Not r.proxy: the run's namespace is dropped through it at close, before it stops.
+          run = r;
+          await r.submit(size.commands, size.workMs);
+          // Submits commit durably; with an asynchronous standby they may still be on their way.
+          await pair.caughtUp();
+          const workers = await Promise.all(
+            Array.from({ length: WORKERS }, () => r.spawn(r.spec(FAILOVER, SLOTS, through.port))),
+          );
+          await sleep(size.afterMs);
+          const crashAt = Date.now();
+          const { promotedMs, crashed } = await pair.failover();
+          // The new primary as promoted, before any worker reaches it.
+          snapshotStore = createPostgresStore(
+            r.target.workerStore(pair.standby.port).options as PostgresStoreOptions,
+          );
+          const promoted: CommandRecord[] = [];
+          for (let i = 0; i < r.committed.length; i += 1_000) {
+            promoted.push(...(await snapshotStore.getMany(r.committed.slice(i, i + 1_000))));
+          }
+          const switchedAt = Date.now();
+          through.switchTo({ host: '127.0.0.1', port: pair.standby.port });
+          await crashed;
+          await r.drained();
+          const restarted = workers.filter((w) => w.child.exitCode !== null || w.child.signalCode !== null);
+          const cost = failoverCost(r.committed, r.lines(), promoted, switchedAt);
+          const lost = new Set(cost.lostByReplication);
+          const verdict = await r.verdict();
+          // asynccmd's own count: the commands the new primary holds.
+          const own = {
+            ...verdict,
+            lost: verdict.lost.filter((id) => !lost.has(id)),
+            stuck: verdict.stuck.filter((id) => !lost.has(id)),
+          };
+          const acks = r.lines().filter((l) => l.event === 'ack' && l.at >= switchedAt);
+          const resumedMs = (acks[0]?.at ?? Infinity) - switchedAt;
+          const outside = verdict.twice.filter((id) => !cost.unreplicated.has(id));
+          results.push(
+            row(
+              `failover: primary SIGKILLed, standby promoted (${setting})`,
+              db,
+              own,
+              `promoted ${ms(promotedMs)} and proxy switched ${ms(switchedAt - crashAt)} after the crash; first success ${ms(resumedMs)} after the switch`,
+              `lost by replication (committed, not on the new primary): ${cost.lostByReplication.length}; acknowledged writes the standby had not received: ${cost.unreplicated.size}; re-run after the switch: ${cost.reruns.length}; ${WORKERS} processes × ${SLOTS} slots through a proxy switched to the standby; no restart; lease ${FAILOVER.leaseMs} ms`,
+            ),
+          );
+          expectHeld(own, true, `after the failover (${setting})`, r.lines());
+          expect(
+            cost.reruns.filter((id) => !cost.unreplicated.has(id)),
+            'a re-run of a command whose acknowledged writes the new primary held',
+          ).toEqual([]);
+          expect(outside, 'executed twice though the new primary held its writes').toEqual([]);
+          expect(Number.isFinite(resumedMs), 'the same worker processes drained on after the switch').toBe(
+            true,
+          );
+          expect(
+            restarted.map((w) => w.stderr()),
+            'worker processes that ended during the drain',
+          ).toEqual([]);
+          if (synchronous) {
+            expect(cost.lostByReplication, 'lost by replication with a synchronous standby').toEqual([]);
+            expect([...cost.unreplicated], 'unreplicated with a synchronous standby').toEqual([]);
+            expect(verdict.twice, 'executed twice with a synchronous standby').toEqual([]);
+          }
+        } finally {
+          await snapshotStore?.close();
+          await run?.close();
+          await proxy?.stop();
+          await pair.dispose();
+        }
+      },
+      SCENARIO_TIMEOUT_MS,
+    );
+  }
 }

@@ -9,7 +9,7 @@ import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 
 const GUARD = fileURLToPath(new URL('./server-guard.mjs', import.meta.url));
-const PG_BIN = process.env.ASYNCCMD_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+export const PG_BIN = process.env.ASYNCCMD_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 
 /**
  * A database server of the suite's own, on its own port and data directory, that it may restart
@@ -59,7 +59,11 @@ export function serverUser(kind: 'postgres' | 'mysql'): { uid?: number; gid?: nu
 }
 
 /** Runs a command to its end; throws with its output if it fails. */
-function runOrThrow(command: string, args: readonly string[], as: { uid?: number; gid?: number } = {}): void {
+export function runOrThrow(
+  command: string,
+  args: readonly string[],
+  as: { uid?: number; gid?: number } = {},
+): void {
   const result = spawnSync(command, args, { encoding: 'utf8', ...as });
   if (result.status !== 0) {
     throw new Error(
@@ -68,7 +72,7 @@ function runOrThrow(command: string, args: readonly string[], as: { uid?: number
   }
 }
 
-function removeOnThrow(dir: string, step: () => void): void {
+export function removeOnThrow(dir: string, step: () => void): void {
   try {
     step();
   } catch (error) {
@@ -180,7 +184,7 @@ abstract class ProcessServer implements TempServer {
   }
 }
 
-class TempPostgres extends ProcessServer {
+export class TempPostgres extends ProcessServer {
   readonly kind = 'postgres' as const;
 
   static async create(): Promise<TempPostgres> {

@@ -8,9 +8,11 @@ import { ATTEMPT_HISTORY_LENGTH, TRANSITION_SOURCES } from '@asynccmd/core';
  * session's time zone (NOW(3) would follow the session time zone); leases and updated_at use it.
  * Due checks compare with the application clock's `now`, bound as UTC text.
  *
- * With no RETURNING on MariaDB, a batched complete writes a fresh marker of its own into
- * claim_token of the rows it finishes and reads them back by it (the record never shows it: a
- * claim token is reported only while RUNNING). Every other transition out of RUNNING clears it.
+ * With no RETURNING on MariaDB, a batched complete that did not finish every ref reads back which
+ * of them are SUCCESS under their own claim token, which a complete leaves on the row (the record
+ * never shows it: a claim token is reported only while RUNNING): what this call finished, or an
+ * earlier try of it whose reply was lost. A failed attempt's outcome keeps it too (failedBefore);
+ * every other transition out of RUNNING clears it.
  */
 export const DB_NOW = 'UTC_TIMESTAMP(3)';
 
@@ -144,24 +146,24 @@ export function mysqlSql(t: string) {
        WHERE status = 'RUNNING' AND ${refs(n)}`,
     heldRefs: (n: number) => `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)}`,
     /**
-     * Bound: this call's marker, then the refs. An earlier attempt's error stays in the history, not
-     * in last_error; the succeeded attempt is the row itself (see core attemptHistory), so the
-     * commonest write appends nothing.
+     * Bound: the refs. An earlier attempt's error stays in the history, not in last_error; the
+     * succeeded attempt is the row itself (see core attemptHistory), so the commonest write
+     * appends nothing.
      */
     complete: (n: number) =>
       `UPDATE ${byId}
-       SET status = 'SUCCESS', claim_token = ?, lease_until = NULL, finished_at = ${DB_NOW},
+       SET status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW},
            updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND ${refs(n)}`,
-    /** The rows one complete call finished (SUCCESS is final, so the marker stays put). */
-    completedBy: `SELECT id FROM ${table} WHERE claim_token = ? AND status = 'SUCCESS'`,
+    /** Of the refs, those SUCCESS under their own claim (this complete's, or an earlier try's). */
+    completedBy: (n: number) => `SELECT id FROM ${byId} WHERE status = 'SUCCESS' AND ${refs(n)}`,
     /**
      * Bound: status and last_error (for the history), status, retry_count, next_run_at, last_error,
      * status again (for finished_at), id, token.
      */
     failOne: `UPDATE ${byId}
        SET history = ${withAttempt(`IF(? = 'DEAD', 'dead', 'failed')`, '?')},
-           status = ?, retry_count = ?, next_run_at = ?, last_error = ?, claim_token = NULL, lease_until = NULL,
+           status = ?, retry_count = ?, next_run_at = ?, last_error = ?, lease_until = NULL,
            finished_at = CASE WHEN ? = 'DEAD' THEN ${DB_NOW} ELSE NULL END, updated_at = ${DB_NOW}
        WHERE id = ? AND status = 'RUNNING' AND claim_token = ?`,
     /**
@@ -177,9 +179,17 @@ export function mysqlSql(t: string) {
        SET history = ${withAttempt(byRow(`IF(? = 'DEAD', 'dead', 'failed')`), byRow('?'))},
            status = ${byRow('?')}, retry_count = ${byRow('?')}, next_run_at = ${byRow('?')},
            last_error = ${byRow('?')}, finished_at = ${byRow(`IF(? = 'DEAD', ${DB_NOW}, NULL)`)},
-           claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
+           lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'RUNNING'`;
     },
+    /**
+     * Of `n` failed attempts, those whose outcome is already on the row under the same claim (fail
+     * keeps the claim token, as complete does): an earlier try whose reply was lost. Bound: the ids
+     * as one list, then id, token, status and retry count per attempt.
+     */
+    failedBefore: (n: number) =>
+      `SELECT id FROM ${byId} WHERE id IN (?)
+       AND (id, claim_token, status, retry_count) IN (${Array.from({ length: n }, () => '(?, ?, ?, ?)').join(', ')})`,
     /** release and fail (of several attempts) run in a transaction: lock the rows still held, then move exactly those. */
     lockHeld: (n: number) =>
       `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,

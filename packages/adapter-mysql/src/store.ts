@@ -21,7 +21,6 @@ import {
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as E from 'fp-ts/lib/Either.js';
-import { randomUUID } from 'node:crypto';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import type { ClaimPools, ClaimStrategy } from './claim-strategies.js';
 import { CLAIM_STRATEGIES, strategyForServer } from './claim-strategies.js';
@@ -279,15 +278,14 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     const checkedRefs = this.input.refs(refs);
     const { count, values } = refValues(checkedRefs);
     if (count === 0) return [];
-    // Completing again with the same marker after a lost connection is harmless: the read by
-    // marker below reports what this call finished, on the first attempt or the second.
-    const marker = `done:${randomUUID()}`;
+    // Completing again after a lost connection is harmless: the read below reports the refs whose
+    // command is SUCCESS under their own claim, finished by the first try or the second.
     const updated = await retryConnectionLoss(() =>
-      retryLockConflicts(() => write(this.pool, this.sql.complete(count), [marker, ...values])),
+      retryLockConflicts(() => write(this.pool, this.sql.complete(count), values)),
     );
     const ids = unique(checkedRefs.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
-    const done = await select<{ id: string }>(this.pool, this.sql.completedBy, [marker]);
+    const done = await select<{ id: string }>(this.pool, this.sql.completedBy(count), values);
     return inCallersOrder(
       ids,
       done.map((r) => String(r.id)),
@@ -313,7 +311,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         one.token,
       ];
       const updated = await retryLockConflicts(() => write(this.pool, this.sql.failOne, values));
-      return updated.affectedRows === 1 ? [one.id] : [];
+      return updated.affectedRows === 1 ? [one.id] : this.failedBefore(checked);
     }
     // Many: lock the rows whose claim still holds, then write each one's outcome in one statement.
     const { count, values } = refValues(checked);
@@ -341,10 +339,22 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         return new Set(rows.map((c) => c.id));
       }),
     );
-    return inCallersOrder(
-      checked.map((c) => c.id),
-      written,
-    );
+    const ids = unique(checked.map((c) => c.id));
+    if (written.size < ids.length) {
+      for (const id of await this.failedBefore(checked.filter((c) => !written.has(c.id)))) written.add(id);
+    }
+    return inCallersOrder(ids, written);
+  }
+
+  /** Of these attempts, those an earlier try of the same fail already wrote (its reply lost): recorded, not fenced. */
+  private async failedBefore(
+    attempts: readonly { id: string; token: string; status: string; retryCount: number }[],
+  ): Promise<Port.CommandId[]> {
+    const found = await select<{ id: string }>(this.pool, this.sql.failedBefore(attempts.length), [
+      attempts.map((a) => a.id),
+      ...attempts.flatMap((a) => [a.id, a.token, a.status, a.retryCount]),
+    ]);
+    return found.map((r) => String(r.id));
   }
 
   async release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {

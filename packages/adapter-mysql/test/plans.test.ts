@@ -141,7 +141,14 @@ describe('query plans with finished history in the table', () => {
     async (n) => {
       const ids = held.slice(0, n);
       const cases: Case[] = [
-        { name: 'complete', statement: sql.complete(n), values: ['marker', ...refs(n)], key: 'PRIMARY' },
+        { name: 'complete', statement: sql.complete(n), values: refs(n), key: 'PRIMARY' },
+        { name: 'completedBy', statement: sql.completedBy(n), values: refs(n), key: 'PRIMARY' },
+        {
+          name: 'failedBefore',
+          statement: sql.failedBefore(n),
+          values: [ids, ...ids.flatMap((id) => [id, TOKEN, 'PENDING', 1])],
+          key: 'PRIMARY',
+        },
         { name: 'heartbeat', statement: sql.heartbeat(n), values: [1000, ...refs(n)], key: 'PRIMARY' },
         { name: 'heldRefs', statement: sql.heldRefs(n), values: refs(n), key: 'PRIMARY' },
         { name: 'lockHeld', statement: sql.lockHeld(n), values: refs(n), key: 'PRIMARY' },
@@ -235,12 +242,6 @@ describe('query plans with finished history in the table', () => {
       name: 'claimedBy',
       statement: sql.claimedBy,
       values: [TOKEN],
-      key: 'idx_claim_token',
-    });
-    await expectKeyed({
-      name: 'completedBy',
-      statement: sql.completedBy,
-      values: [`done:${held[0]}`],
       key: 'idx_claim_token',
     });
   });

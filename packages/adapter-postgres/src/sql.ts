@@ -178,14 +178,21 @@ export function buildSql(n: TableNames) {
     /**
      * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
      * is the row itself (started_at, finished_at, claimed_by; see core attemptHistory), so the
-     * hot path's commonest write appends nothing.
+     * hot path's commonest write appends nothing. The claim token stays on the row (the record
+     * shows it only while RUNNING), so a retried complete can tell its own success (completedBefore).
      */
     complete: `
-      UPDATE ${t} AS c SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL, finished_at = ${NOW},
+      UPDATE ${t} AS c SET status = 'SUCCESS', lease_until = NULL, finished_at = ${NOW},
         updated_at = ${NOW}, last_error = NULL
       FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
+
+    /** Of these refs, those already SUCCESS under the same claim: an earlier try of the complete landed. */
+    completedBefore: `
+      SELECT c.id FROM ${t} AS c JOIN unnest($1::bigint[], $2::text[]) AS r(id, token)
+        ON c.id = r.id AND c.claim_token = r.token
+      WHERE c.status = 'SUCCESS'`,
 
     release: `
       UPDATE ${t} AS c SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
@@ -200,16 +207,26 @@ export function buildSql(n: TableNames) {
       WHERE c.id = r.id AND c.status = 'PENDING' AND c.claim_token = r.token
       RETURNING c.id`,
 
-    /** Failed attempts' outcomes: unnest of ids, tokens, statuses, retry counts, next run times, errors. */
+    /**
+     * Failed attempts' outcomes: unnest of ids, tokens, statuses, retry counts, next run times,
+     * errors. The claim token stays on the row, as after complete (see failedBefore); the lease goes,
+     * so the row is claimable when due.
+     */
     fail: `
       UPDATE ${t} AS c SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
-        last_error = f.last_error, claim_token = NULL, lease_until = NULL,
+        last_error = f.last_error, lease_until = NULL,
         finished_at = CASE WHEN f.status = 'DEAD' THEN ${NOW} END, updated_at = ${NOW},
         history = ${withAttempt(`CASE WHEN f.status = 'DEAD' THEN 'dead' ELSE 'failed' END`, 'f.last_error')}
       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::timestamptz[], $6::text[])
         AS f(id, token, status, retry_count, next_run_at, last_error)
       WHERE c.id = f.id AND c.status = 'RUNNING' AND c.claim_token = f.token
       RETURNING c.id`,
+
+    /** Of these attempts (ids, tokens, statuses, retry counts), those whose outcome is already on the row under the same claim. */
+    failedBefore: `
+      SELECT c.id FROM ${t} AS c
+        JOIN unnest($1::bigint[], $2::text[], $3::text[], $4::integer[]) AS f(id, token, status, retry_count)
+        ON c.id = f.id AND c.claim_token = f.token AND c.status = f.status AND c.retry_count = f.retry_count`,
 
     /**
      * Hung reclaim on the database clock, in a bounded batch: back to PENDING keeping its due time

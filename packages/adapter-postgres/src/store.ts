@@ -293,8 +293,17 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     return refs.filter((r) => held.has(`${r.id}:${r.token}`)).map((r) => ({ id: r.id, token: r.token }));
   }
 
-  complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
-    return this.fencedBatch(this.sql.complete, refs);
+  async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
+    const [ids, tokens] = refArrays(this.input.refs(refs));
+    if (ids.length === 0) return [];
+    const done = (await this.hot<{ id: string }>(this.sql.complete, [ids, tokens])).map((r) => r.id);
+    // A ref not completed now may have been by an earlier try whose reply was lost (a retry after a
+    // cut connection): that is its own outcome recorded, not a fenced one.
+    if (done.length < new Set(ids).size) {
+      const before = await this.query<{ id: string }>(this.pool, this.sql.completedBefore, [ids, tokens]);
+      done.push(...before.map((r) => r.id));
+    }
+    return inCallersOrder(ids, done);
   }
 
   release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
@@ -309,18 +318,26 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     const checked = this.input.failedAttempts(attempts);
     if (checked.length === 0) return [];
     const ids = checked.map((a) => a.id);
-    const rows = await this.hot<{ id: string }>(this.sql.fail, [
+    const claims = [
       ids,
       checked.map((a) => a.token),
       checked.map((a) => a.status),
       checked.map((a) => a.retryCount),
-      checked.map((a) => a.nextRunAt.toISOString()),
-      checked.map((a) => a.lastError),
-    ]);
-    return inCallersOrder(
-      ids,
-      rows.map((r) => r.id),
-    );
+    ];
+    const done = (
+      await this.hot<{ id: string }>(this.sql.fail, [
+        ...claims,
+        checked.map((a) => a.nextRunAt.toISOString()),
+        checked.map((a) => a.lastError),
+      ])
+    ).map((r) => r.id);
+    // As for complete: an earlier try whose reply was lost may have written these outcomes.
+    if (done.length < new Set(ids).size) {
+      done.push(
+        ...(await this.query<{ id: string }>(this.pool, this.sql.failedBefore, claims)).map((r) => r.id),
+      );
+    }
+    return inCallersOrder(ids, done);
   }
 
   async reclaimHung(p: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {

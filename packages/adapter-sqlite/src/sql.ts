@@ -99,17 +99,21 @@ export function sqliteSql(t: string) {
        RETURNING CAST(id AS TEXT) AS id, claim_token AS token`,
     /**
      * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
-     * is the row itself (see core attemptHistory): the commonest write appends nothing.
+     * is the row itself (see core attemptHistory): the commonest write appends nothing. The claim
+     * token stays on the row (the record shows it only while RUNNING): see completedBefore.
      */
     complete: `UPDATE ${t} NOT INDEXED
-       SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL,
+       SET status = 'SUCCESS', lease_until = NULL,
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id`,
+    /** Of these refs, those already SUCCESS under the same claim: an earlier complete of it landed. */
+    completedBefore: `SELECT CAST(id AS TEXT) AS id FROM ${t} NOT INDEXED
+       WHERE status = 'SUCCESS' AND ${REFS}`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */
     fail: `UPDATE ${t} NOT INDEXED
        SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
-           last_error = f.last_error, claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW},
+           last_error = f.last_error, lease_until = NULL, updated_at = ${DB_NOW},
            finished_at = CASE WHEN f.status = 'DEAD' THEN ${DB_NOW} ELSE NULL END,
            history = ${withAttempt(t, `CASE WHEN f.status = 'DEAD' THEN 'dead' ELSE 'failed' END`, 'f.last_error')}
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS status,
@@ -117,6 +121,10 @@ export function sqliteSql(t: string) {
              FROM json_each(:attempts)) AS f
        WHERE ${t}.id = f.id AND ${t}.status = 'RUNNING' AND ${t}.claim_token = f.token
        RETURNING CAST(${t}.id AS TEXT) AS id`,
+    /** Of these attempts, those whose outcome is already on the row under the same claim (token kept by fail). */
+    failedBefore: `SELECT CAST(id AS TEXT) AS id FROM ${t} NOT INDEXED
+       WHERE (id, claim_token, status, retry_count) IN
+         (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(:attempts))`,
     release: `UPDATE ${t} NOT INDEXED
        SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}

@@ -269,6 +269,9 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     const json = `[${rows.join(',')}]`;
     return this.run(() => {
       const done = this.stmt('fail').pluck().all({ attempts: json }) as string[];
+      if (done.length < new Set(checked.map((a) => a.id)).size) {
+        done.push(...(this.stmt('failedBefore').pluck().all({ attempts: json }) as string[]));
+      }
       return inCallersOrder(
         checked.map((a) => a.id),
         done,
@@ -501,6 +504,10 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     const json = refsJson(checked);
     return this.run(() => {
       const done = this.stmt(name).pluck().all({ refs: json }) as string[];
+      // A complete's own earlier success under the same claim is its outcome recorded, not fenced.
+      if (name === 'complete' && done.length < new Set(checked.map((r) => r.id)).size) {
+        done.push(...(this.stmt('completedBefore').pluck().all({ refs: json }) as string[]));
+      }
       return inCallersOrder(
         checked.map((r) => r.id),
         done,

@@ -78,6 +78,8 @@ export interface CommandStore<Tx = unknown> {
    * finishedAt and clears lastError (earlier errors stay in the history, where the attempt shows as
    * `succeeded`, read from the row: see core readAttemptHistory). Returns the ids that were
    * completed; the others were fenced out (a stale executor never overwrites a newer outcome).
+   * A ref whose command is already SUCCESS under that same claim (a retried complete whose first
+   * try landed, its reply lost) counts as completed and changes nothing.
    */
   complete(refs: readonly ClaimRef[]): Promise<CommandId[]>;
 
@@ -85,7 +87,9 @@ export interface CommandStore<Tx = unknown> {
    * Writes failed attempts' outcomes (from core `decideFailure`): PENDING with the retry time, or
    * DEAD (finishedAt set) — many at once, in one statement where the database allows, each fenced by
    * its own claim token — and appends each as a `failed` (or `dead`) attempt with its error. Returns the ids whose outcome was written, in the attempts' order, each
-   * once; the others were fenced out. Every outcome is checked before anything is written.
+   * once; the others were fenced out. Every outcome is checked before anything is written. An
+   * attempt whose outcome (status and retry count) is already on the row under that same claim (a
+   * retried fail whose first try landed) counts as written and changes nothing.
    */
   fail(attempts: readonly FailedAttempt[]): Promise<CommandId[]>;
 

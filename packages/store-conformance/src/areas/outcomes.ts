@@ -51,9 +51,68 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const done = await store.get(id);
       expect(done).toMatchObject({ status: 'SUCCESS', claimToken: null, leaseUntil: null });
       expect(done!.finishedAt!.getTime()).toBeGreaterThanOrEqual(before.getTime());
-      // Completing twice changes nothing and reports nothing.
-      expect(await store.complete([{ id, token: c.claimToken }])).toEqual([]);
+      // Another claim's complete of a finished command is fenced out.
+      expect(await store.complete([{ id, token: 'someone-else' }])).toEqual([]);
       expect(await store.complete([])).toEqual([]);
+    });
+
+    it('complete twice with the same token: the second is already recorded (a retry whose first reply was lost), and changes nothing', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const [a, b] = await submit(store, [newCommand(type), newCommand(type)]);
+      const claimed = await claim(store, type, { limit: 2 });
+      const refs = claimed.map((c) => ({ id: c.id, token: c.claimToken }));
+      const [first] = refs.filter((r) => r.id === a);
+      expect(await store.complete([first!])).toEqual([a]);
+      const done = await store.get(a!);
+      // The retry carries the first ref again beside a ref of its batch that had not landed.
+      expect([...(await store.complete(refs))].sort()).toEqual([a, b].sort());
+      expect(await store.complete([first!])).toEqual([a]);
+      expect(await store.get(a!)).toEqual(done);
+      expect(done).toMatchObject({ status: 'SUCCESS', claimToken: null });
+    });
+
+    it('fail twice with the same token and outcome: the second is already recorded and changes nothing; another outcome or claim is fenced', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const [a, b] = await submit(store, [
+        newCommand(type, { maxRetry: 3 }),
+        newCommand(type, { maxRetry: 3 }),
+      ]);
+      const claimed = await claim(store, type, { limit: 2 });
+      const attempts = claimed.map((c) => ({
+        ref: { id: c.id, token: c.claimToken },
+        outcome: decideFailure(c, new Error(`no ${c.id}`), new Date(), backoff),
+      }));
+      const [first] = attempts.filter((x) => x.ref.id === a);
+      expect(await store.fail([first!])).toEqual([a]);
+      const failed = await store.get(a!);
+      // The retry carries the first attempt again beside one of its batch that had not landed.
+      expect([...(await store.fail(attempts))].sort()).toEqual([a, b].sort());
+      expect(await store.fail([first!])).toEqual([a]);
+      expect(await store.get(a!)).toEqual(failed);
+      expect(failed).toMatchObject({ status: 'PENDING', retryCount: 1, claimToken: null });
+      expect(failed!.history).toHaveLength(1);
+      // The same claim with another outcome is not the outcome on the row.
+      const dead = { ...first!.outcome, status: 'DEAD' as const };
+      expect(await store.fail([{ ref: first!.ref, outcome: dead }])).toEqual([]);
+      expect(await store.complete([first!.ref])).toEqual([]);
+      expect(await store.get(a!)).toEqual(failed);
+    });
+
+    it('a complete under a claim whose attempt ended otherwise (failed, then completed by another claim) is fenced', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const id = await submitOne(store, newCommand(type, { maxRetry: 3 }));
+      const first = await claimOne(store, type);
+      const outcome = decideFailure(first, new Error('no'), new Date(), immediateBackoff);
+      expect(await store.fail([{ ref: { id, token: first.claimToken }, outcome }])).toEqual([id]);
+      expect(await store.complete([{ id, token: first.claimToken }])).toEqual([]);
+      const second = await claimOne(store, type);
+      expect(await store.complete([{ id, token: second.claimToken }])).toEqual([id]);
+      // The command is SUCCESS now, but not under the first claim.
+      expect(await store.complete([{ id, token: first.claimToken }])).toEqual([]);
+      expect(await store.get(id)).toMatchObject({ status: 'SUCCESS', retryCount: 1 });
     });
 
     it('complete takes a batch and completes exactly the refs whose claim still holds', async () => {
@@ -294,8 +353,11 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       expect(rb!.finishedAt).toBeInstanceOf(Date);
       expect(rc).toMatchObject({ status: 'RUNNING', claimToken: c!.claimToken });
       expect(re!.status).toBe('RUNNING');
-      // Writing them again finds no claim to fence them by.
-      expect(await store.fail([{ ref: { id: a!.id, token: a!.claimToken }, outcome: retry }])).toEqual([]);
+      // Writing one again finds it already recorded (a retry whose reply was lost); the fenced one stays fenced.
+      expect(await store.fail([{ ref: { id: a!.id, token: a!.claimToken }, outcome: retry }])).toEqual([
+        a!.id,
+      ]);
+      expect(await store.fail([{ ref: { id: c!.id, token: freshToken() }, outcome: retry }])).toEqual([]);
       expect(await store.fail([])).toEqual([]);
     });
 
