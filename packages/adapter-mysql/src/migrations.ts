@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DEFAULT_PRIORITY } from '@asynccmd/core';
 import type { Pool } from 'mysql2/promise';
 import { select, withConnection, write } from './connection.js';
 
@@ -117,6 +118,20 @@ export const MIGRATIONS: readonly Migration[] = [
          ADD COLUMN schedule_name VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NULL,
          ADD COLUMN schedule_tick DATETIME(3) NULL,
          ADD UNIQUE KEY uq_schedule_tick (schedule_name, schedule_tick)`,
+    ],
+  },
+  {
+    version: 8,
+    name: 'priorities and ordering keys',
+    addsIndex: 'idx_claim',
+    // One ALTER: all or nothing, and its key tells a re-run that the version is done. The claim walks
+    // idx_claim in (priority, next_run_at, id) order and stops after LIMIT rows; idx_due stays for the
+    // oldest due time (stats, health probe).
+    statements: (t) => [
+      `ALTER TABLE \`${t}\`
+         ADD COLUMN priority     SMALLINT     NOT NULL DEFAULT ${DEFAULT_PRIORITY},
+         ADD COLUMN ordering_key VARCHAR(128) NULL,
+         ADD KEY idx_claim (status, priority, next_run_at, id)`,
     ],
   },
 ];

@@ -19,7 +19,7 @@ const LEASE_UNTIL = `${DB_NOW} + INTERVAL ? MICROSECOND`;
 
 const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
-  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history`;
+  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history, priority, ordering_key`;
 
 /** A DATETIME (UTC) in epoch milliseconds, as the history keeps times; no time zone is involved. */
 const epochMs = (time: string): string =>
@@ -43,10 +43,13 @@ const withAttempt = (outcome: string, error: string): string =>
 const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > ?';
 
 const INSERT_COLUMNS = `(type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent, headers,
-  created_at, updated_at)`;
+  priority, ordering_key, created_at, updated_at)`;
 
-/** One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, idempotent, headers. */
-const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
+/**
+ * One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, idempotent, headers,
+ * priority, ordering_key.
+ */
+const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
 
 /**
  * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
@@ -54,8 +57,11 @@ const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ${D
  */
 const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 
-/** The claimable rows, in the order the (status, next_run_at, id) index holds them. */
+/** The claimable rows; the claims read them in the order the (status, priority, next_run_at, id) index holds them. */
 const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?) AND ${NOT_HELD_BACK}`;
+
+/** The claim order: the most urgent priority (lowest number) first, then the oldest due, then id. */
+const CLAIM_ORDER = 'priority, next_run_at, id';
 
 /** What a claim writes into a row; bound: the token, the instance, then the lease in microseconds. */
 const CLAIM = `status = 'RUNNING', claim_token = ?, claimed_by = ?, lease_until = ${LEASE_UNTIL},
@@ -81,9 +87,9 @@ export function mysqlSql(t: string) {
   // with the key's one row), and under REPEATABLE READ that locks every row it walks: other
   // instances' claims included, so their outcome writes would queue on each other.
   const byId = `${table} FORCE INDEX (PRIMARY)`;
-  // Due rows are read in idx_due's order. Left to itself the optimizer may take another index that
-  // starts with status or type (idx_finished, uq_active_key) and look through every pending row.
-  const byDue = `${table} FORCE INDEX (idx_due)`;
+  // Due rows are read in idx_claim's order. Left to itself the optimizer may take another index that
+  // starts with status or type (idx_due, idx_finished, uq_active_key) and sort every pending row.
+  const byDue = `${table} FORCE INDEX (idx_claim)`;
   return {
     now: `SELECT ${DB_NOW} AS now`,
     ping: 'SELECT 1',
@@ -103,14 +109,14 @@ export function mysqlSql(t: string) {
     activeHolder: `SELECT id FROM ${table} WHERE type = ? AND active_key = ? LOCK IN SHARE MODE`,
 
     /** Step 1, SKIP LOCKED form: lock this round's candidates, skipping rows other claimers hold. */
-    lockDue: `SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    lockDue: `SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY ${CLAIM_ORDER} LIMIT ? FOR UPDATE SKIP LOCKED`,
     /** Marks locked candidates (ids bound as a list). */
     markClaimed: `UPDATE ${byId}
        SET ${CLAIM}
        WHERE id IN (?) AND status = 'PENDING'`,
     /**
      * Step 1, legacy form (servers without SKIP LOCKED): one UPDATE joined to a derived table of
-     * this round's candidates. The derived table walks idx_due in order and stops after LIMIT rows
+     * this round's candidates. The derived table walks idx_claim in order and stops after LIMIT rows
      * (MySQL refuses a subquery on the updated table, error 1093, and LIMIT inside IN); the join
      * then reaches each candidate by primary key. The seed's `WHERE id IN (SELECT id FROM (…) t)`
      * was planned as a dependent subquery probed once per row of the whole primary key.
@@ -122,13 +128,13 @@ export function mysqlSql(t: string) {
      * Bound: now, types, limit (candidates), token, instance, lease, now, types (outer guard).
      */
     markDueLegacy: `UPDATE (
-         SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE
+         SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY ${CLAIM_ORDER} LIMIT ? FOR UPDATE
        ) AS due STRAIGHT_JOIN ${table} AS c ON c.id = due.id
        SET ${CLAIM}
        WHERE ${DUE}`,
     anyDue: `SELECT 1 AS due FROM ${byDue} WHERE ${DUE} LIMIT 1`,
     /** Step 2: this round's rows, read back by their fresh token (indexed). */
-    claimedBy: `SELECT ${COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY next_run_at, id`,
+    claimedBy: `SELECT ${COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY ${CLAIM_ORDER}`,
     /** claimById: one row by primary key; `types` is optional (the list form is a second statement). */
     claimById: `UPDATE ${byId}
        SET ${CLAIM}

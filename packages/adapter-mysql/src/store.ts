@@ -613,6 +613,8 @@ type InsertParams = readonly [
   string | null,
   number,
   string,
+  number,
+  string | null,
 ];
 
 function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
@@ -638,7 +640,18 @@ function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
 /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
 function insertParams(c: CheckedCommand, idempotent: boolean): InsertParams {
   const runAt = c.runAt === null ? null : toUtcText(c.runAt);
-  return [c.type, c.bizKey, c.payloadJson, c.maxRetry, runAt, c.owner, idempotent ? 1 : 0, c.headersJson];
+  return [
+    c.type,
+    c.bizKey,
+    c.payloadJson,
+    c.maxRetry,
+    runAt,
+    c.owner,
+    idempotent ? 1 : 0,
+    c.headersJson,
+    c.priority,
+    c.orderingKey,
+  ];
 }
 
 /** A point in time only compared with (never stored), clamped into DATETIME's range. */

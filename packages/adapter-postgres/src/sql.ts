@@ -18,7 +18,7 @@ const lease = (param: string): string => `${NOW} + ${param}::float8 * interval '
 /** Columns of a command row, in the order rows.ts reads them. */
 const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
-  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history`;
+  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history, priority, ordering_key`;
 
 /** A timestamptz in epoch milliseconds, as the history keeps times. */
 const epochMs = (time: string): string => `(extract(epoch FROM ${time}) * 1000)::bigint`;
@@ -88,31 +88,36 @@ export function buildSql(n: TableNames) {
      * Batch submit, one statement: the rows arrive as parallel arrays; ids are drawn from the
      * table's sequence in the CTE so they can be handed back in input order.
      * $1 types, $2 biz keys, $3 payloads, $4 max retries, $5 run-at times (null: now), $6 owners,
-     * $7 headers.
+     * $7 headers, $8 priorities, $9 ordering keys.
      */
     insert: `
       WITH input AS (
         SELECT nextval((SELECT pg_get_serial_sequence('${t}', 'id'))::regclass) AS id, u.*
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[], $7::text[])
-             WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, ord)
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[], $7::text[],
+                    $8::smallint[], $9::text[])
+             WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, priority, ordering_key, ord)
       ), inserted AS (
-        INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
+        INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                          created_at, updated_at)
         SELECT id, type, biz_key, payload::json, max_retry, COALESCE(run_at, ${NOW}), owner, headers::json,
-               ${NOW}, ${NOW}
+               priority, ordering_key, ${NOW}, ${NOW}
         FROM input ORDER BY ord
       )
       SELECT id FROM input ORDER BY ord`,
 
     /** A single submit, the common case: a plain VALUES row is the cheapest statement to plan. */
     insertOne: `
-      INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
-      VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, ${NOW}, ${NOW})
+      INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                        created_at, updated_at)
+      VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, $8::smallint, $9, ${NOW}, ${NOW})
       RETURNING id`,
 
     /** insertOne with its id taken ahead ($1; see pipeline/id-reserve.ts), held back to the next statement. */
     insertOneWithId: `
-      INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
-      VALUES ($1::bigint, $2, $3, $4::json, $5::integer, COALESCE($6::timestamptz, ${NOW}), $7, $8::json, ${NOW}, ${NOW})`,
+      INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                        created_at, updated_at)
+      VALUES ($1::bigint, $2, $3, $4::json, $5::integer, COALESCE($6::timestamptz, ${NOW}), $7, $8::json,
+              $9::smallint, $10, ${NOW}, ${NOW})`,
 
     /** $1 the table (quoted, qualified), $2 how many: ids of its identity sequence, each its own. */
     takeIds: `SELECT nextval(pg_get_serial_sequence($1, 'id'))::text AS id FROM generate_series(1, $2)`,
@@ -121,13 +126,15 @@ export function buildSql(n: TableNames) {
      * Idempotent submit: the partial unique index decides. When the insert yields to an unfinished
      * holder, the holder's id is read in the same statement, unless the holder committed after
      * this statement's snapshot, in which case nothing comes back and the caller asks again.
-     * $1 type, $2 biz key, $3 payload, $4 max retry, $5 run-at, $6 owner, $7 headers.
+     * $1 type, $2 biz key, $3 payload, $4 max retry, $5 run-at, $6 owner, $7 headers, $8 priority,
+     * $9 ordering key.
      */
     insertIdempotent: `
       WITH inserted AS (
-        INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, idempotent,
-                          created_at, updated_at)
-        VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, TRUE, ${NOW}, ${NOW})
+        INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                          idempotent, created_at, updated_at)
+        VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, $8::smallint, $9, TRUE,
+                ${NOW}, ${NOW})
         ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
         RETURNING id
       )
@@ -138,8 +145,8 @@ export function buildSql(n: TableNames) {
         LIMIT 1)`,
 
     /**
-     * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in due order
-     * from the partial index, skipping rows other claimers hold (claim-plan.ts: a plan that does not
+     * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in claim
+     * order (priority, due time, id) from the partial claim index, skipping rows other claimers hold (claim-plan.ts: a plan that does not
      * depend on table statistics); the UPDATE then touches only those.
      * $1 now, $2 types, $3 limit, $4 token, $5 lease ms, $6 instance.
      */

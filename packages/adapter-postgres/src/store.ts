@@ -10,7 +10,7 @@ import {
   TRANSITION_SOURCES,
 } from '@asynccmd/core';
 import {
-  byDueThenId,
+  byClaimOrder,
   compareIds,
   guardedTransition,
   inCallersOrder,
@@ -187,6 +187,8 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
       values.map((v) => v.runAt?.toISOString() ?? null),
       values.map((v) => v.owner),
       values.map((v) => v.headersJson),
+      values.map((v) => v.priority),
+      values.map((v) => v.orderingKey),
     ]);
     return rows.map((r) => r.id);
   }
@@ -225,7 +227,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     const lent = this.wakeups.lendAfterWake((on) => this.prepared<CommandRow>(on, this.sql.claimDue, values));
     const rows = await (lent ?? this.hot<CommandRow>(this.sql.claimDue, values));
     // RETURNING has no order; the port promises claim order.
-    return rows.map(toRecord).sort(byDueThenId) as Port.ClaimedCommand[];
+    return rows.map(toRecord).sort(byClaimOrder) as Port.ClaimedCommand[];
   }
 
   async claimById(p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
@@ -576,6 +578,8 @@ function rowParams(v: CheckedCommand): unknown[] {
     v.runAt?.toISOString() ?? null,
     v.owner,
     v.headersJson,
+    v.priority,
+    v.orderingKey,
   ];
 }
 

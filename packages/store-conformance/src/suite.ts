@@ -10,6 +10,7 @@ import { migrationArea } from './areas/migration.js';
 import { modelArea } from './areas/model.js';
 import { outcomeCountsArea } from './areas/outcome-counts.js';
 import { outcomesArea } from './areas/outcomes.js';
+import { priorityArea } from './areas/priority.js';
 import { purgeArea } from './areas/purge.js';
 import { readArea } from './areas/read.js';
 import { reclaimArea } from './areas/reclaim.js';
@@ -31,6 +32,7 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     insertArea(factory, name);
     inputArea(factory, name);
     claimArea(factory, name);
+    priorityArea(factory, name);
     outcomesArea(factory, name);
     reclaimArea(factory, name);
     adminArea(factory, name);
