@@ -60,6 +60,19 @@ const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 /** The claimable rows; the claims read them in the order the (status, priority, next_run_at, id) index holds them. */
 const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?) AND ${NOT_HELD_BACK}`;
 
+/**
+ * A command (of `table`, as `outer` names it) that is first of its ordering key: no command of
+ * the key with a smaller id is PENDING, RUNNING or DEAD (ordering_unfinished holds the key only in
+ * those statuses; a dead one holds it until a person retries, cancels or kills it). Once true it
+ * stays true: a command leaves those statuses only for good, and no command of the key gets a
+ * smaller id later (keyed inserts lock the key's slot first, see store.ts). Read from idx_keyed,
+ * where a command without a key is one NULL entry that its status changes never touch.
+ */
+export const firstOfKey = (table: string, outer: string): string =>
+  `(${outer}.ordering_key IS NULL OR NOT EXISTS (
+     SELECT 1 FROM ${table} AS earlier FORCE INDEX (idx_keyed)
+     WHERE earlier.ordering_unfinished = ${outer}.ordering_key AND earlier.id < ${outer}.id))`;
+
 /** The claim order: the most urgent priority (lowest number) first, then the oldest due, then id. */
 const CLAIM_ORDER = 'priority, next_run_at, id';
 
@@ -108,8 +121,13 @@ export function mysqlSql(t: string) {
      */
     activeHolder: `SELECT id FROM ${table} WHERE type = ? AND active_key = ? LOCK IN SHARE MODE`,
 
+    /** The `n` key-lock slots of a keyed submit (bound one by one), locked to the end of its transaction. */
+    lockKeySlots: (n: number) =>
+      `SELECT slot FROM \`${t}_key_locks\` WHERE slot IN (${Array.from({ length: n }, () => '?').join(', ')})
+       ORDER BY slot FOR UPDATE`,
     /** Step 1, SKIP LOCKED form: lock this round's candidates, skipping rows other claimers hold. */
-    lockDue: `SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY ${CLAIM_ORDER} LIMIT ? FOR UPDATE SKIP LOCKED`,
+    lockDue: `SELECT id FROM ${byDue} WHERE ${DUE} AND ${firstOfKey(table, table)}
+       ORDER BY ${CLAIM_ORDER} LIMIT ? FOR UPDATE SKIP LOCKED`,
     /** Marks locked candidates (ids bound as a list). */
     markClaimed: `UPDATE ${byId}
        SET ${CLAIM}
@@ -128,20 +146,29 @@ export function mysqlSql(t: string) {
      * Bound: now, types, limit (candidates), token, instance, lease, now, types (outer guard).
      */
     markDueLegacy: `UPDATE (
-         SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY ${CLAIM_ORDER} LIMIT ? FOR UPDATE
+         SELECT id FROM ${byDue} WHERE ${DUE} AND ${firstOfKey(table, table)} ORDER BY ${CLAIM_ORDER} LIMIT ? FOR UPDATE
        ) AS due STRAIGHT_JOIN ${table} AS c ON c.id = due.id
        SET ${CLAIM}
        WHERE ${DUE}`,
-    anyDue: `SELECT 1 AS due FROM ${byDue} WHERE ${DUE} LIMIT 1`,
+    anyDue: `SELECT 1 AS due FROM ${byDue} WHERE ${DUE} AND ${firstOfKey(table, table)} LIMIT 1`,
     /** Step 2: this round's rows, read back by their fresh token (indexed). */
     claimedBy: `SELECT ${COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY ${CLAIM_ORDER}`,
-    /** claimById: one row by primary key; `types` is optional (the list form is a second statement). */
+    /**
+     * claimById: one row by primary key; `types` is optional (the list form is a second statement).
+     * The last bound value says whether the row must have no ordering key (1) or one (0): MySQL
+     * refuses a subquery on the table an UPDATE writes, so a keyed command is first checked with
+     * `firstOfKeyById` and then claimed with 0 (safe: being first of its key stays true).
+     */
     claimById: `UPDATE ${byId}
        SET ${CLAIM}
-       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK}`,
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK} AND (ordering_key IS NULL) = ?`,
     claimByIdOfTypes: `UPDATE ${byId}
        SET ${CLAIM}
-       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK} AND type IN (?)`,
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK} AND type IN (?)
+         AND (ordering_key IS NULL) = ?`,
+    /** A command with an ordering key that is first of its key (a row) or not (none). */
+    firstOfKeyById: `SELECT 1 AS first FROM ${table} AS c
+       WHERE c.id = ? AND c.ordering_key IS NOT NULL AND ${firstOfKey(table, 'c')}`,
     claimedRow: `SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND claim_token = ? AND status = 'RUNNING'`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.

@@ -222,13 +222,14 @@ describe('query plans with finished history in the table', () => {
       {
         name: 'claimById',
         statement: sql.claimById,
-        values: ['t', 'worker', 1000, due, now],
+        values: ['t', 'worker', 1000, due, now, 1],
         key: 'PRIMARY',
       },
+      { name: 'firstOfKeyById', statement: sql.firstOfKeyById, values: [due], key: '(PRIMARY|idx_keyed)' },
       {
         name: 'claimByIdOfTypes',
         statement: sql.claimByIdOfTypes,
-        values: ['t', 'worker', 1000, due, now, ['work']],
+        values: ['t', 'worker', 1000, due, now, ['work'], 1],
         key: 'PRIMARY',
       },
       { name: 'claimedRow', statement: sql.claimedRow, values: [id, TOKEN], key: 'PRIMARY' },
@@ -258,9 +259,15 @@ describe('query plans with finished history in the table', () => {
       name: 'lockDue',
       statement: sql.lockDue,
       values: [now, ['work'], 10],
-      key: 'idx_claim',
+      // The ordering-key check reads idx_keyed, for keyed rows only.
+      key: '(idx_claim|idx_keyed)',
     });
-    await expectKeyed({ name: 'anyDue', statement: sql.anyDue, values: [now, ['work']], key: 'idx_claim' });
+    await expectKeyed({
+      name: 'anyDue',
+      statement: sql.anyDue,
+      values: [now, ['work']],
+      key: '(idx_claim|idx_keyed)',
+    });
   });
 
   it('step 1 (legacy) reads LIMIT candidates from idx_claim, then each by primary key', async () => {
@@ -280,7 +287,7 @@ describe('query plans with finished history in the table', () => {
       name: 'markDueLegacy',
       statement: sql.markDueLegacy,
       values,
-      key: '(idx_claim|PRIMARY)',
+      key: '(idx_claim|idx_keyed|PRIMARY)',
     });
   });
 

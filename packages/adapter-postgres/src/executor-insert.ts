@@ -21,6 +21,16 @@ export async function insertThroughExecutor(
   return ids;
 }
 
+/** One statement inserting a batch (its parameters as arrays) that selects the ids as text, in order. */
+export async function insertManyThroughExecutor(
+  executor: SqlExecutor,
+  insertMany: string,
+  columns: readonly (readonly unknown[])[],
+): Promise<CommandId[]> {
+  const rows = await run(executor, insertMany, columns);
+  return rows.map((r) => idText(r.id));
+}
+
 /** One idempotent insert; null when the key's holder finished meanwhile (the caller tries again). */
 export async function insertIdempotentThroughExecutor(
   executor: SqlExecutor,

@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { dueIdsFunctionDdl } from './claim-plan.js';
 import type { TableNames } from './names.js';
 import { schedulesTable } from './schedules.js';
-import { NOT_HELD_BACK } from './sql.js';
+import { firstOfKey, KEY_HOLDING, NOT_HELD_BACK } from './sql.js';
 import { runInTransaction } from './pipeline/transaction.js';
 import { payloadLimitFunction, submitFunctions } from './submit-function.js';
 
@@ -142,7 +142,14 @@ export const MIGRATIONS: readonly Migration[] = [
       // probe and stats read the oldest due time from it.
       `CREATE INDEX IF NOT EXISTS ${n.index('claim_idx')} ON ${n.table} (priority, next_run_at, id)
          WHERE status = 'PENDING'`,
-      dueIdsFunctionDdl(n, NOT_HELD_BACK, 'priority, next_run_at, id'),
+      // The earlier commands of a key that hold it back: a command without a key is not in it.
+      `CREATE INDEX IF NOT EXISTS ${n.index('keyed_idx')} ON ${n.table} (ordering_key, id)
+         WHERE ordering_key IS NOT NULL AND status IN ${KEY_HOLDING}`,
+      dueIdsFunctionDdl(
+        n,
+        `${NOT_HELD_BACK} AND ${firstOfKey(n.table, n.table)}`,
+        'priority, next_run_at, id',
+      ),
       ...submitFunctions(n),
     ],
   },

@@ -40,6 +40,22 @@ const withAttempt = (outcome: string, error: string): string =>
  */
 export const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${NOW})`;
 
+/** Statuses in which a command holds its ordering key against every later command of the key. */
+export const KEY_HOLDING = `('PENDING', 'RUNNING', 'DEAD')`;
+
+/**
+ * A command (of the table `t`, as `outer` names it) that is first of its ordering key: no command
+ * of the key with a smaller id is PENDING, RUNNING or DEAD (a dead one holds the key until a person
+ * retries, cancels or kills it). Once true it stays true: a command leaves those statuses only for
+ * good, and no command of the key gets a smaller id later (keyed inserts take the key's lock
+ * before their id, see `insertKeyed`). Read from keyed_idx, so a command without a key pays nothing.
+ */
+export const firstOfKey = (t: string, outer: string): string =>
+  `(${outer}.ordering_key IS NULL OR NOT EXISTS (
+     SELECT 1 FROM ${t} AS earlier
+     WHERE earlier.ordering_key = ${outer}.ordering_key AND earlier.id < ${outer}.id
+       AND earlier.status IN ${KEY_HOLDING}))`;
+
 /**
  * The NOTIFY payload announcing that an admin write took a RUNNING command's claim away (see
  * wakeups.ts, which reads it): `revoked <requeue|kill> <id> <token>`.
@@ -79,10 +95,34 @@ export function buildSql(n: TableNames) {
       FROM moved`;
   /** $1 id, $2 now, $5 types (null: any): the row claimById may take, locked. */
   const claimableById = `
-        SELECT id FROM ${t}
+        SELECT id FROM ${t} AS one
         WHERE id = $1::bigint AND status = 'PENDING' AND next_run_at <= $2::timestamptz AND ${NOT_HELD_BACK}
-          AND ($5::text[] IS NULL OR type = ANY($5::text[]))
+          AND ($5::text[] IS NULL OR type = ANY($5::text[])) AND ${firstOfKey(t, 'one')}
         FOR UPDATE SKIP LOCKED`;
+  /**
+   * The lock of each distinct ordering key among $9 (for this table), taken in one order so two
+   * submitters never wait on each other crosswise, and held to the end of the transaction (of the
+   * statement alone in autocommit): ids of a key's commands are drawn after it, so they follow the
+   * order in which the submitting transactions commit.
+   */
+  const keyLocks = (
+    keys: string,
+  ): string => `SELECT count(pg_advisory_xact_lock(hashtext('${t}'), h)) AS locks
+        FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(${keys}) AS k WHERE k IS NOT NULL ORDER BY h) AS s`;
+  const idempotentInsert = (keyed: boolean): string => `
+      WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
+        INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                          idempotent, created_at, updated_at)
+        ${keyed ? 'SELECT' : 'VALUES ('} $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}),
+          $6::text, $7::json, $8::smallint, $9::text, TRUE, ${NOW}, ${NOW} ${keyed ? 'FROM locked' : ')'}
+        ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
+        RETURNING id
+      )
+      SELECT id, FALSE AS duplicate FROM inserted
+      UNION ALL
+      (SELECT id, TRUE FROM ${t}
+        WHERE type = $1 AND biz_key = $2 AND idempotent AND ${active()} AND NOT EXISTS (SELECT 1 FROM inserted)
+        LIMIT 1)`;
   return {
     /**
      * Batch submit, one statement: the rows arrive as parallel arrays; ids are drawn from the
@@ -104,6 +144,25 @@ export function buildSql(n: TableNames) {
         FROM input ORDER BY ord
       )
       SELECT id FROM input ORDER BY ord`,
+
+    /**
+     * `insert` for a batch holding commands with an ordering key: the key locks first, then the ids
+     * (the input's row is only formed once the lock row exists). Same parameters; ids as text.
+     */
+    insertKeyed: `
+      WITH locked AS (${keyLocks('$9::text[]')}), input AS (
+        SELECT nextval((SELECT pg_get_serial_sequence('${t}', 'id'))::regclass) AS id, u.*
+        FROM locked, unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[],
+                            $7::text[], $8::smallint[], $9::text[])
+             WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, priority, ordering_key, ord)
+      ), inserted AS (
+        INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                          created_at, updated_at)
+        SELECT id, type, biz_key, payload::json, max_retry, COALESCE(run_at, ${NOW}), owner, headers::json,
+               priority, ordering_key, ${NOW}, ${NOW}
+        FROM input ORDER BY ord
+      )
+      SELECT id::text AS id FROM input ORDER BY ord`,
 
     /** A single submit, the common case: a plain VALUES row is the cheapest statement to plan. */
     insertOne: `
@@ -129,20 +188,9 @@ export function buildSql(n: TableNames) {
      * $1 type, $2 biz key, $3 payload, $4 max retry, $5 run-at, $6 owner, $7 headers, $8 priority,
      * $9 ordering key.
      */
-    insertIdempotent: `
-      WITH inserted AS (
-        INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
-                          idempotent, created_at, updated_at)
-        VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, $8::smallint, $9, TRUE,
-                ${NOW}, ${NOW})
-        ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
-        RETURNING id
-      )
-      SELECT id, FALSE AS duplicate FROM inserted
-      UNION ALL
-      (SELECT id, TRUE FROM ${t}
-        WHERE type = $1 AND biz_key = $2 AND idempotent AND ${active()} AND NOT EXISTS (SELECT 1 FROM inserted)
-        LIMIT 1)`,
+    insertIdempotent: idempotentInsert(false),
+    /** insertIdempotent of a command with an ordering key: the key's lock first (see insertKeyed). */
+    insertIdempotentKeyed: idempotentInsert(true),
 
     /**
      * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in claim

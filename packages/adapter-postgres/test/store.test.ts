@@ -142,6 +142,7 @@ describe('PostgresCommandStore', () => {
         'async_command_created_idx',
         'async_command_dead_idx',
         'async_command_due_idx',
+        'async_command_keyed_idx',
         'async_command_lease_idx',
         'async_command_pkey',
         'async_command_type_biz_idx',

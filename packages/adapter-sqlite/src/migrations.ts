@@ -117,6 +117,9 @@ export const MIGRATIONS: readonly Migration[] = [
       // The due claim walks this in (priority, next_run_at, id) order and stops after LIMIT rows;
       // the due index stays for the oldest due time (stats, health probe).
       `CREATE INDEX IF NOT EXISTS ${t}_claim ON ${t} (priority, next_run_at, id) WHERE status = 'PENDING'`,
+      // The earlier commands of a key that hold it back: a command without a key is not in it.
+      `CREATE INDEX IF NOT EXISTS ${t}_keyed ON ${t} (ordering_key, id)
+         WHERE ordering_key IS NOT NULL AND status IN ('PENDING', 'RUNNING', 'DEAD')`,
     ],
   },
 ];

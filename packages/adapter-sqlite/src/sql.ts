@@ -41,6 +41,21 @@ const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 /** The rescue a reclaim would add passes the limit, counted since the latest admin retry. */
 const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > :maxRescues';
 
+/** Statuses in which a command holds its ordering key against every later command of the key. */
+const KEY_HOLDING = `('PENDING', 'RUNNING', 'DEAD')`;
+
+/**
+ * A command (as `outer` names it) that is first of its ordering key: no command of the key with a
+ * smaller id is PENDING, RUNNING or DEAD (a dead one holds the key until a person retries, cancels
+ * or kills it). Read from the keyed index, so a command without a key pays nothing. SQLite has one
+ * writer at a time, so the ids of a key's commands follow the order their transactions commit in.
+ */
+const firstOfKey = (t: string, outer: string): string =>
+  `(${outer}.ordering_key IS NULL OR NOT EXISTS (
+     SELECT 1 FROM ${t} AS earlier INDEXED BY ${t}_keyed
+     WHERE earlier.ordering_key = ${outer}.ordering_key AND earlier.id < ${outer}.id
+       AND earlier.status IN ${KEY_HOLDING}))`;
+
 /**
  * One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, headers, priority,
  * ordering_key.
@@ -86,9 +101,9 @@ export function sqliteSql(t: string) {
        SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE status = 'PENDING' AND id IN (
-         SELECT id FROM ${t} INDEXED BY ${t}_claim
+         SELECT id FROM ${t} AS due INDEXED BY ${t}_claim
          WHERE status = 'PENDING' AND next_run_at <= :now
-           AND type IN (SELECT value FROM json_each(:types)) AND ${NOT_HELD_BACK}
+           AND type IN (SELECT value FROM json_each(:types)) AND ${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}
          ORDER BY priority, next_run_at, id
          LIMIT :limit)
        RETURNING ${COLUMNS}`,
@@ -96,7 +111,7 @@ export function sqliteSql(t: string) {
        SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
-         AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types)))
+         AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))) AND ${firstOfKey(t, t)}
        RETURNING ${COLUMNS}`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.

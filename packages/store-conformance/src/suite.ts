@@ -9,6 +9,7 @@ import { insertArea } from './areas/insert.js';
 import { migrationArea } from './areas/migration.js';
 import { modelArea } from './areas/model.js';
 import { outcomeCountsArea } from './areas/outcome-counts.js';
+import { orderingArea } from './areas/ordering.js';
 import { outcomesArea } from './areas/outcomes.js';
 import { priorityArea } from './areas/priority.js';
 import { purgeArea } from './areas/purge.js';
@@ -33,6 +34,7 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     inputArea(factory, name);
     claimArea(factory, name);
     priorityArea(factory, name);
+    orderingArea(factory, name);
     outcomesArea(factory, name);
     reclaimArea(factory, name);
     adminArea(factory, name);
