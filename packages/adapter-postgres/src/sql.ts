@@ -123,6 +123,20 @@ export function buildSql(n: TableNames) {
       (SELECT id, TRUE FROM ${t}
         WHERE type = $1 AND biz_key = $2 AND idempotent AND ${active()} AND NOT EXISTS (SELECT 1 FROM inserted)
         LIMIT 1)`;
+  const batchInsert = (keyed: boolean): string => `
+      WITH ${keyed ? `locked AS (${keyLocks('$9::text[]')}),` : ''} input AS (
+        SELECT nextval((SELECT pg_get_serial_sequence('${t}', 'id'))::regclass) AS id, u.*
+        FROM ${keyed ? 'locked,' : ''} unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[],
+                    $6::text[], $7::text[], $8::smallint[], $9::text[])
+             WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, priority, ordering_key, ord)
+      ), inserted AS (
+        INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                          created_at, updated_at)
+        SELECT id, type, biz_key, payload::json, max_retry, COALESCE(run_at, ${NOW}), owner, headers::json,
+               priority, ordering_key, ${NOW}, ${NOW}
+        FROM input ORDER BY ord
+      )
+      SELECT id::text AS id FROM input ORDER BY ord`;
   return {
     /**
      * Batch submit, one statement: the rows arrive as parallel arrays; ids are drawn from the
@@ -130,39 +144,13 @@ export function buildSql(n: TableNames) {
      * $1 types, $2 biz keys, $3 payloads, $4 max retries, $5 run-at times (null: now), $6 owners,
      * $7 headers, $8 priorities, $9 ordering keys.
      */
-    insert: `
-      WITH input AS (
-        SELECT nextval((SELECT pg_get_serial_sequence('${t}', 'id'))::regclass) AS id, u.*
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[], $7::text[],
-                    $8::smallint[], $9::text[])
-             WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, priority, ordering_key, ord)
-      ), inserted AS (
-        INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
-                          created_at, updated_at)
-        SELECT id, type, biz_key, payload::json, max_retry, COALESCE(run_at, ${NOW}), owner, headers::json,
-               priority, ordering_key, ${NOW}, ${NOW}
-        FROM input ORDER BY ord
-      )
-      SELECT id FROM input ORDER BY ord`,
+    insert: batchInsert(false),
 
     /**
      * `insert` for a batch holding commands with an ordering key: the key locks first, then the ids
-     * (the input's row is only formed once the lock row exists). Same parameters; ids as text.
+     * (the input's rows are only formed once the lock row exists). Same parameters.
      */
-    insertKeyed: `
-      WITH locked AS (${keyLocks('$9::text[]')}), input AS (
-        SELECT nextval((SELECT pg_get_serial_sequence('${t}', 'id'))::regclass) AS id, u.*
-        FROM locked, unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[],
-                            $7::text[], $8::smallint[], $9::text[])
-             WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, priority, ordering_key, ord)
-      ), inserted AS (
-        INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
-                          created_at, updated_at)
-        SELECT id, type, biz_key, payload::json, max_retry, COALESCE(run_at, ${NOW}), owner, headers::json,
-               priority, ordering_key, ${NOW}, ${NOW}
-        FROM input ORDER BY ord
-      )
-      SELECT id::text AS id FROM input ORDER BY ord`,
+    insertKeyed: batchInsert(true),
 
     /** A single submit, the common case: a plain VALUES row is the cheapest statement to plan. */
     insertOne: `
