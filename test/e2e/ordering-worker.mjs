@@ -30,7 +30,10 @@ const runtime = createAsyncCommands({
   ],
 });
 process.once('SIGTERM', () => {
-  void runtime.stop({ timeoutMs: 5_000 }).then(() => store.close()).then(() => process.exit(0));
+  void runtime
+    .stop({ timeoutMs: 5_000 })
+    .then(() => store.close())
+    .then(() => process.exit(0));
 });
 runtime.start();
 process.stdout.write('ready\n');
