@@ -13,22 +13,21 @@ export async function insertThroughExecutor(
   rows: readonly (readonly unknown[])[],
 ): Promise<CommandId[]> {
   const statement = `WITH inserted AS (${insertOne}) SELECT id::text AS id FROM inserted`;
+  return insertEachThroughExecutor(executor, statement, rows);
+}
+
+/** Each row through `insertOne`, a statement that selects its id as text itself, one after another. */
+export async function insertEachThroughExecutor(
+  executor: SqlExecutor,
+  insertOne: string,
+  rows: readonly (readonly unknown[])[],
+): Promise<CommandId[]> {
   const ids: CommandId[] = [];
   for (const values of rows) {
-    const [row] = await run(executor, statement, values);
+    const [row] = await run(executor, insertOne, values);
     ids.push(idText(row?.id));
   }
   return ids;
-}
-
-/** One statement inserting a batch (its parameters as arrays) that selects the ids as text, in order. */
-export async function insertManyThroughExecutor(
-  executor: SqlExecutor,
-  insertMany: string,
-  columns: readonly (readonly unknown[])[],
-): Promise<CommandId[]> {
-  const rows = await run(executor, insertMany, columns);
-  return rows.map((r) => idText(r.id));
 }
 
 /** One idempotent insert; null when the key's holder finished meanwhile (the caller tries again). */

@@ -152,6 +152,19 @@ export function buildSql(n: TableNames) {
      */
     insertKeyed: batchInsert(true),
 
+    /**
+     * One keyed command with scalar parameters (insertOne's), for SqlExecutors, which bind no
+     * arrays: the key's lock first, then the id.
+     */
+    insertOneKeyed: `
+      WITH locked AS (${keyLocks('ARRAY[$9::text]')})
+      INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                        created_at, updated_at)
+      SELECT $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}), $6::text, $7::json,
+             $8::smallint, $9::text, ${NOW}, ${NOW}
+      FROM locked
+      RETURNING id::text AS id`,
+
     /** A single submit, the common case: a plain VALUES row is the cheapest statement to plan. */
     insertOne: `
       INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,

@@ -27,7 +27,7 @@ import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
 import { requireInstant } from './checks.js';
 import {
   insertIdempotentThroughExecutor,
-  insertManyThroughExecutor,
+  insertEachThroughExecutor,
   insertThroughExecutor,
 } from './executor-insert.js';
 import { migrate } from './migrations.js';
@@ -166,8 +166,9 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     if (values.length === 0) return [];
     if (values.some((v) => v.orderingKey !== null)) {
       // Never an id taken ahead: a keyed command's id is drawn under its key's lock (sql.ts insertKeyed).
+      if (isSqlExecutor(tx))
+        return insertEachThroughExecutor(tx, this.sql.insertOneKeyed, values.map(rowParams));
       const params = columnArrays(values);
-      if (isSqlExecutor(tx)) return insertManyThroughExecutor(tx, this.sql.insertKeyed, params);
       return (await this.prepared<{ id: string }>(tx, this.sql.insertKeyed, params)).map((r) => r.id);
     }
     if (isSqlExecutor(tx)) return insertThroughExecutor(tx, this.sql.insertOne, values.map(rowParams));
