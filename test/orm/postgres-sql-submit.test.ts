@@ -143,6 +143,41 @@ describe('PostgreSQL: submitting from SQL', () => {
     });
   });
 
+  it('takes a priority by name or as the seventh argument; calls without one keep working at 0', async () => {
+    const payload = JSON.stringify({ note: 'prio' });
+    const named = await db.query<{ id: string }>(
+      `SELECT ${submit}('sql.prioritised', $1, priority => -4) AS id`,
+      [payload],
+    );
+    const positional = await db.query<{ id: string }>(
+      `SELECT ${submit}('sql.prioritised', $1, NULL, NULL, 5, NULL, 9) AS id`,
+      [payload],
+    );
+    const sixArguments = await db.query<{ id: string }>(
+      `SELECT ${submit}('sql.prioritised', $1, NULL, NULL, 5, NULL) AS id`,
+      [payload],
+    );
+    const once = await db.query<{ id: string }>(
+      `SELECT id FROM ${submitOnce}('sql.prioritised', $1, biz_key => 'prio-once', priority => 2)`,
+      [payload],
+    );
+    const priorityOf = async (id: string | undefined) => (await store.get(id!))?.priority;
+    expect(await priorityOf(named.rows[0]?.id)).toBe(-4);
+    expect(await priorityOf(positional.rows[0]?.id)).toBe(9);
+    expect(await priorityOf(sixArguments.rows[0]?.id)).toBe(0);
+    expect(await priorityOf(once.rows[0]?.id)).toBe(2);
+    // One function of each name: migration 8 replaced those of migration 6 instead of adding beside them.
+    const functions = await db.query<{ proname: string; n: string }>(
+      `SELECT proname, count(*)::text AS n FROM pg_proc WHERE pronamespace = $1::regnamespace
+         AND proname IN ('async_command_submit', 'async_command_submit_once') GROUP BY proname ORDER BY proname`,
+      [schema],
+    );
+    expect(functions.rows).toEqual([
+      { proname: 'async_command_submit', n: '1' },
+      { proname: 'async_command_submit_once', n: '1' },
+    ]);
+  });
+
   it('stores an unknown type as another service would: PENDING, counted, not run here', async () => {
     const id = await inTransaction(() => submitted('sql.elsewhere', { note: 'not mine' }));
     await commands.scheduler.runRound();
@@ -213,6 +248,18 @@ describe('PostgreSQL: submitting from SQL', () => {
         ['o'.repeat(65)],
         '22023',
         'asynccmd: INVALID_ARGUMENT: owner must be',
+      ],
+      [
+        `SELECT ${submit}('sql.ship', '{}', priority => $1)`,
+        [32768],
+        '22023',
+        'asynccmd: INVALID_ARGUMENT: priority must be an integer from -32768 to 32767, not 32768',
+      ],
+      [
+        `SELECT * FROM ${submitOnce}('sql.ship', '{}', biz_key => 'p', priority => $1)`,
+        [null],
+        '22023',
+        'asynccmd: INVALID_ARGUMENT: priority must be',
       ],
       [
         `SELECT * FROM ${submitOnce}('sql.ship', '{}')`,

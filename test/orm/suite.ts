@@ -211,6 +211,41 @@ export function describeOrm<Trx>(
       );
     });
 
+    it('submits with a priority and an ordering key through the ORM: kept, and run in key order', async () => {
+      const note = `keyed-${dialect}`;
+      const ids = await orm.transaction(async (trx) => {
+        const first = await commands.client.submit(
+          orm.executor(trx),
+          'orm.ship',
+          { orderNote: note },
+          {
+            orderingKey: note,
+            priority: 3,
+          },
+        );
+        const second = await commands.client.submit(
+          orm.executor(trx),
+          'orm.ship',
+          { orderNote: note },
+          {
+            orderingKey: note,
+          },
+        );
+        return [first, second];
+      });
+      for (let round = 0; round < 500; round++) {
+        const statuses = await Promise.all(ids.map(async (id) => (await store.get(id))?.status));
+        if (statuses.every((status) => status === 'SUCCESS')) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const [first, second] = await Promise.all(ids.map((id) => store.get(id)));
+      expect(first).toMatchObject({ orderingKey: note, priority: 3, status: 'SUCCESS' });
+      expect(second).toMatchObject({ orderingKey: note, priority: 0, status: 'SUCCESS' });
+      expect(BigInt(ids[1]!)).toBeGreaterThan(BigInt(ids[0]!));
+      // The second ran only after the first (one at a time per key: see test/e2e/ordering-suite.ts).
+      expect(ranFor(note)).toBe(2);
+    });
+
     it('rolls back the business row and the command together; nothing runs', async () => {
       const note = `rollback-${dialect}`;
       let id = '';

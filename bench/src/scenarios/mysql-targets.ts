@@ -1,4 +1,5 @@
 import { MYSQL_TABLE, seedFinishedMysql, seedPendingMysql } from '../baselines/raw-sql-mysql.js';
+import { usageUpdate, type FeatureUsage } from './usage.js';
 import { exactlyOnceVerdict } from '../checks.js';
 import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import type { RowDataPacket } from 'mysql2/promise';
@@ -34,6 +35,7 @@ function mysqlTarget(
   system: string,
   consumer: SystemSpec,
   finishedRows: number,
+  usage?: FeatureUsage,
 ): DrainTarget {
   const inDb = (): Pool => mysqlPool(2, database);
   const withDb = async <T>(fn: (pool: Pool) => Promise<T>): Promise<T> => {
@@ -53,6 +55,7 @@ function mysqlTarget(
       await withDb(async (p) => {
         await seedFinishedMysql(p, finishedRows);
         await seedPendingMysql(p, BENCH_TYPE, total);
+        if (usage) await p.query(usageUpdate(MYSQL_TABLE, usage, (a, b) => `CONCAT(${a}, ${b})`));
       });
       pool = inDb();
     },
@@ -80,6 +83,7 @@ export function asynccmdMysqlTarget(
   admin: Pool,
   strategy: 'skip-locked' | 'legacy',
   finishedRows: number,
+  usage?: FeatureUsage,
 ): DrainTarget {
   const database = strategy === 'legacy' ? MYSQL_DATABASES.legacy : MYSQL_DATABASES.skipLocked;
   return mysqlTarget(
@@ -88,6 +92,7 @@ export function asynccmdMysqlTarget(
     `asynccmd (${strategy})`,
     { kind: 'asynccmd-mysql', database, claimStrategy: strategy },
     finishedRows,
+    usage,
   );
 }
 

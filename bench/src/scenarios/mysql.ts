@@ -4,6 +4,7 @@ import { dropDatabase, mysqlPool } from '../mysql.js';
 import type { Measurement } from '../report.js';
 import type { Target } from '../stats.js';
 import { peer } from '../versions.js';
+import { usageSettings } from './usage.js';
 import { drainRows, findRow, runDrainRows, shapeLabel, shapesOf, type PlanEntry } from './drain-rows.js';
 import {
   asynccmdMysqlTarget,
@@ -18,7 +19,8 @@ import type { Scenario, Sizes } from './sizes.js';
 const DRAIN = 'MySQL/MariaDB: drain';
 const LATENCY = 'MySQL/MariaDB: commit → start latency';
 
-type MysqlDrainSystem = 'skip-locked' | 'legacy' | 'raw-batch' | 'raw-c' | 'sidequest';
+type MysqlDrainSystem =
+  'skip-locked' | 'legacy' | 'raw-batch' | 'raw-c' | 'sidequest' | 'priorities' | 'ordering-keys';
 
 const ASYNCCMD = (strategy: string): string =>
   `runtime defaults: sharedPool { concurrency: C }; store claimStrategy '${strategy}'`;
@@ -62,6 +64,14 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
           ],
         ];
         if (shape.concurrency === sizes.concurrency) {
+          for (const usage of ['priorities', 'ordering keys'] as const)
+            entries.push([
+              usage === 'priorities' ? 'priorities' : 'ordering-keys',
+              `${skip}, ${usage} in use`,
+              usageSettings(usage),
+              asynccmdMysqlTarget(admin, 'skip-locked', 0, usage),
+              false,
+            ]);
           const history = sizes.finishedRows;
           entries.push(
             [

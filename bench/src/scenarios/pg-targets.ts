@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { graphileJobsLeft, migrateGraphile, seedGraphile } from '../baselines/graphile.js';
 import { PGBOSS_QUEUE, pgBossJobsLeft, preparePgBoss } from '../baselines/pg-boss.js';
 import { rawTable, seedFinished, seedPending } from '../baselines/raw-sql-pg.js';
+import { usageUpdate, type FeatureUsage } from './usage.js';
 import { exactlyOnceVerdict } from '../checks.js';
 import type { DrainTarget } from '../drain.js';
 import type { LatencyTarget } from '../latency.js';
@@ -41,6 +42,7 @@ function commandTableTarget(
   system: string,
   consumer: SystemSpec,
   finishedRows: number,
+  usage?: FeatureUsage,
 ): DrainTarget {
   const table = rawTable(schema);
   return {
@@ -51,6 +53,7 @@ function commandTableTarget(
       await neverAnalyze(pool, table);
       await seedFinished(pool, table, finishedRows);
       await seedPending(pool, table, BENCH_TYPE, total);
+      if (usage) await pool.query(usageUpdate(table, usage, (a, b) => `${a} || (${b})::text`));
       await checkpoint(pool); // every system starts from one (see submits.ts)
     },
     consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
@@ -73,7 +76,12 @@ export function rawPgTarget(pool: pg.Pool, finishedRows: number, batch: number):
   return commandTableTarget(pool, schema, 'raw SQL loop', { kind: 'raw-pg', schema, batch }, finishedRows);
 }
 
-export function asynccmdPgTarget(pool: pg.Pool, finishedRows: number, queueSize?: number): DrainTarget {
+export function asynccmdPgTarget(
+  pool: pg.Pool,
+  finishedRows: number,
+  queueSize?: number,
+  usage?: FeatureUsage,
+): DrainTarget {
   const schema = PG_SCHEMAS.asynccmd;
   return commandTableTarget(
     pool,
@@ -81,6 +89,7 @@ export function asynccmdPgTarget(pool: pg.Pool, finishedRows: number, queueSize?
     'asynccmd',
     { kind: 'asynccmd-pg', schema, queueSize },
     finishedRows,
+    usage,
   );
 }
 

@@ -7,6 +7,7 @@ import { graphileSettings } from '../baselines/graphile.js';
 import { pgBossSettings } from '../baselines/pg-boss.js';
 import type { Target } from '../stats.js';
 import { peer } from '../versions.js';
+import { usageSettings } from './usage.js';
 import {
   drainRows,
   findRow,
@@ -160,7 +161,15 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
 }
 
 type PgDrainSystem =
-  'asynccmd' | 'queued' | 'graphile' | 'graphile-default' | 'pg-boss' | 'raw-batch' | 'raw-c';
+  | 'asynccmd'
+  | 'queued'
+  | 'graphile'
+  | 'graphile-default'
+  | 'pg-boss'
+  | 'raw-batch'
+  | 'raw-c'
+  | 'priorities'
+  | 'ordering-keys';
 
 const ASYNCCMD_DEFAULTS = 'runtime defaults: sharedPool { concurrency: C }, everything else default';
 
@@ -202,6 +211,16 @@ function pgDrainRows(sizes: Sizes, rec: Recorder, pool: Pool): DrainRow<PgDrainS
         false,
       ],
     ];
+    if (shape.concurrency === sizes.concurrency && shape.processes === sizes.processes) {
+      for (const usage of ['priorities', 'ordering keys'] as const)
+        entries.push([
+          usage === 'priorities' ? 'priorities' : 'ordering-keys',
+          `asynccmd, ${usage} in use`,
+          usageSettings(usage),
+          asynccmdPgTarget(pool, 0, undefined, usage),
+          false,
+        ]);
+    }
     if (shape.concurrency === sizes.concurrency && [1, sizes.processes].includes(shape.processes)) {
       entries.push([
         'asynccmd',

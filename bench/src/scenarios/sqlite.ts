@@ -5,6 +5,7 @@ import { createSqliteStore } from '@asynccmd/adapter-sqlite';
 import { openSqlite, seedPendingSqlite, SQLITE_TABLE } from '../baselines/raw-sql-sqlite.js';
 import { countExecutions, exactlyOnceVerdict } from '../checks.js';
 import type { DrainTarget } from '../drain.js';
+import { usageSettings, usageUpdate, type FeatureUsage } from './usage.js';
 import { runLatency, type LatencyTarget } from '../latency.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import type { Measurement } from '../report.js';
@@ -22,7 +23,12 @@ async function freshFile(filename: string): Promise<void> {
   await migrateWith(() => createSqliteStore({ filename }));
 }
 
-function sqliteDrainTarget(filename: string, system: string, consumer: SystemSpec): DrainTarget {
+function sqliteDrainTarget(
+  filename: string,
+  system: string,
+  consumer: SystemSpec,
+  usage?: FeatureUsage,
+): DrainTarget {
   let db: ReturnType<typeof openSqlite> | null = null;
   return {
     system,
@@ -30,6 +36,7 @@ function sqliteDrainTarget(filename: string, system: string, consumer: SystemSpe
       await freshFile(filename);
       db = openSqlite(filename);
       seedPendingSqlite(db, BENCH_TYPE, total);
+      if (usage) db.exec(usageUpdate(SQLITE_TABLE, usage, (a, b) => `${a} || (${b})`));
     },
     consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
     drained: async () =>
@@ -62,22 +69,39 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
   const defaults =
     'runtime defaults: sharedPool { concurrency: C }; store { filename } (WAL, busy_timeout 5000, synchronous NORMAL)';
   const drains = scenarios.has('drain')
-    ? drainRows<'asynccmd' | 'raw-batch'>(rec, DRAIN, sizes, sizes.sqliteShapes, 'never analyzed', () => [
-        [
-          'asynccmd',
-          'asynccmd defaults',
-          defaults,
-          sqliteDrainTarget(ours, 'asynccmd', { kind: 'asynccmd-sqlite', filename: ours }),
-          false,
+    ? drainRows<'asynccmd' | 'raw-batch' | 'priorities' | 'ordering-keys'>(
+        rec,
+        DRAIN,
+        sizes,
+        sizes.sqliteShapes,
+        'never analyzed',
+        () => [
+          [
+            'asynccmd',
+            'asynccmd defaults',
+            defaults,
+            sqliteDrainTarget(ours, 'asynccmd', { kind: 'asynccmd-sqlite', filename: ours }),
+            false,
+          ],
+          [
+            'raw-batch',
+            `raw SQL loop, batch ${batch}`,
+            `UPDATE … WHERE id IN (SELECT … ORDER BY next_run_at, id LIMIT ${batch}) RETURNING, then one token-fenced UPDATE completes the batch; same pragmas`,
+            sqliteDrainTarget(raw, 'raw SQL loop', { kind: 'raw-sqlite', filename: raw, batch }),
+            false,
+          ],
+          ...(['priorities', 'ordering keys'] as const).map(
+            (usage) =>
+              [
+                usage === 'priorities' ? ('priorities' as const) : ('ordering-keys' as const),
+                `asynccmd, ${usage} in use`,
+                usageSettings(usage),
+                sqliteDrainTarget(ours, 'asynccmd', { kind: 'asynccmd-sqlite', filename: ours }, usage),
+                false,
+              ] as const,
+          ),
         ],
-        [
-          'raw-batch',
-          `raw SQL loop, batch ${batch}`,
-          `UPDATE … WHERE id IN (SELECT … ORDER BY next_run_at, id LIMIT ${batch}) RETURNING, then one token-fenced UPDATE completes the batch; same pragmas`,
-          sqliteDrainTarget(raw, 'raw SQL loop', { kind: 'raw-sqlite', filename: raw, batch }),
-          false,
-        ],
-      ])
+      )
     : [];
   const lat = scenarios.has('latency')
     ? rec.row(

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DEFAULT_PRIORITY } from '@asynccmd/core';
 import type { Pool } from 'mysql2/promise';
 import { select, withConnection, write } from './connection.js';
 
@@ -119,7 +120,39 @@ export const MIGRATIONS: readonly Migration[] = [
          ADD UNIQUE KEY uq_schedule_tick (schedule_name, schedule_tick)`,
     ],
   },
+  {
+    version: 8,
+    name: 'priorities and ordering keys',
+    addsIndex: 'idx_claim',
+    statements: (t) => [
+      // The slots keyed submits lock (a key's slot by its hash, see store.ts), so the commands of a
+      // key get their ids in the order their transactions commit: a fixed, small table.
+      `CREATE TABLE IF NOT EXISTS \`${t}_key_locks\` (
+         slot SMALLINT NOT NULL,
+         PRIMARY KEY (slot)
+       ) ENGINE = InnoDB`,
+      `INSERT INTO \`${t}_key_locks\` (slot)
+       VALUES ${Array.from({ length: KEY_LOCK_SLOTS }, (_, i) => `(${i})`).join(', ')}
+       ON DUPLICATE KEY UPDATE slot = slot`,
+      // One ALTER, last: all or nothing, and its key tells a re-run that the version is done. The
+      // claim walks idx_claim in (priority, next_run_at, id) order and stops after LIMIT rows; idx_due
+      // stays for the oldest due time (stats, health probe). ordering_unfinished is the key while the
+      // command holds it back from later ones (PENDING, RUNNING, DEAD), NULL otherwise: a command
+      // without a key is one NULL entry of idx_keyed that no status change of it touches.
+      `ALTER TABLE \`${t}\`
+         ADD COLUMN priority     SMALLINT     NOT NULL DEFAULT ${DEFAULT_PRIORITY},
+         ADD COLUMN ordering_key VARCHAR(128) NULL,
+         ADD COLUMN ordering_unfinished VARCHAR(128) GENERATED ALWAYS AS (
+           CASE WHEN status IN ('PENDING', 'RUNNING', 'DEAD') THEN ordering_key END
+         ) STORED,
+         ADD KEY idx_claim (status, priority, next_run_at, id),
+         ADD KEY idx_keyed (ordering_unfinished, id)`,
+    ],
+  },
 ];
+
+/** Rows of `<table>_key_locks`: keys sharing a slot only wait for each other's submits to commit. */
+export const KEY_LOCK_SLOTS = 1024;
 
 /** No-pad binary collations compare 'a' and 'a ' as different keys; older servers only have utf8mb4_bin. */
 const COLLATION_PREFERENCE = ['utf8mb4_0900_bin', 'utf8mb4_nopad_bin', 'utf8mb4_bin'];

@@ -131,8 +131,8 @@ function scheduleSql(t: string) {
        WHERE name = ?`,
     // The id comes from the connection's LAST_INSERT_ID (mysql2's insertId).
     insertTick: `INSERT INTO \`${t}\` (type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent,
-         headers, created_at, updated_at, schedule_name, schedule_tick)
-       VALUES (?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ${DB_NOW}, ${DB_NOW}, ?, ?)`,
+         headers, priority, ordering_key, created_at, updated_at, schedule_name, schedule_tick)
+       VALUES (?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ?, ?, ${DB_NOW}, ${DB_NOW}, ?, ?)`,
     advance: `UPDATE ${s} SET last_tick = ? WHERE name = ? AND (last_tick IS NULL OR last_tick < ?)`,
     remove: `DELETE FROM ${s} WHERE name = ?`,
   };

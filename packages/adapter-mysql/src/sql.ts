@@ -21,7 +21,7 @@ const LEASE_UNTIL = `${DB_NOW} + INTERVAL ? MICROSECOND`;
 
 const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
-  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history`;
+  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history, priority, ordering_key`;
 
 /** A DATETIME (UTC) in epoch milliseconds, as the history keeps times; no time zone is involved. */
 const epochMs = (time: string): string =>
@@ -45,10 +45,13 @@ const withAttempt = (outcome: string, error: string): string =>
 const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > ?';
 
 const INSERT_COLUMNS = `(type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent, headers,
-  created_at, updated_at)`;
+  priority, ordering_key, created_at, updated_at)`;
 
-/** One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, idempotent, headers. */
-const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
+/**
+ * One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, idempotent, headers,
+ * priority, ordering_key.
+ */
+const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
 
 /**
  * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
@@ -56,8 +59,24 @@ const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ${D
  */
 const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 
-/** The claimable rows, in the order the (status, next_run_at, id) index holds them. */
+/** The claimable rows; the claims read them in the order the (status, priority, next_run_at, id) index holds them. */
 const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?) AND ${NOT_HELD_BACK}`;
+
+/**
+ * A command (of `table`, as `outer` names it) that is first of its ordering key: no command of
+ * the key with a smaller id is PENDING, RUNNING or DEAD (ordering_unfinished holds the key only in
+ * those statuses; a dead one holds it until a person retries, cancels or kills it). Once true it
+ * stays true: a command leaves those statuses only for good, and no command of the key gets a
+ * smaller id later (keyed inserts lock the key's slot first, see store.ts). Read from idx_keyed,
+ * where a command without a key is one NULL entry that its status changes never touch.
+ */
+export const firstOfKey = (table: string, outer: string): string =>
+  `(${outer}.ordering_key IS NULL OR NOT EXISTS (
+     SELECT 1 FROM ${table} AS earlier FORCE INDEX (idx_keyed)
+     WHERE earlier.ordering_unfinished = ${outer}.ordering_key AND earlier.id < ${outer}.id))`;
+
+/** The claim order: the most urgent priority (lowest number) first, then the oldest due, then id. */
+const CLAIM_ORDER = 'priority, next_run_at, id';
 
 /** What a claim writes into a row; bound: the token, the instance, then the lease in microseconds. */
 const CLAIM = `status = 'RUNNING', claim_token = ?, claimed_by = ?, lease_until = ${LEASE_UNTIL},
@@ -83,9 +102,9 @@ export function mysqlSql(t: string) {
   // with the key's one row), and under REPEATABLE READ that locks every row it walks: other
   // instances' claims included, so their outcome writes would queue on each other.
   const byId = `${table} FORCE INDEX (PRIMARY)`;
-  // Due rows are read in idx_due's order. Left to itself the optimizer may take another index that
-  // starts with status or type (idx_finished, uq_active_key) and look through every pending row.
-  const byDue = `${table} FORCE INDEX (idx_due)`;
+  // Due rows are read in idx_claim's order. Left to itself the optimizer may take another index that
+  // starts with status or type (idx_due, idx_finished, uq_active_key) and sort every pending row.
+  const byDue = `${table} FORCE INDEX (idx_claim)`;
   return {
     now: `SELECT ${DB_NOW} AS now`,
     ping: 'SELECT 1',
@@ -104,15 +123,20 @@ export function mysqlSql(t: string) {
      */
     activeHolder: `SELECT id FROM ${table} WHERE type = ? AND active_key = ? LOCK IN SHARE MODE`,
 
+    /** The `n` key-lock slots of a keyed submit (bound one by one), locked to the end of its transaction. */
+    lockKeySlots: (n: number) =>
+      `SELECT slot FROM \`${t}_key_locks\` WHERE slot IN (${Array.from({ length: n }, () => '?').join(', ')})
+       ORDER BY slot FOR UPDATE`,
     /** Step 1, SKIP LOCKED form: lock this round's candidates, skipping rows other claimers hold. */
-    lockDue: `SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    lockDue: `SELECT id FROM ${byDue} WHERE ${DUE} AND ${firstOfKey(table, table)}
+       ORDER BY ${CLAIM_ORDER} LIMIT ? FOR UPDATE SKIP LOCKED`,
     /** Marks locked candidates (ids bound as a list). */
     markClaimed: `UPDATE ${byId}
        SET ${CLAIM}
        WHERE id IN (?) AND status = 'PENDING'`,
     /**
      * Step 1, legacy form (servers without SKIP LOCKED): one UPDATE joined to a derived table of
-     * this round's candidates. The derived table walks idx_due in order and stops after LIMIT rows
+     * this round's candidates. The derived table walks idx_claim in order and stops after LIMIT rows
      * (MySQL refuses a subquery on the updated table, error 1093, and LIMIT inside IN); the join
      * then reaches each candidate by primary key. The seed's `WHERE id IN (SELECT id FROM (…) t)`
      * was planned as a dependent subquery probed once per row of the whole primary key.
@@ -124,20 +148,29 @@ export function mysqlSql(t: string) {
      * Bound: now, types, limit (candidates), token, instance, lease, now, types (outer guard).
      */
     markDueLegacy: `UPDATE (
-         SELECT id FROM ${byDue} WHERE ${DUE} ORDER BY next_run_at, id LIMIT ? FOR UPDATE
+         SELECT id FROM ${byDue} WHERE ${DUE} AND ${firstOfKey(table, table)} ORDER BY ${CLAIM_ORDER} LIMIT ? FOR UPDATE
        ) AS due STRAIGHT_JOIN ${table} AS c ON c.id = due.id
        SET ${CLAIM}
        WHERE ${DUE}`,
-    anyDue: `SELECT 1 AS due FROM ${byDue} WHERE ${DUE} LIMIT 1`,
+    anyDue: `SELECT 1 AS due FROM ${byDue} WHERE ${DUE} AND ${firstOfKey(table, table)} LIMIT 1`,
     /** Step 2: this round's rows, read back by their fresh token (indexed). */
-    claimedBy: `SELECT ${COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY next_run_at, id`,
-    /** claimById: one row by primary key; `types` is optional (the list form is a second statement). */
+    claimedBy: `SELECT ${COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY ${CLAIM_ORDER}`,
+    /**
+     * claimById: one row by primary key; `types` is optional (the list form is a second statement).
+     * The last bound value says whether the row must have no ordering key (1) or one (0): MySQL
+     * refuses a subquery on the table an UPDATE writes, so a keyed command is first checked with
+     * `firstOfKeyById` and then claimed with 0 (safe: being first of its key stays true).
+     */
     claimById: `UPDATE ${byId}
        SET ${CLAIM}
-       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK}`,
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK} AND (ordering_key IS NULL) = ?`,
     claimByIdOfTypes: `UPDATE ${byId}
        SET ${CLAIM}
-       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK} AND type IN (?)`,
+       WHERE id = ? AND status = 'PENDING' AND next_run_at <= ? AND ${NOT_HELD_BACK} AND type IN (?)
+         AND (ordering_key IS NULL) = ?`,
+    /** A command with an ordering key that is first of its key (a row) or not (none). */
+    firstOfKeyById: `SELECT 1 AS first FROM ${table} AS c
+       WHERE c.id = ? AND c.ordering_key IS NOT NULL AND ${firstOfKey(table, 'c')}`,
     claimedRow: `SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND claim_token = ? AND status = 'RUNNING'`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.

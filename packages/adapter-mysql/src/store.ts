@@ -17,6 +17,7 @@ import {
   listPage,
   outcomeCountsFromRows,
   statsRowsFromRows,
+  runThroughExecutor,
   StoreInput,
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
@@ -36,7 +37,7 @@ import {
   write,
 } from './connection.js';
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
-import { runMigrations } from './migrations.js';
+import { KEY_LOCK_SLOTS, runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
 import { MysqlWakeups } from './wakeups.js';
 import type { CommandRow } from './rows.js';
@@ -144,25 +145,50 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     tx: Connection | Port.SqlExecutor,
     commands: readonly Port.NewCommand[],
   ): Promise<Port.CommandId[]> {
-    const rows = this.input.commands(commands).map((c) => insertParams(c, false));
+    const checked = this.input.commands(commands);
+    const rows = checked.map((c) => insertParams(c, false));
     if (rows.length === 0) return [];
-    if (isSqlExecutor(tx)) return insertThroughExecutor(tx, this.sql.insertMany(1), rows);
+    const slots = keySlots(checked);
+    if (isSqlExecutor(tx)) {
+      if (slots.length > 0)
+        await runThroughExecutor(tx, this.sql.lockKeySlots(slots.length), slots, 'question-mark');
+      return insertThroughExecutor(tx, this.sql.insertMany(1), rows);
+    }
     const chunks = chunkRows(rows);
-    if (chunks.length === 1) return this.insertChunk(tx, chunks[0] ?? []);
-    // Several statements must commit together: inside the caller's transaction they do; on a
-    // connection in autocommit they get a transaction of their own.
+    if (chunks.length === 1 && slots.length === 0) return this.insertChunk(tx, chunks[0] ?? []);
+    return this.inOneTransaction(tx, async () => {
+      await this.lockKeySlots(tx, slots);
+      const ids: Port.CommandId[] = [];
+      for (const chunk of chunks) ids.push(...(await this.insertChunk(tx, chunk)));
+      return ids;
+    });
+  }
+
+  /**
+   * Runs `fn`'s statements so that they commit together: inside the caller's transaction they do;
+   * on a connection in autocommit they get a transaction of their own.
+   */
+  private async inOneTransaction<T>(tx: Connection, fn: () => Promise<T>): Promise<T> {
     const probe = await write(tx, this.sql.probeTransaction);
     const own = (probe.serverStatus & SERVER_STATUS_IN_TRANS) === 0;
     if (own) await tx.query('START TRANSACTION');
     try {
-      const ids: Port.CommandId[] = [];
-      for (const chunk of chunks) ids.push(...(await this.insertChunk(tx, chunk)));
+      const result = await fn();
       if (own) await tx.query('COMMIT');
-      return ids;
+      return result;
     } catch (e) {
       if (own) await rollbackQuietly(tx);
       throw e;
     }
+  }
+
+  /**
+   * Locks the key slots of keyed commands to the end of the transaction, in slot order (two
+   * submitters never wait on each other crosswise): a later submit of the same key waits for this
+   * transaction to commit before its insert draws an id, so a key's ids follow the commit order.
+   */
+  private async lockKeySlots(tx: Queryable, slots: readonly number[]): Promise<void> {
+    if (slots.length > 0) await select(tx, this.sql.lockKeySlots(slots.length), slots);
   }
 
   async insertIdempotent(
@@ -171,6 +197,25 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
     const params = insertParams(checked, true);
+    const slots = keySlots([checked]);
+    if (slots.length > 0) {
+      if (isSqlExecutor(tx)) {
+        await runThroughExecutor(tx, this.sql.lockKeySlots(slots.length), slots, 'question-mark');
+      } else {
+        return this.inOneTransaction(tx, async () => {
+          await this.lockKeySlots(tx, slots);
+          return this.insertIdempotentRow(tx, checked, params);
+        });
+      }
+    }
+    return this.insertIdempotentRow(tx, checked, params);
+  }
+
+  private insertIdempotentRow(
+    tx: Connection | Port.SqlExecutor,
+    checked: CheckedCommand & { readonly bizKey: string },
+    params: InsertParams,
+  ): Promise<Port.InsertResult> {
     // The holder may finish between the refused insert and the look-up: then insert again.
     return insertIdempotently(checked, async () => {
       if (isSqlExecutor(tx)) {
@@ -239,13 +284,21 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       const [row] = await select<CommandRow>(this.pool, this.sql.claimedRow, [id, token]);
       return row ? (toRecord(row) as Port.ClaimedCommand) : null;
     };
-    try {
-      const marked = await retryLockConflicts(() =>
+    const mark = (withoutKey: 0 | 1) =>
+      retryLockConflicts(() =>
         types === undefined
-          ? write(this.pool, this.sql.claimById, [token, instance, lease, id, now])
-          : write(this.pool, this.sql.claimByIdOfTypes, [token, instance, lease, id, now, types]),
+          ? write(this.pool, this.sql.claimById, [token, instance, lease, id, now, withoutKey])
+          : write(this.pool, this.sql.claimByIdOfTypes, [token, instance, lease, id, now, types, withoutKey]),
       );
-      if (marked.affectedRows === 0) return null;
+    try {
+      let marked = await mark(1);
+      if (marked.affectedRows === 0) {
+        // Not claimable as a command without a key: perhaps one with a key, first of it.
+        const first = await select(this.pool, this.sql.firstOfKeyById, [id]);
+        if (first.length === 0) return null;
+        marked = await mark(0);
+        if (marked.affectedRows === 0) return null;
+      }
     } catch (e) {
       // As in claimDue: the write may have landed before the connection died; the token tells.
       if (!isConnectionLost(e)) throw e;
@@ -623,6 +676,8 @@ type InsertParams = readonly [
   string | null,
   number,
   string,
+  number,
+  string | null,
 ];
 
 function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
@@ -643,12 +698,37 @@ function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
   return chunks;
 }
 
+/** The key-lock slots of the commands' ordering keys, each once, in ascending order. */
+function keySlots(commands: readonly CheckedCommand[]): number[] {
+  const slots = new Set<number>();
+  for (const c of commands) if (c.orderingKey !== null) slots.add(keySlot(c.orderingKey));
+  return [...slots].sort((a, b) => a - b);
+}
+
+/** FNV-1a of the key's UTF-8 bytes, onto the slots of `<table>_key_locks`. */
+function keySlot(key: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(key, 'utf8')) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash % KEY_LOCK_SLOTS;
+}
+
 // ── encoding ─────────────────────────────────────────────────────────────────────────────────────
 
 /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
 function insertParams(c: CheckedCommand, idempotent: boolean): InsertParams {
   const runAt = c.runAt === null ? null : toUtcText(c.runAt);
-  return [c.type, c.bizKey, c.payloadJson, c.maxRetry, runAt, c.owner, idempotent ? 1 : 0, c.headersJson];
+  return [
+    c.type,
+    c.bizKey,
+    c.payloadJson,
+    c.maxRetry,
+    runAt,
+    c.owner,
+    idempotent ? 1 : 0,
+    c.headersJson,
+    c.priority,
+    c.orderingKey,
+  ];
 }
 
 /** A point in time only compared with (never stored), clamped into DATETIME's range. */

@@ -70,7 +70,13 @@ describe('query plans with finished history in the table', () => {
     );
     pending = await store.insert(
       conn,
-      Array.from({ length: PENDING }, () => ({ type: 'work', payloadJson: '{}', maxRetry: 0 })),
+      // Priorities mixed, so the claim's order is (priority, next_run_at, id), not the insertion order.
+      Array.from({ length: PENDING }, (_, n) => ({
+        type: 'work',
+        payloadJson: '{}',
+        maxRetry: 0,
+        priority: n % 5,
+      })),
     );
     const claimed = await store.claimDue({
       types: ['work'],
@@ -223,13 +229,14 @@ describe('query plans with finished history in the table', () => {
       {
         name: 'claimById',
         statement: sql.claimById,
-        values: ['t', 'worker', 1000, due, now],
+        values: ['t', 'worker', 1000, due, now, 1],
         key: 'PRIMARY',
       },
+      { name: 'firstOfKeyById', statement: sql.firstOfKeyById, values: [due], key: '(PRIMARY|idx_keyed)' },
       {
         name: 'claimByIdOfTypes',
         statement: sql.claimByIdOfTypes,
-        values: ['t', 'worker', 1000, due, now, ['work']],
+        values: ['t', 'worker', 1000, due, now, ['work'], 1],
         key: 'PRIMARY',
       },
       { name: 'claimedRow', statement: sql.claimedRow, values: [id, TOKEN], key: 'PRIMARY' },
@@ -246,23 +253,29 @@ describe('query plans with finished history in the table', () => {
     });
   });
 
-  it('step 1 (SKIP LOCKED) walks idx_due in order: no full scan, no sort, stops after LIMIT', async () => {
+  it('step 1 (SKIP LOCKED) walks idx_claim in order: no full scan, no sort, stops after LIMIT', async () => {
     const [p] = await plan(sql.lockDue, [now, ['work'], 10]);
     expect(p?.Extra ?? '').not.toMatch(/filesort/);
     await expectKeyed({
       name: 'lockDue',
       statement: sql.lockDue,
       values: [now, ['work'], 10],
-      key: 'idx_due',
+      // The ordering-key check reads idx_keyed, for keyed rows only.
+      key: '(idx_claim|idx_keyed)',
     });
-    await expectKeyed({ name: 'anyDue', statement: sql.anyDue, values: [now, ['work']], key: 'idx_due' });
+    await expectKeyed({
+      name: 'anyDue',
+      statement: sql.anyDue,
+      values: [now, ['work']],
+      key: '(idx_claim|idx_keyed)',
+    });
   });
 
-  it('step 1 (legacy) reads LIMIT candidates from idx_due, then each by primary key', async () => {
+  it('step 1 (legacy) reads LIMIT candidates from idx_claim, then each by primary key', async () => {
     const values = [now, ['work'], 10, 't', 'worker', 1000, now, ['work']];
     const rows = await plan(sql.markDueLegacy, values);
     const candidates = rows.find((r) => r.table === 'async_command');
-    expect(candidates?.key, JSON.stringify(rows)).toBe('idx_due');
+    expect(candidates?.key, JSON.stringify(rows)).toBe('idx_claim');
     expect(candidates?.Extra ?? '').not.toMatch(/filesort/);
     const updated = rows.find((r) => r.table === 'c');
     expect(updated?.key, JSON.stringify(rows)).toBe('PRIMARY');
@@ -275,7 +288,7 @@ describe('query plans with finished history in the table', () => {
       name: 'markDueLegacy',
       statement: sql.markDueLegacy,
       values,
-      key: '(idx_due|PRIMARY)',
+      key: '(idx_claim|idx_keyed|PRIMARY)',
     });
   });
 

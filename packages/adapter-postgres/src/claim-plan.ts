@@ -18,9 +18,11 @@ export const dueIdsFunction = (n: TableNames): string => `${n.schema}.${n.index(
  *
  * search_path is pinned so the body resolves its operators and functions in pg_catalog only.
  * ROWS tells the calling UPDATE that few ids come back, so it joins them by primary key.
- * `notHeldBack` is the condition that a requeued row's old claim still holds it (see sql.ts).
+ * `claimable` is what a due PENDING row must also meet (a requeued row's old claim no longer holds
+ * it, see sql.ts), `order` the claim order, which the index the function reads must hold
+ * (migration 5: due_idx; migration 8: claim_idx).
  */
-export function dueIdsFunctionDdl(n: TableNames, notHeldBack: string): string {
+export function dueIdsFunctionDdl(n: TableNames, claimable: string, order: string): string {
   return `
     CREATE OR REPLACE FUNCTION ${dueIdsFunction(n)}(due_by timestamptz, claim_types text[], max_rows integer)
     RETURNS SETOF bigint
@@ -32,8 +34,8 @@ export function dueIdsFunctionDdl(n: TableNames, notHeldBack: string): string {
     ROWS 10
     AS $fn$
       SELECT id FROM ${n.table}
-      WHERE status = 'PENDING' AND next_run_at <= due_by AND type = ANY(claim_types) AND ${notHeldBack}
-      ORDER BY next_run_at, id
+      WHERE status = 'PENDING' AND next_run_at <= due_by AND type = ANY(claim_types) AND ${claimable}
+      ORDER BY ${order}
       LIMIT max_rows
       FOR UPDATE SKIP LOCKED
     $fn$`;

@@ -13,9 +13,18 @@ export async function insertThroughExecutor(
   rows: readonly (readonly unknown[])[],
 ): Promise<CommandId[]> {
   const statement = `WITH inserted AS (${insertOne}) SELECT id::text AS id FROM inserted`;
+  return insertEachThroughExecutor(executor, statement, rows);
+}
+
+/** Each row through `insertOne`, a statement that selects its id as text itself, one after another. */
+export async function insertEachThroughExecutor(
+  executor: SqlExecutor,
+  insertOne: string,
+  rows: readonly (readonly unknown[])[],
+): Promise<CommandId[]> {
   const ids: CommandId[] = [];
   for (const values of rows) {
-    const [row] = await run(executor, statement, values);
+    const [row] = await run(executor, insertOne, values);
     ids.push(idText(row?.id));
   }
   return ids;

@@ -1,16 +1,16 @@
-import { DEFAULT_MAX_PAYLOAD_BYTES } from '@asynccmd/core';
+import { DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_PRIORITY } from '@asynccmd/core';
 import type { Pool } from 'pg';
 import { dueIdsFunctionDdl } from './claim-plan.js';
 import type { TableNames } from './names.js';
 import { schedulesTable } from './schedules.js';
-import { NOT_HELD_BACK } from './sql.js';
+import { firstOfKey, KEY_HOLDING, NOT_HELD_BACK } from './sql.js';
 import { runInTransaction } from './pipeline/transaction.js';
 import { payloadLimitFunction, submitFunctions } from './submit-function.js';
 
 /**
  * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
  * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
- * functions of SQL, 7 = recurring schedules). Every statement is idempotent (`IF NOT EXISTS`, `OR REPLACE`),
+ * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys). Every statement is idempotent (`IF NOT EXISTS`, `OR REPLACE`),
  * so a half-applied version re-runs cleanly; versions run in one transaction
  * under an advisory lock, so two processes migrating at once take turns instead of racing on the
  * catalog.
@@ -100,13 +100,13 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 5,
     name: 'claim plan independent of statistics',
     // The claim's pick of due ids as a function with its own planner settings (claim-plan.ts).
-    statements: (n) => [dueIdsFunctionDdl(n, NOT_HELD_BACK)],
+    statements: (n) => [dueIdsFunctionDdl(n, NOT_HELD_BACK, 'next_run_at, id')],
   },
   {
     version: 6,
     name: 'submit functions',
     // The payload limit starts at the default; migrate() then sets the migrating store's.
-    statements: (n) => [payloadLimitFunction(n, DEFAULT_MAX_PAYLOAD_BYTES), ...submitFunctions(n)],
+    statements: (n) => [payloadLimitFunction(n, DEFAULT_MAX_PAYLOAD_BYTES), ...submitFunctions(n, 6)],
   },
   {
     version: 7,
@@ -128,6 +128,29 @@ export const MIGRATIONS: readonly Migration[] = [
          last_tick   TIMESTAMPTZ(3),
          active_from TIMESTAMPTZ(3) NOT NULL
        )`,
+    ],
+  },
+  {
+    version: 8,
+    name: 'priorities and ordering keys',
+    statements: (n) => [
+      // A constant default: added without rewriting the table, every existing command at 0.
+      `ALTER TABLE ${n.table}
+         ADD COLUMN IF NOT EXISTS priority     SMALLINT NOT NULL DEFAULT ${DEFAULT_PRIORITY},
+         ADD COLUMN IF NOT EXISTS ordering_key TEXT`,
+      // The claim reads PENDING rows in (priority, due time, id) order. due_idx stays: the health
+      // probe and stats read the oldest due time from it.
+      `CREATE INDEX IF NOT EXISTS ${n.index('claim_idx')} ON ${n.table} (priority, next_run_at, id)
+         WHERE status = 'PENDING'`,
+      // The earlier commands of a key that hold it back: a command without a key is not in it.
+      `CREATE INDEX IF NOT EXISTS ${n.index('keyed_idx')} ON ${n.table} (ordering_key, id)
+         WHERE ordering_key IS NOT NULL AND status IN ${KEY_HOLDING}`,
+      dueIdsFunctionDdl(
+        n,
+        `${NOT_HELD_BACK} AND ${firstOfKey(n.table, n.table)}`,
+        'priority, next_run_at, id',
+      ),
+      ...submitFunctions(n),
     ],
   },
 ];

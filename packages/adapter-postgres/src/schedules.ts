@@ -103,6 +103,8 @@ export class PostgresScheduleStore implements ScheduleStore {
         v.headersJson,
         name,
         at.toISOString(),
+        v.priority,
+        v.orderingKey,
       ]);
       const id = inserted.rows[0]?.id;
       if (id === undefined) return { outcome: 'duplicate' };
@@ -136,9 +138,9 @@ function scheduleSql(n: TableNames) {
        WHERE name = $3
        RETURNING ${columns}`,
     insertTick: `INSERT INTO ${n.table} (type, biz_key, payload, max_retry, next_run_at, owner, headers,
-         created_at, updated_at, schedule_name, schedule_tick)
+         created_at, updated_at, schedule_name, schedule_tick, priority, ordering_key)
        VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, ${NOW}, ${NOW},
-         $8, $9::timestamptz)
+         $8, $9::timestamptz, $10::smallint, $11)
        ON CONFLICT (schedule_name, schedule_tick) WHERE schedule_name IS NOT NULL DO NOTHING
        RETURNING id::text AS id`,
     advance: `UPDATE ${s} SET last_tick = $1::timestamptz

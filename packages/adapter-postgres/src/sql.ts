@@ -18,7 +18,7 @@ const lease = (param: string): string => `${NOW} + ${param}::float8 * interval '
 /** Columns of a command row, in the order rows.ts reads them. */
 const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
-  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history`;
+  finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history, priority, ordering_key`;
 
 /** A timestamptz in epoch milliseconds, as the history keeps times. */
 const epochMs = (time: string): string => `(extract(epoch FROM ${time}) * 1000)::bigint`;
@@ -39,6 +39,22 @@ const withAttempt = (outcome: string, error: string): string =>
  * the row until that claim lets go (releaseRevoked) or the lease runs out, its executor may still run.
  */
 export const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${NOW})`;
+
+/** Statuses in which a command holds its ordering key against every later command of the key. */
+export const KEY_HOLDING = `('PENDING', 'RUNNING', 'DEAD')`;
+
+/**
+ * A command (of the table `t`, as `outer` names it) that is first of its ordering key: no command
+ * of the key with a smaller id is PENDING, RUNNING or DEAD (a dead one holds the key until a person
+ * retries, cancels or kills it). Once true it stays true: a command leaves those statuses only for
+ * good, and no command of the key gets a smaller id later (keyed inserts take the key's lock
+ * before their id, see `insertKeyed`). Read from keyed_idx, so a command without a key pays nothing.
+ */
+export const firstOfKey = (t: string, outer: string): string =>
+  `(${outer}.ordering_key IS NULL OR NOT EXISTS (
+     SELECT 1 FROM ${t} AS earlier
+     WHERE earlier.ordering_key = ${outer}.ordering_key AND earlier.id < ${outer}.id
+       AND earlier.status IN ${KEY_HOLDING}))`;
 
 /**
  * The NOTIFY payload announcing that an admin write took a RUNNING command's claim away (see
@@ -79,40 +95,89 @@ export function buildSql(n: TableNames) {
       FROM moved`;
   /** $1 id, $2 now, $5 types (null: any): the row claimById may take, locked. */
   const claimableById = `
-        SELECT id FROM ${t}
+        SELECT id FROM ${t} AS one
         WHERE id = $1::bigint AND status = 'PENDING' AND next_run_at <= $2::timestamptz AND ${NOT_HELD_BACK}
-          AND ($5::text[] IS NULL OR type = ANY($5::text[]))
+          AND ($5::text[] IS NULL OR type = ANY($5::text[])) AND ${firstOfKey(t, 'one')}
         FOR UPDATE SKIP LOCKED`;
+  /**
+   * The lock of each distinct ordering key among $9 (for this table), taken in one order so two
+   * submitters never wait on each other crosswise, and held to the end of the transaction (of the
+   * statement alone in autocommit): ids of a key's commands are drawn after it, so they follow the
+   * order in which the submitting transactions commit.
+   */
+  const keyLocks = (
+    keys: string,
+  ): string => `SELECT count(pg_advisory_xact_lock(hashtext('${t}'), h)) AS locks
+        FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(${keys}) AS k WHERE k IS NOT NULL ORDER BY h) AS s`;
+  const idempotentInsert = (keyed: boolean): string => `
+      WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
+        INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                          idempotent, created_at, updated_at)
+        ${keyed ? 'SELECT' : 'VALUES ('} $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}),
+          $6::text, $7::json, $8::smallint, $9::text, TRUE, ${NOW}, ${NOW} ${keyed ? 'FROM locked' : ')'}
+        ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
+        RETURNING id
+      )
+      SELECT id, FALSE AS duplicate FROM inserted
+      UNION ALL
+      (SELECT id, TRUE FROM ${t}
+        WHERE type = $1 AND biz_key = $2 AND idempotent AND ${active()} AND NOT EXISTS (SELECT 1 FROM inserted)
+        LIMIT 1)`;
+  const batchInsert = (keyed: boolean): string => `
+      WITH ${keyed ? `locked AS (${keyLocks('$9::text[]')}),` : ''} input AS (
+        SELECT nextval((SELECT pg_get_serial_sequence('${t}', 'id'))::regclass) AS id, u.*
+        FROM ${keyed ? 'locked,' : ''} unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[],
+                    $6::text[], $7::text[], $8::smallint[], $9::text[])
+             WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, priority, ordering_key, ord)
+      ), inserted AS (
+        INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                          created_at, updated_at)
+        SELECT id, type, biz_key, payload::json, max_retry, COALESCE(run_at, ${NOW}), owner, headers::json,
+               priority, ordering_key, ${NOW}, ${NOW}
+        FROM input ORDER BY ord
+      )
+      SELECT id::text AS id FROM input ORDER BY ord`;
   return {
     /**
      * Batch submit, one statement: the rows arrive as parallel arrays; ids are drawn from the
      * table's sequence in the CTE so they can be handed back in input order.
      * $1 types, $2 biz keys, $3 payloads, $4 max retries, $5 run-at times (null: now), $6 owners,
-     * $7 headers.
+     * $7 headers, $8 priorities, $9 ordering keys.
      */
-    insert: `
-      WITH input AS (
-        SELECT nextval((SELECT pg_get_serial_sequence('${t}', 'id'))::regclass) AS id, u.*
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[], $7::text[])
-             WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, ord)
-      ), inserted AS (
-        INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
-        SELECT id, type, biz_key, payload::json, max_retry, COALESCE(run_at, ${NOW}), owner, headers::json,
-               ${NOW}, ${NOW}
-        FROM input ORDER BY ord
-      )
-      SELECT id FROM input ORDER BY ord`,
+    insert: batchInsert(false),
+
+    /**
+     * `insert` for a batch holding commands with an ordering key: the key locks first, then the ids
+     * (the input's rows are only formed once the lock row exists). Same parameters.
+     */
+    insertKeyed: batchInsert(true),
+
+    /**
+     * One keyed command with scalar parameters (insertOne's), for SqlExecutors, which bind no
+     * arrays: the key's lock first, then the id.
+     */
+    insertOneKeyed: `
+      WITH locked AS (${keyLocks('ARRAY[$9::text]')})
+      INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                        created_at, updated_at)
+      SELECT $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}), $6::text, $7::json,
+             $8::smallint, $9::text, ${NOW}, ${NOW}
+      FROM locked
+      RETURNING id::text AS id`,
 
     /** A single submit, the common case: a plain VALUES row is the cheapest statement to plan. */
     insertOne: `
-      INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
-      VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, ${NOW}, ${NOW})
+      INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                        created_at, updated_at)
+      VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, $8::smallint, $9, ${NOW}, ${NOW})
       RETURNING id`,
 
     /** insertOne with its id taken ahead ($1; see pipeline/id-reserve.ts), held back to the next statement. */
     insertOneWithId: `
-      INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, created_at, updated_at)
-      VALUES ($1::bigint, $2, $3, $4::json, $5::integer, COALESCE($6::timestamptz, ${NOW}), $7, $8::json, ${NOW}, ${NOW})`,
+      INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
+                        created_at, updated_at)
+      VALUES ($1::bigint, $2, $3, $4::json, $5::integer, COALESCE($6::timestamptz, ${NOW}), $7, $8::json,
+              $9::smallint, $10, ${NOW}, ${NOW})`,
 
     /** $1 the table (quoted, qualified), $2 how many: ids of its identity sequence, each its own. */
     takeIds: `SELECT nextval(pg_get_serial_sequence($1, 'id'))::text AS id FROM generate_series(1, $2)`,
@@ -121,25 +186,16 @@ export function buildSql(n: TableNames) {
      * Idempotent submit: the partial unique index decides. When the insert yields to an unfinished
      * holder, the holder's id is read in the same statement, unless the holder committed after
      * this statement's snapshot, in which case nothing comes back and the caller asks again.
-     * $1 type, $2 biz key, $3 payload, $4 max retry, $5 run-at, $6 owner, $7 headers.
+     * $1 type, $2 biz key, $3 payload, $4 max retry, $5 run-at, $6 owner, $7 headers, $8 priority,
+     * $9 ordering key.
      */
-    insertIdempotent: `
-      WITH inserted AS (
-        INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, idempotent,
-                          created_at, updated_at)
-        VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, TRUE, ${NOW}, ${NOW})
-        ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
-        RETURNING id
-      )
-      SELECT id, FALSE AS duplicate FROM inserted
-      UNION ALL
-      (SELECT id, TRUE FROM ${t}
-        WHERE type = $1 AND biz_key = $2 AND idempotent AND ${active()} AND NOT EXISTS (SELECT 1 FROM inserted)
-        LIMIT 1)`,
+    insertIdempotent: idempotentInsert(false),
+    /** insertIdempotent of a command with an ordering key: the key's lock first (see insertKeyed). */
+    insertIdempotentKeyed: idempotentInsert(true),
 
     /**
-     * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in due order
-     * from the partial index, skipping rows other claimers hold (claim-plan.ts: a plan that does not
+     * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in claim
+     * order (priority, due time, id) from the partial claim index, skipping rows other claimers hold (claim-plan.ts: a plan that does not
      * depend on table statistics); the UPDATE then touches only those.
      * $1 now, $2 types, $3 limit, $4 token, $5 lease ms, $6 instance.
      */

@@ -10,7 +10,7 @@ import {
   TRANSITION_SOURCES,
 } from '@asynccmd/core';
 import {
-  byDueThenId,
+  byClaimOrder,
   compareIds,
   guardedTransition,
   inCallersOrder,
@@ -25,7 +25,11 @@ import type { CheckedCommand, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
 import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
 import { requireInstant } from './checks.js';
-import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
+import {
+  insertIdempotentThroughExecutor,
+  insertEachThroughExecutor,
+  insertThroughExecutor,
+} from './executor-insert.js';
 import { migrate } from './migrations.js';
 import { PostgresScheduleStore } from './schedules.js';
 import type { TableNames } from './names.js';
@@ -175,6 +179,13 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   ): Promise<Port.CommandId[]> {
     const values = this.input.commands(commands);
     if (values.length === 0) return [];
+    if (values.some((v) => v.orderingKey !== null)) {
+      // Never an id taken ahead: a keyed command's id is drawn under its key's lock (sql.ts insertKeyed).
+      if (isSqlExecutor(tx))
+        return insertEachThroughExecutor(tx, this.sql.insertOneKeyed, values.map(rowParams));
+      const params = columnArrays(values);
+      return (await this.prepared<{ id: string }>(tx, this.sql.insertKeyed, params)).map((r) => r.id);
+    }
     if (isSqlExecutor(tx)) return insertThroughExecutor(tx, this.sql.insertOne, values.map(rowParams));
     if (values.length === 1) {
       const params = rowParams(values[0]!);
@@ -194,15 +205,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
       }
       return (await this.prepared<{ id: string }>(tx, this.sql.insertOne, params)).map((r) => r.id);
     }
-    const rows = await this.prepared<{ id: string }>(tx, this.sql.insert, [
-      values.map((v) => v.type),
-      values.map((v) => v.bizKey),
-      values.map((v) => v.payloadJson),
-      values.map((v) => v.maxRetry),
-      values.map((v) => v.runAt?.toISOString() ?? null),
-      values.map((v) => v.owner),
-      values.map((v) => v.headersJson),
-    ]);
+    const rows = await this.prepared<{ id: string }>(tx, this.sql.insert, columnArrays(values));
     return rows.map((r) => r.id);
   }
 
@@ -212,13 +215,11 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
     const params = rowParams(checked);
+    const statement =
+      checked.orderingKey === null ? this.sql.insertIdempotent : this.sql.insertIdempotentKeyed;
     return insertIdempotently(checked, async () => {
-      if (isSqlExecutor(tx)) return insertIdempotentThroughExecutor(tx, this.sql.insertIdempotent, params);
-      const [row] = await this.prepared<{ id: string; duplicate: string }>(
-        tx,
-        this.sql.insertIdempotent,
-        params,
-      );
+      if (isSqlExecutor(tx)) return insertIdempotentThroughExecutor(tx, statement, params);
+      const [row] = await this.prepared<{ id: string; duplicate: string }>(tx, statement, params);
       // Nothing back: the key's holder committed after this statement began, or finished since.
       return row ? { id: row.id, duplicate: row.duplicate === 't' } : null;
     });
@@ -243,7 +244,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     );
     const rows = await (lent ?? this.hot<CommandRow>(this.sql.claimDue, values));
     // RETURNING has no order; the port promises claim order.
-    return rows.map(toRecord).sort(byDueThenId) as Port.ClaimedCommand[];
+    return rows.map(toRecord).sort(byClaimOrder) as Port.ClaimedCommand[];
   }
 
   async claimById(p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
@@ -603,6 +604,21 @@ function claimByIdValues(p: Port.ClaimByIdParams): {
   return types !== null && types.length === 0 ? null : values;
 }
 
+/** Commands as the parallel arrays of the batch insert statements' parameters. */
+function columnArrays(values: readonly CheckedCommand[]): unknown[][] {
+  return [
+    values.map((v) => v.type),
+    values.map((v) => v.bizKey),
+    values.map((v) => v.payloadJson),
+    values.map((v) => v.maxRetry),
+    values.map((v) => v.runAt?.toISOString() ?? null),
+    values.map((v) => v.owner),
+    values.map((v) => v.headersJson),
+    values.map((v) => v.priority),
+    values.map((v) => v.orderingKey),
+  ];
+}
+
 /** One command's values in the order of the single-row insert statements' parameters. */
 function rowParams(v: CheckedCommand): unknown[] {
   return [
@@ -613,6 +629,8 @@ function rowParams(v: CheckedCommand): unknown[] {
     v.runAt?.toISOString() ?? null,
     v.owner,
     v.headersJson,
+    v.priority,
+    v.orderingKey,
   ];
 }
 

@@ -1,4 +1,10 @@
-import { ACTIVE_STATUSES, MAX_PAYLOAD_DEPTH } from '@asynccmd/core';
+import {
+  ACTIVE_STATUSES,
+  DEFAULT_PRIORITY,
+  MAX_ORDERING_KEY_CHARS,
+  MAX_PAYLOAD_DEPTH,
+  PRIORITY_RANGE,
+} from '@asynccmd/core';
 import { IDEMPOTENT_INSERT_ATTEMPTS } from '@asynccmd/core/store-kit';
 import type { TableNames } from './names.js';
 
@@ -107,22 +113,56 @@ const wake = (n: TableNames): string => `
       PERFORM pg_notify('${n.channel}', '');
     END IF;`;
 
-const ARGUMENTS = `type text, payload json, run_at timestamptz DEFAULT NULL, biz_key text DEFAULT NULL,
+const ARGUMENTS_V6 = `type text, payload json, run_at timestamptz DEFAULT NULL, biz_key text DEFAULT NULL,
   max_retry integer DEFAULT ${DEFAULT_MAX_RETRY}, owner text DEFAULT NULL`;
+/**
+ * Version 8 adds the priority and the ordering key last, with defaults: calls written for version 6
+ * keep working.
+ */
+const ARGUMENTS_V8 = `${ARGUMENTS_V6}, priority integer DEFAULT ${DEFAULT_PRIORITY}, ordering_key text DEFAULT NULL`;
 
-/** The statements creating the submit functions (their limit function must exist). */
-export function submitFunctions(n: TableNames): string[] {
+/**
+ * The checks of version 8 ($7 priority, $8 ordering key), then the key's lock, taken before the
+ * insert draws the id and held to the end of the transaction, as the store's keyed inserts do.
+ */
+const priorityAndKey = (n: TableNames): string => `
+    IF $7 IS NULL OR $7 < ${PRIORITY_RANGE.min} OR $7 > ${PRIORITY_RANGE.max} THEN
+      ${refuse('INVALID_ARGUMENT', `priority must be an integer from ${PRIORITY_RANGE.min} to ${PRIORITY_RANGE.max}, not %`, `coalesce($7::text, 'null')`)};
+    END IF;
+    IF $8 IS NOT NULL THEN
+      IF $8 = '' OR char_length($8) > ${MAX_ORDERING_KEY_CHARS} THEN
+        ${refuse('INVALID_ARGUMENT', `ordering_key must be a non-empty string of at most ${MAX_ORDERING_KEY_CHARS} characters`)};
+      END IF;
+      PERFORM pg_advisory_xact_lock(hashtext('${n.table.replace(/'/g, "''")}'), hashtext($8));
+    END IF;`;
+
+/**
+ * The statements creating the submit functions (their limit function must exist): as migration 6
+ * made them (`version` 6), or with the priority argument of migration 8, which first drops the
+ * functions of version 6 (a longer argument list would be a second function beside them, and
+ * calls with six arguments would match both).
+ */
+export function submitFunctions(n: TableNames, version: 6 | 8 = 8): string[] {
+  const v8 = version === 8;
+  const ARGUMENTS = v8 ? ARGUMENTS_V8 : ARGUMENTS_V6;
   const insert = (idempotent: boolean): string => `
-      INSERT INTO ${n.table} (type, biz_key, payload, max_retry, next_run_at, owner, idempotent, created_at, updated_at)
-      VALUES ($1, $4, $2, $5, COALESCE(due, ${NOW}), $6, ${idempotent ? 'TRUE' : 'FALSE'}, ${NOW}, ${NOW})`;
+      INSERT INTO ${n.table} (type, biz_key, payload, max_retry, next_run_at, owner, idempotent, created_at, updated_at${v8 ? ', priority, ordering_key' : ''})
+      VALUES ($1, $4, $2, $5, COALESCE(due, ${NOW}), $6, ${idempotent ? 'TRUE' : 'FALSE'}, ${NOW}, ${NOW}${v8 ? ', $7, $8' : ''})`;
+  const v6Signature = 'text, json, timestamptz, text, integer, text';
   return [
+    ...(v8
+      ? [
+          `DROP FUNCTION IF EXISTS ${n.fn('submit')}(${v6Signature})`,
+          `DROP FUNCTION IF EXISTS ${n.fn('submit_once')}(${v6Signature})`,
+        ]
+      : []),
     `CREATE OR REPLACE FUNCTION ${n.fn('submit')}(${ARGUMENTS}) RETURNS bigint
     LANGUAGE plpgsql VOLATILE AS $fn$
     #variable_conflict use_column
     DECLARE ${DECLARE}
       submitted bigint;
     BEGIN
-      ${checks(n)}
+      ${checks(n)}${v8 ? priorityAndKey(n) : ''}
       IF $4 = '' THEN
         ${refuse('INVALID_ARGUMENT', `biz_key must be a non-empty string of at most ${MAX_BIZ_KEY_CHARS} characters`)};
       END IF;
@@ -138,7 +178,7 @@ export function submitFunctions(n: TableNames): string[] {
     #variable_conflict use_column
     DECLARE ${DECLARE}
     BEGIN
-      ${checks(n)}
+      ${checks(n)}${v8 ? priorityAndKey(n) : ''}
       IF $4 IS NULL OR $4 = '' THEN
         ${refuse('INVALID_ARGUMENT', 'an idempotent submit needs a non-empty biz_key')};
       END IF;

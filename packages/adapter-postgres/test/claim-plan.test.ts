@@ -25,7 +25,10 @@ afterAll(async () => {
   }
 });
 
-/** A migrated table that has never been analyzed, with `pending` due rows and `finished` SUCCESS rows. */
+/**
+ * A migrated table that has never been analyzed, with `pending` due rows (priorities 0 to 9, spread
+ * over the due times) and `finished` SUCCESS rows.
+ */
 async function neverAnalyzed(pending: number, finished: number): Promise<string> {
   const schema = uniqueSchema('acpg_plan');
   opened.push({ schema, store: await openStore(schema) });
@@ -37,8 +40,8 @@ async function neverAnalyzed(pending: number, finished: number): Promise<string>
     [finished],
   );
   await adminQuery(
-    `INSERT INTO ${t} (type, payload, max_retry, next_run_at, created_at, updated_at)
-     SELECT 'noop', '{}', 3, now() - interval '1 minute' + g * interval '1 microsecond', now(), now()
+    `INSERT INTO ${t} (type, payload, max_retry, next_run_at, priority, created_at, updated_at)
+     SELECT 'noop', '{}', 3, now() - interval '1 minute' + g * interval '1 microsecond', g % 10, now(), now()
      FROM generate_series(1, $1::integer) AS g`,
     [pending],
   );
@@ -99,10 +102,17 @@ function expectIndexScanThatStops(
 ): void {
   for (const { outer, pick } of plans) {
     expect(pick['Node Type']).toBe('Limit');
-    const scans = nodes(pick).filter((n) => n['Node Type'].includes('Scan'));
+    // The ordering-key check is a subplan on keyed_idx, run for keyed rows only (these have none).
+    const keyCheck = (n: PlanNode): boolean => n['Index Name'] === 'async_command_keyed_idx';
+    const scans = nodes(pick).filter((n) => n['Node Type'].includes('Scan') && !keyCheck(n));
     expect(scans.map((n) => [n['Node Type'], n['Index Name']])).toEqual([
-      ['Index Scan', 'async_command_due_idx'],
+      ['Index Scan', 'async_command_claim_idx'],
     ]);
+    expect(
+      nodes(pick)
+        .filter(keyCheck)
+        .every((n) => (n['Actual Rows'] ?? 0) === 0),
+    ).toBe(true);
     // Stopped after LIMIT rows: it never read the rest of the pending rows.
     expect(scans[0]!['Actual Rows']).toBeLessThanOrEqual(limit);
     expect(nodes(pick).filter((n) => FORBIDDEN.test(n['Node Type']))).toEqual([]);
@@ -113,7 +123,7 @@ function expectIndexScanThatStops(
 }
 
 describe('the PostgreSQL claim on a table that was never analyzed', () => {
-  it('reads the due index in order and stops after LIMIT rows, with 1,000,000 pending', async () => {
+  it('reads the claim index in order and stops after LIMIT rows, with 1,000,000 pending', async () => {
     const schema = await neverAnalyzed(1_000_000, 0);
     expectIndexScanThatStops(await claimPlans(schema, 50), 50);
     // And the store's claim takes the first due rows.
@@ -126,11 +136,13 @@ describe('the PostgreSQL claim on a table that was never analyzed', () => {
       leaseMs: 30_000,
     });
     const [first] = await adminQuery<{ ids: string[] }>(
-      `SELECT array_agg(id::text ORDER BY next_run_at, id) AS ids
-       FROM (SELECT id, next_run_at FROM "${schema}".async_command WHERE status = 'RUNNING') AS r`,
+      `SELECT array_agg(id::text ORDER BY priority, next_run_at, id) AS ids
+       FROM (SELECT id, next_run_at, priority FROM "${schema}".async_command WHERE status = 'RUNNING') AS r`,
     );
     expect(rows.map((r) => r.id)).toEqual(first!.ids);
     expect(rows).toHaveLength(50);
+    // The most urgent priority first: 100,000 pending rows have priority 0.
+    expect(new Set(rows.map((r) => r.priority))).toEqual(new Set([0]));
   }, 240_000);
 
   it('does the same with 1,000,000 finished rows and a few pending', async () => {

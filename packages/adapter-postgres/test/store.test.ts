@@ -138,9 +138,11 @@ describe('PostgresCommandStore', () => {
     expect(indexes.map((i) => i.indexname)).toEqual(
       [
         'async_command_active_key',
+        'async_command_claim_idx',
         'async_command_created_idx',
         'async_command_dead_idx',
         'async_command_due_idx',
+        'async_command_keyed_idx',
         'async_command_lease_idx',
         'async_command_pkey',
         'async_command_type_biz_idx',
@@ -864,16 +866,16 @@ describe('PostgresCommandStore', () => {
     return plan.map((p) => p['QUERY PLAN']).join('\n');
   }
 
-  it('keeps claims on the partial due index when many finished rows sit in the table', async () => {
+  it('keeps claims on the partial claim index when many finished rows sit in the table', async () => {
     const t = await addFinishedHistory('work');
     const text = await planOf(
       `WITH due AS (
          SELECT id FROM ${t}
          WHERE status = 'PENDING' AND next_run_at <= now() AND type = ANY('{work}'::text[])
-         ORDER BY next_run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED)
+         ORDER BY priority, next_run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED)
        UPDATE ${t} AS c SET status = 'RUNNING' FROM due WHERE c.id = due.id RETURNING c.id`,
     );
-    expect(text).toContain('async_command_due_idx');
+    expect(text).toContain('async_command_claim_idx');
     expect(text).not.toContain('Seq Scan');
   });
 

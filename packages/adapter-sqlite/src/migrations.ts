@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { ACTIVE_STATUSES } from '@asynccmd/core';
+import { ACTIVE_STATUSES, DEFAULT_PRIORITY } from '@asynccmd/core';
 
 /**
  * Versioned schema changes. The version numbers are shared by every adapter (1 = the command table
@@ -106,6 +106,20 @@ export const MIGRATIONS: readonly Migration[] = [
         last_tick   INTEGER,
         active_from INTEGER NOT NULL
       )`,
+    ],
+  },
+  {
+    version: 8,
+    name: 'priorities and ordering keys',
+    statements: (t) => [
+      `ALTER TABLE ${t} ADD COLUMN priority INTEGER NOT NULL DEFAULT ${DEFAULT_PRIORITY}`,
+      `ALTER TABLE ${t} ADD COLUMN ordering_key TEXT`,
+      // The due claim walks this in (priority, next_run_at, id) order and stops after LIMIT rows;
+      // the due index stays for the oldest due time (stats, health probe).
+      `CREATE INDEX IF NOT EXISTS ${t}_claim ON ${t} (priority, next_run_at, id) WHERE status = 'PENDING'`,
+      // The earlier commands of a key that hold it back: a command without a key is not in it.
+      `CREATE INDEX IF NOT EXISTS ${t}_keyed ON ${t} (ordering_key, id)
+         WHERE ordering_key IS NOT NULL AND status IN ('PENDING', 'RUNNING', 'DEAD')`,
     ],
   },
 ];

@@ -40,6 +40,8 @@ type CommandRowValues = readonly [
   CommandRow['rescue_count_at_retry'],
   CommandRow['claimed_by'],
   CommandRow['history'],
+  CommandRow['priority'],
+  CommandRow['ordering_key'],
 ];
 
 /**
@@ -71,6 +73,8 @@ export function toRecordFromValues(values: readonly unknown[]): CommandRecord {
     rescue_count_at_retry,
     claimed_by,
     history,
+    priority,
+    ordering_key,
   ] = values as CommandRowValues;
   return toRecord({
     id,
@@ -96,5 +100,7 @@ export function toRecordFromValues(values: readonly unknown[]): CommandRecord {
     rescue_count_at_retry,
     claimed_by,
     history,
+    priority,
+    ordering_key,
   });
 }

@@ -133,8 +133,8 @@ function scheduleSql(t: string) {
        WHERE name = :name
        RETURNING ${columns}`,
     insertTick: `INSERT INTO ${t} (type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent,
-         headers, created_at, updated_at, schedule_name, schedule_tick)
-       VALUES (?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ${DB_NOW}, ${DB_NOW}, ?, ?)
+         headers, priority, ordering_key, created_at, updated_at, schedule_name, schedule_tick)
+       VALUES (?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ?, ?, ${DB_NOW}, ${DB_NOW}, ?, ?)
        ON CONFLICT (schedule_name, schedule_tick) WHERE schedule_name IS NOT NULL DO NOTHING
        RETURNING CAST(id AS TEXT) AS id`,
     advance: `UPDATE ${s} SET last_tick = ? WHERE name = ? AND (last_tick IS NULL OR last_tick < ?)`,

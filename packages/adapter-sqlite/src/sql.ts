@@ -18,7 +18,7 @@ export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
 const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
   created_at, updated_at, started_at, finished_at, retry_count_at_retry, rescue_count_at_retry,
-  claimed_by, history`;
+  claimed_by, history, priority, ordering_key`;
 
 /**
  * The row's history with the attempt its claim ran appended, ending now with `outcome` and `error`
@@ -41,8 +41,26 @@ const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 /** The rescue a reclaim would add passes the limit, counted since the latest admin retry. */
 const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > :maxRescues';
 
-/** One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, headers. */
-const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ${DB_NOW}, ${DB_NOW})`;
+/** Statuses in which a command holds its ordering key against every later command of the key. */
+const KEY_HOLDING = `('PENDING', 'RUNNING', 'DEAD')`;
+
+/**
+ * A command (as `outer` names it) that is first of its ordering key: no command of the key with a
+ * smaller id is PENDING, RUNNING or DEAD (a dead one holds the key until a person retries, cancels
+ * or kills it). Read from the keyed index, so a command without a key pays nothing. SQLite has one
+ * writer at a time, so the ids of a key's commands follow the order their transactions commit in.
+ */
+const firstOfKey = (t: string, outer: string): string =>
+  `(${outer}.ordering_key IS NULL OR NOT EXISTS (
+     SELECT 1 FROM ${t} AS earlier INDEXED BY ${t}_keyed
+     WHERE earlier.ordering_key = ${outer}.ordering_key AND earlier.id < ${outer}.id
+       AND earlier.status IN ${KEY_HOLDING}))`;
+
+/**
+ * One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, headers, priority,
+ * ordering_key.
+ */
+const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
 
 /** JSON text `[[id, "token"], …]` matched against (id, claim_token). */
 const REFS = `(id, claim_token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:refs))`;
@@ -62,35 +80,38 @@ export function sqliteSql(t: string) {
     /** `rows` commands in one statement; ids come back in insertion order once sorted. */
     insertMany: (rows: number) =>
       `INSERT INTO ${t} (type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent,
-         headers, created_at, updated_at)
+         headers, priority, ordering_key, created_at, updated_at)
        VALUES ${Array.from({ length: rows }, () => INSERT_ROW).join(', ')}
        RETURNING CAST(id AS TEXT) AS id`,
 
     /** Does nothing when the active-key partial unique index already holds (type, biz_key). */
     insertIdempotent: `INSERT INTO ${t} (type, biz_key, payload, status, max_retry, next_run_at, owner,
-         idempotent, headers, created_at, updated_at)
-       VALUES (?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 1, ?, ${DB_NOW}, ${DB_NOW})
+         idempotent, headers, priority, ordering_key, created_at, updated_at)
+       VALUES (?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 1, ?, ?, ?, ${DB_NOW}, ${DB_NOW})
        ON CONFLICT (type, biz_key) WHERE idempotent = 1 AND status IN ('PENDING', 'RUNNING') DO NOTHING
        RETURNING CAST(id AS TEXT) AS id`,
     activeHolder: `SELECT CAST(id AS TEXT) AS id FROM ${t}
        WHERE type = ? AND biz_key = ? AND idempotent = 1 AND status IN ('PENDING', 'RUNNING')`,
 
-    /** Oldest due first; one statement, and SQLite has a single writer, so no row is claimed twice. */
+    /**
+     * In claim order (priority, due time, id); one statement, and SQLite has a single writer, so no
+     * row is claimed twice.
+     */
     claimDue: `UPDATE ${t} NOT INDEXED
        SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE status = 'PENDING' AND id IN (
-         SELECT id FROM ${t} INDEXED BY ${t}_due
+         SELECT id FROM ${t} AS due INDEXED BY ${t}_claim
          WHERE status = 'PENDING' AND next_run_at <= :now
-           AND type IN (SELECT value FROM json_each(:types)) AND ${NOT_HELD_BACK}
-         ORDER BY next_run_at, id
+           AND type IN (SELECT value FROM json_each(:types)) AND ${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}
+         ORDER BY priority, next_run_at, id
          LIMIT :limit)
        RETURNING ${COLUMNS}`,
     claimById: `UPDATE ${t}
        SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
-         AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types)))
+         AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))) AND ${firstOfKey(t, t)}
        RETURNING ${COLUMNS}`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.

@@ -16,7 +16,7 @@ import {
   validateIdentifier,
 } from '@asynccmd/core';
 import {
-  byDueThenId,
+  byClaimOrder,
   compareIds,
   guardedTransition,
   inCallersOrder,
@@ -216,7 +216,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     if (limit === 0 || types.length === 0) return [];
     return this.run(() => {
       const rows = this.stmt('claimDue').raw(true).all(claim) as unknown[][];
-      return rows.map(toRecordFromValues).sort(byDueThenId) as Port.ClaimedCommand[];
+      return rows.map(toRecordFromValues).sort(byClaimOrder) as Port.ClaimedCommand[];
     });
   }
 
@@ -564,7 +564,17 @@ function instant(what: string, value: unknown): number {
 
 /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
 function insertParams(c: CheckedCommand): (string | number | null)[] {
-  return [c.type, c.bizKey, c.payloadJson, c.maxRetry, c.runAt?.getTime() ?? null, c.owner, c.headersJson];
+  return [
+    c.type,
+    c.bizKey,
+    c.payloadJson,
+    c.maxRetry,
+    c.runAt?.getTime() ?? null,
+    c.owner,
+    c.headersJson,
+    c.priority,
+    c.orderingKey,
+  ];
 }
 
 /** `[[id, "token"], …]` for the fenced batch statements; ids are checked digits. */

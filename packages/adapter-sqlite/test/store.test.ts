@@ -197,7 +197,7 @@ describe('SqliteCommandStore (adapter specifics)', () => {
       types: '["a"]',
       limit: 1,
     });
-    expect(claimPlan).toContain('async_command_due');
+    expect(claimPlan).toContain('async_command_claim');
     expect(claimPlan).not.toContain('TEMP B-TREE');
     // The rows a claim or an outcome write picks by id are found by id, not by walking a status.
     const byId = 'USING INTEGER PRIMARY KEY (rowid=?)';

@@ -190,12 +190,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           if (page.items.length === 0) return out('no commands match');
           out(
             renderTable(
-              ['ID', 'STATUS', 'TYPE', 'BIZ KEY', 'FAILED', 'NEXT RUN AT', 'LAST ERROR'],
+              ['ID', 'STATUS', 'TYPE', 'BIZ KEY', 'PRIORITY', 'FAILED', 'NEXT RUN AT', 'LAST ERROR'],
               page.items.map((c) => [
                 c.id,
                 c.status,
                 c.type,
                 c.bizKey ?? '',
+                String(c.priority),
                 `${c.retryCount}/${c.maxRetry + 1}`,
                 c.nextRunAt.toISOString(),
                 clip(c.lastError, 60),
@@ -468,6 +469,8 @@ function describeCommand(c: CommandRecord): string {
         `${view.attempts.retriesLeft} of ${c.maxRetry} retries left`,
     ],
     ['nextRunAt', iso(c.nextRunAt)],
+    ['priority', String(c.priority)],
+    ['orderingKey', c.orderingKey ?? '-'],
     ['lastError', c.lastError ?? '-'],
     ['owner', c.owner ?? '-'],
     ['createdAt', iso(c.createdAt)],

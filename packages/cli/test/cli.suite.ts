@@ -54,9 +54,11 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       await submit(store, 'cli.list');
       const human = await run('list', '--status', 'DEAD', '--type', 'cli.list');
       expect(human.code).toBe(0);
-      expect(human.out).toMatch(/^ID\s+STATUS\s+TYPE\s+BIZ KEY\s+FAILED\s+NEXT RUN AT\s+LAST ERROR$/m);
       expect(human.out).toMatch(
-        new RegExp(`^${dead}\\s+DEAD\\s+cli\\.list\\s+1/1\\s+\\S+\\s+payment gateway timed out$`, 'm'),
+        /^ID\s+STATUS\s+TYPE\s+BIZ KEY\s+PRIORITY\s+FAILED\s+NEXT RUN AT\s+LAST ERROR$/m,
+      );
+      expect(human.out).toMatch(
+        new RegExp(`^${dead}\\s+DEAD\\s+cli\\.list\\s+0\\s+1/1\\s+\\S+\\s+payment gateway timed out$`, 'm'),
       );
       const json = JSON.parse((await run('list', '--status', 'dead', '--type', 'cli.list', '--json')).out);
       expect(json.items.map((i: { id: string }) => i.id)).toEqual([dead]);

@@ -51,6 +51,13 @@ export interface CommandRecord<P = unknown> {
   readonly rescueCountAtRetry: number;
   /** Due time: a PENDING command is claimed only once this has passed. */
   readonly nextRunAt: Date;
+  /** Claim order: lower numbers first, then due time, then id (see PRIORITY_RANGE). */
+  readonly priority: number;
+  /**
+   * Commands sharing an ordering key run one at a time, in id order: one is claimed only when no
+   * other of the key is RUNNING and none with a smaller id is PENDING, RUNNING or DEAD. Null: none.
+   */
+  readonly orderingKey: string | null;
   readonly lastError: string | null;
   /** The submitting service, for people reading the table. */
   readonly owner: string | null;
@@ -126,7 +133,20 @@ export interface NewCommand {
   readonly maxRetry: number;
   readonly owner?: string | null;
   readonly headers?: CommandHeaders;
+  /** Lower numbers are claimed first; default DEFAULT_PRIORITY. Within PRIORITY_RANGE. */
+  readonly priority?: number;
+  /** See CommandRecord.orderingKey; at most MAX_ORDERING_KEY_CHARS characters. */
+  readonly orderingKey?: string | null;
 }
+
+/**
+ * Priorities a command may have: a SMALLINT on every database. Lower is more urgent, as in
+ * graphile-worker and Oban; the order is strict (see docs/priorities-and-ordering.md).
+ */
+export const PRIORITY_RANGE = { min: -32768, max: 32767 } as const;
+export const DEFAULT_PRIORITY = 0;
+/** The longest ordering key, in characters (as a bizKey). */
+export const MAX_ORDERING_KEY_CHARS = 128;
 
 /**
  * The times a store writes (due times, retry times) lie in the years 1000 to 9999, UTC: the range

@@ -29,6 +29,8 @@ const row = (
   retry_count: 1,
   rescue_count: 0,
   next_run_at: createdAt,
+  priority: 0,
+  ordering_key: null,
   last_error: null,
   owner: null,
   claim_token: 'tok',

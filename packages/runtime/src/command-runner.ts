@@ -26,7 +26,10 @@ export interface CommandRunnerDeps {
   readonly leases: LeaseKeeper;
   readonly outcomes: OutcomeWriter;
   readonly outage: StoreOutage;
-  /** A requeued command this instance let go of can be claimed now (wake the claimers). */
+  /**
+   * A command became claimable now (wake the claimers): a requeued one this instance let go of, or
+   * the next of an ordering key whose command succeeded here.
+   */
   readonly onClaimable: () => void;
 }
 
@@ -114,6 +117,8 @@ export class CommandRunner {
         const done = await this.deps.outcomes.complete(execution.ref);
         if (done === true) {
           if (events.listening) events.emit({ kind: 'succeeded', command, durationMs });
+          // The next command of its ordering key can be claimed now, here or elsewhere.
+          if (command.orderingKey !== null) this.deps.onClaimable();
         } else this.#notRecorded(execution, done, 'succeeded');
       } else if (execution.abortCause === 'shutdown') {
         // Stopped by shutdown, not by its own fault: back to PENDING with nothing counted against it.

@@ -3,6 +3,7 @@ import {
   EXECUTION_MODES,
   InvalidArgumentError,
   MAX_INSTANCE_CHARS,
+  PRIORITY_RANGE,
 } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
 import { MAX_DURATION_MS } from './ops/duration.js';
@@ -126,6 +127,19 @@ export function poolOptionsProblem(options: unknown): string | null {
   );
 }
 
+/** Command type → its default priority. */
+const typePriorities: Check = (v) => {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    return `must map command types to priorities, not ${describe(v)}`;
+  }
+  const priority = integer(PRIORITY_RANGE.min, PRIORITY_RANGE.max);
+  for (const [type, value] of Object.entries(v)) {
+    const problem = priority(value);
+    if (problem) return `type "${type}": ${problem}`;
+  }
+  return null;
+};
+
 const pools: Check = (v) => {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) {
     return `must map pool names to pool options, not ${describe(v)}`;
@@ -183,6 +197,7 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   instanceId: text(MAX_INSTANCE_CHARS),
   maxPayloadBytes: integer(1, 2 ** 31 - 1),
   defaultMaxRetry: integer(0, MAX_RETRY_LIMIT),
+  typePriorities,
   backoff: backoffPolicy,
   leaseMs: integer(MIN_LEASE_MS, MAX_TIMER_MS),
   heartbeatIntervalMs: integer(10, MAX_TIMER_MS),

@@ -53,6 +53,11 @@ export interface AsyncCommandsOptions<Tx = unknown> {
   readonly maxPayloadBytes?: number;
   /** Retries after the first attempt when neither the submit nor the executor says. Default 5. */
   readonly defaultMaxRetry?: number;
+  /**
+   * The priority of each command type's submits that name none (core PRIORITY_RANGE; lower is
+   * claimed first). Types not listed: core DEFAULT_PRIORITY (0).
+   */
+  readonly typePriorities?: Readonly<Record<string, number>>;
   /** Retry delays when the executor has none. Default: core exponentialBackoff() — min(60 s·2ⁿ, 1 h). */
   readonly backoff?: BackoffPolicy;
   /** Lease of a claim, renewed by heartbeats; executors may override. Default 8 s. */

@@ -1,6 +1,10 @@
 import * as E from 'fp-ts/lib/Either.js';
 import {
+  DEFAULT_PRIORITY,
   InvalidArgumentError,
+  MAX_ORDERING_KEY_CHARS,
+  PRIORITY_RANGE,
+  requireInt,
   refuseNul,
   requireHeadersJson,
   requireStoredTime,
@@ -25,6 +29,17 @@ export interface SubmitOptions {
   readonly owner?: string | null;
   /** Extra headers stored with the command (merged over the headers provider's), within core HEADER_LIMITS. */
   readonly headers?: CommandHeaders;
+  /**
+   * Claim order: lower numbers are claimed first (core PRIORITY_RANGE); default: the runtime's
+   * `typePriorities` for the type, else 0. Strict: a steady stream of urgent commands can keep
+   * less urgent ones waiting.
+   */
+  readonly priority?: number;
+  /**
+   * Commands with the same key run one at a time, in submission order, across all instances; a
+   * DEAD one holds the key until a person retries, cancels or kills it. At most 128 characters.
+   */
+  readonly orderingKey?: string | null;
 }
 
 export interface SubmitRules {
@@ -33,6 +48,8 @@ export interface SubmitRules {
   readonly submitOnlyTypes: readonly string[];
   readonly maxPayloadBytes: number;
   readonly defaultMaxRetry: number;
+  /** Default priority by type (options `typePriorities`). */
+  readonly typePriorities: Readonly<Record<string, number>>;
   readonly owner: string | null;
   readonly headers: () => CommandHeaders;
   /**
@@ -71,7 +88,22 @@ export function toNewCommand(
   }
   const headers = { ...rules.headers(), ...options.headers };
   requireHeadersJson(headers);
-  return { type, payloadJson: payloadJson.right, bizKey, runAt, maxRetry, owner, headers };
+  const byType = Object.hasOwn(rules.typePriorities, type) ? rules.typePriorities[type] : undefined;
+  const priority = options.priority ?? byType ?? DEFAULT_PRIORITY;
+  requireInt('priority', priority, PRIORITY_RANGE.min, PRIORITY_RANGE.max);
+  const orderingKey = options.orderingKey ?? null;
+  checkText('orderingKey', orderingKey, MAX_ORDERING_KEY_CHARS);
+  return {
+    type,
+    payloadJson: payloadJson.right,
+    bizKey,
+    runAt,
+    maxRetry,
+    owner,
+    headers,
+    priority,
+    ...(orderingKey !== null ? { orderingKey } : {}),
+  };
 }
 
 function checkText(name: string, value: unknown, max: number): void {

@@ -10,7 +10,7 @@ const notify = defineExecutor<'order.notify', { orderId: string; version: number
   execute: () => undefined,
 });
 
-function setup(maxPayloadBytes = 1024) {
+function setup(maxPayloadBytes = 1024, typePriorities?: Readonly<Record<string, number>>) {
   const inserted: NewCommand[][] = [];
   const store = stubStore({
     insert: async (_tx, commands) => {
@@ -25,6 +25,7 @@ function setup(maxPayloadBytes = 1024) {
     maxPayloadBytes,
     owner: 'orders',
     headersProvider: () => ({ traceparent: '00-abc-def-01' }),
+    ...(typePriorities ? { typePriorities } : {}),
   });
   return { client: runtime.client, inserted };
 }
@@ -123,5 +124,43 @@ describe('client validation: the limits every store holds to', () => {
       code('INVALID_ARGUMENT'),
     );
     expect(inserted).toEqual([]);
+  });
+});
+
+describe('client: priorities and ordering keys', () => {
+  const order = { orderId: 'a', version: 1 };
+
+  it('takes the priority of the submit, else the type default of typePriorities, else 0', async () => {
+    const { client, inserted } = setup(1024, { 'order.notify': -5 });
+    await client.submit({}, 'order.notify', order);
+    await client.submit({}, 'order.notify', order, { priority: 7 });
+    await client.submit({} as never, 'report.render' as 'order.notify', order);
+    await client.submit({}, 'order.notify', order, { orderingKey: 'order-a' });
+    expect(inserted.map((batch) => batch[0]?.priority)).toEqual([-5, 7, 0, -5]);
+    expect(inserted.map((batch) => batch[0]?.orderingKey ?? null)).toEqual([null, null, null, 'order-a']);
+  });
+
+  it('refuses a priority out of range or not an integer, and a bad ordering key, before writing', async () => {
+    const { client, inserted } = setup();
+    for (const options of [
+      { priority: 32768 },
+      { priority: -32769 },
+      { priority: 0.5 },
+      { priority: '1' as unknown as number },
+      { orderingKey: '' },
+      { orderingKey: 'k'.repeat(129) },
+      { orderingKey: 'k\u0000' },
+    ]) {
+      await expect(
+        client.submit({}, 'order.notify', order, options),
+        JSON.stringify(options),
+      ).rejects.toThrow(code('INVALID_ARGUMENT'));
+    }
+    expect(inserted).toEqual([]);
+  });
+
+  it('refuses typePriorities that are not integers in range when the runtime is built', () => {
+    expect(() => setup(1024, { 'order.notify': 1.5 })).toThrow(/typePriorities/);
+    expect(() => setup(1024, { 'order.notify': 40_000 })).toThrow(/typePriorities/);
   });
 });

@@ -40,6 +40,7 @@ const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[
   ['instanceId', ['', 42, 'x'.repeat(129), 'host\u0000']],
   ['maxPayloadBytes', [0, -1, 1.5, NaN, Infinity, '65536', 2 ** 31]],
   ['defaultMaxRetry', [-1, 1.5, 1001, NaN, '5']],
+  ['typePriorities', [null, 5, [1], { a: 1.5 }, { a: 32768 }, { a: '1' }]],
   ['backoff', [fn, null, {}, { delayMs: 100 }, exponentialBackoff]],
   ['leaseMs', [0, 199, 1000.5, NaN, 2 ** 31, '8000']],
   ['heartbeatIntervalMs', [0, 9, 10.5, 8_000, 60_000, NaN, '2000']],

@@ -43,6 +43,8 @@ export function claimedRow(
     maxRetry: 5,
     retryCount: 0,
     rescueCount: 0,
+    priority: 0,
+    orderingKey: null,
     retryCountAtRetry: 0,
     rescueCountAtRetry: 0,
     claimedBy: null,

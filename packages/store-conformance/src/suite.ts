@@ -9,7 +9,9 @@ import { insertArea } from './areas/insert.js';
 import { migrationArea } from './areas/migration.js';
 import { modelArea } from './areas/model.js';
 import { outcomeCountsArea } from './areas/outcome-counts.js';
+import { orderingArea } from './areas/ordering.js';
 import { outcomesArea } from './areas/outcomes.js';
+import { priorityArea } from './areas/priority.js';
 import { purgeArea } from './areas/purge.js';
 import { readArea } from './areas/read.js';
 import { reclaimArea } from './areas/reclaim.js';
@@ -31,6 +33,8 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     insertArea(factory, name);
     inputArea(factory, name);
     claimArea(factory, name);
+    priorityArea(factory, name);
+    orderingArea(factory, name);
     outcomesArea(factory, name);
     reclaimArea(factory, name);
     adminArea(factory, name);

@@ -392,7 +392,7 @@ export class TestKit<TM extends CommandTypeMap = CommandTypeMap> {
     }
   }
 
-  /** Claims everything due now, each type with its own lease; oldest due first. */
+  /** Claims everything due now, each type with its own lease; in claim order (priority, due, id). */
   async #claimDue(): Promise<ClaimedCommand[]> {
     const byLease = new Map<number, string[]>();
     for (const entry of this.#runtime.registry.entries()) {
@@ -407,7 +407,10 @@ export class TestKit<TM extends CommandTypeMap = CommandTypeMap> {
         if (rows.length < BATCH) break;
       }
     }
-    return claimed.sort((a, b) => a.nextRunAt.getTime() - b.nextRunAt.getTime() || compareIds(a.id, b.id));
+    return claimed.sort(
+      (a, b) =>
+        a.priority - b.priority || a.nextRunAt.getTime() - b.nextRunAt.getTime() || compareIds(a.id, b.id),
+    );
   }
 }
 

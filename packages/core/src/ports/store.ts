@@ -54,8 +54,8 @@ export interface CommandStore<Tx = unknown> {
   ): Promise<InsertResult>;
 
   /**
-   * Claims up to `limit` PENDING commands of the given types whose nextRunAt ≤ `now`, oldest due
-   * first (ordered by nextRunAt, then id), marking them RUNNING with `token`, startedAt = database
+   * Claims up to `limit` PENDING commands of the given types whose nextRunAt ≤ `now`, most urgent
+   * first (ordered by priority, lowest number first, then nextRunAt, then id), marking them RUNNING with `token`, startedAt = database
    * now and leaseUntil = database now + leaseMs. Concurrent claimers never receive the same row.
    * Returns the claimed rows in claim order (possibly fewer than `limit`, possibly none).
    */

@@ -1,3 +1,4 @@
+import { DEFAULT_PRIORITY, MAX_ORDERING_KEY_CHARS, PRIORITY_RANGE } from '../command.js';
 import type { ClaimRef, CommandId, NewCommand } from '../command.js';
 import { truncateErrorText } from '../error-text.js';
 import { InvalidArgumentError } from '../errors.js';
@@ -67,6 +68,8 @@ export interface CheckedCommand {
   readonly runAt: Date | null;
   readonly owner: string | null;
   readonly headersJson: string;
+  readonly priority: number;
+  readonly orderingKey: string | null;
 }
 
 /** A failed attempt to record, checked: the claim it ran under and what it turns into. */
@@ -147,7 +150,21 @@ export class StoreInput {
       runAt: c.runAt === undefined || c.runAt === null ? null : requireStoredTime('runAt', c.runAt),
       owner: this.text('owner', c.owner),
       headersJson: requireHeadersJson(c.headers),
+      priority: requireInt(
+        'priority',
+        c.priority ?? DEFAULT_PRIORITY,
+        PRIORITY_RANGE.min,
+        PRIORITY_RANGE.max,
+      ),
+      orderingKey: this.orderingKey(c.orderingKey),
     };
+  }
+
+  private orderingKey(value: unknown): string | null {
+    const key = optionalText('orderingKey', value);
+    if (key === '') throw new InvalidArgumentError('orderingKey must be a non-empty string or null');
+    if (key !== null) this.fits('orderingKey', key, MAX_ORDERING_KEY_CHARS);
+    return key;
   }
 
   /** A command for an idempotent submit: as `command`, and its bizKey is required. */

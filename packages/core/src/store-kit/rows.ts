@@ -33,6 +33,8 @@ export interface StoredCommandRow<Time, Count, Flag> {
   readonly rescue_count_at_retry: Count;
   readonly claimed_by: string | null;
   readonly history: string | null;
+  readonly priority: Count;
+  readonly ordering_key: string | null;
 }
 
 /** How an adapter reads its encodings of times, counts and the flag. */
@@ -64,6 +66,8 @@ export function recordFromRow<Time, Count, Flag>(
     retryCountAtRetry: decode.count(row.retry_count_at_retry),
     rescueCountAtRetry: decode.count(row.rescue_count_at_retry),
     nextRunAt: decode.time(row.next_run_at),
+    priority: decode.count(row.priority),
+    orderingKey: row.ordering_key,
     lastError: row.last_error,
     owner: row.owner,
     claimedBy: row.claimed_by,
@@ -86,9 +90,9 @@ export function compareIds(a: CommandId, b: CommandId): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
-/** Claim order: nextRunAt, then id. */
-export function byDueThenId(a: CommandRecord, b: CommandRecord): number {
-  return a.nextRunAt.getTime() - b.nextRunAt.getTime() || compareIds(a.id, b.id);
+/** Claim order: priority (lower first), then nextRunAt, then id. */
+export function byClaimOrder(a: CommandRecord, b: CommandRecord): number {
+  return a.priority - b.priority || a.nextRunAt.getTime() - b.nextRunAt.getTime() || compareIds(a.id, b.id);
 }
 
 /** The ids among `asked` that `done` holds: in the callers' order, each id once. */

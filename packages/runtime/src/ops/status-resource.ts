@@ -38,6 +38,10 @@ export interface CommandStatusResource {
   /** Its latest attempts (at most 10), oldest first. */
   readonly history: readonly AttemptView[];
   readonly nextRunAt: string;
+  /** Claim order: lower numbers first. */
+  readonly priority: number;
+  /** Commands sharing it run one at a time, in submission order; null: none. */
+  readonly orderingKey: string | null;
   readonly lastError: string | null;
   readonly owner: string | null;
   readonly createdAt: string;
@@ -85,6 +89,8 @@ export function toStatusResource(c: CommandRecord, basePath = ''): CommandStatus
     },
     history: c.history.map(toAttemptView),
     nextRunAt: c.nextRunAt.toISOString(),
+    priority: c.priority,
+    orderingKey: c.orderingKey,
     lastError: c.lastError,
     owner: c.owner,
     createdAt: c.createdAt.toISOString(),
