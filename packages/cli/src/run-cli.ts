@@ -40,6 +40,15 @@ import {
   type FailureContext,
 } from './failures.js';
 import { openStore, redactUrl } from './open-store.js';
+import { parseCount } from './arguments.js';
+import {
+  ADMIN_TOKEN_VARIABLE,
+  loadWorkerModule,
+  parseWorkerFlags,
+  runWorker,
+  workerPoolSize,
+  type WorkerFlags,
+} from './worker.js';
 import { clip, renderTable } from './table.js';
 
 // src and dist both sit one level below the package root.
@@ -50,6 +59,8 @@ export interface CliIo {
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Ends the process at once: `asynccmd worker` on a second SIGTERM. */
+  readonly exit?: (code: number) => void;
 }
 
 export { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './failures.js';
@@ -82,6 +93,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     cmd: Command,
     fn: (store: CommandStore) => Promise<void>,
     create = false,
+    poolSize?: number,
   ): Promise<void> => {
     const g = cmd.optsWithGlobals<GlobalOptions>();
     const url = g.db ?? env['ASYNCCMD_DB'];
@@ -101,6 +113,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       ...(g.table !== undefined ? { table: g.table } : {}),
       ...(g.schema !== undefined ? { schema: g.schema } : {}),
       mustExist: !create,
+      ...(poolSize !== undefined ? { poolSize } : {}),
     }).catch(unreachable);
     try {
       await store.ping().catch(unreachable);
@@ -365,6 +378,40 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       );
   }
 
+  program
+    .command('worker')
+    .description('run the executors (and recurring schedules) of a module until SIGTERM or SIGINT')
+    .requiredOption(
+      '--executors <module>',
+      'ES module exporting `executors` (and optionally `recurring`, `options`)',
+    )
+    .option('--pools <sizes>', 'sizes of isolated pools, e.g. emails=4,reports=2')
+    .option('--concurrency <n>', "size of the shared pool (default: the module's options, else 8)")
+    .option(
+      '--admin-port <port>',
+      `serve the admin API (/health, /metrics, …); token from $${ADMIN_TOKEN_VARIABLE}`,
+    )
+    .option('--admin-host <host>', 'address the admin API listens on (default 127.0.0.1)')
+    .option('--admin-no-auth', 'serve the admin API without a token (loopback only)')
+    .option('--shutdown-timeout <duration>', 'how long SIGTERM waits for running commands (default 30s)')
+    .option('--log-level <level>', 'debug, info, warn or error (default info)')
+    .action(async (flags: WorkerFlags, cmd: Command) => {
+      const settings = parseWorkerFlags(flags, env);
+      const module = await loadWorkerModule(settings.modulePath);
+      await withStore(
+        cmd,
+        async (store) => {
+          exitCode = await runWorker(store, module, settings, {
+            log: io.stdout,
+            env,
+            ...(io.exit !== undefined ? { exit: io.exit } : {}),
+          });
+        },
+        false,
+        workerPoolSize(module, settings),
+      );
+    });
+
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
@@ -402,18 +449,6 @@ function scheduleRow(v: ScheduleView): string[] {
 
 /** The most rows one purge DELETE may take. */
 const MAX_PURGE_BATCH_SIZE = 100_000;
-
-/** A whole number from 1 to `max` given to `option`, or a usage error naming the option. */
-function parseCount(option: string, text: string, max: number): number {
-  const n = /^\s*\d{1,7}\s*$/.test(text) ? Number(text) : NaN;
-  if (!(n >= 1 && n <= max)) {
-    throw new CliFailure(
-      `${option} must be a whole number from 1 to ${max}, not ${JSON.stringify(text.slice(0, 40))}`,
-      EXIT_USAGE,
-    );
-  }
-  return n;
-}
 
 async function transitionOrFail(
   store: CommandStore,
