@@ -10,6 +10,11 @@ import {
   type RecurringSchedule,
   type RecurringTick,
 } from '@asynccmd/runtime';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { recorded } from '../../packages/cli/test/worker.suite.js';
+import { spawnWorker, WORKER_FIXTURES, type WorkerProcess } from '../../packages/cli/test/worker-process.js';
 import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
 
 /** Polls `condition` every 20 ms; fails with `what` after `timeoutMs`. */
@@ -124,6 +129,105 @@ export function describeRecurringE2E<Tx>(name: string, harnessFactory: RuntimeHa
       const [view] = await a.runtime.schedules.list();
       expect(view?.lastTick).toBe(new Date(ticks.at(-1) ?? 0).toISOString());
     });
+
+    /** `asynccmd worker` processes running the fixture module's `worker.tick` schedule on this harness. */
+    async function workers(
+      count: number,
+      env: Record<string, string>,
+      record: string,
+    ): Promise<WorkerProcess[]> {
+      await openStore();
+      const spawned = Array.from({ length: count }, () =>
+        spawnWorker(
+          [
+            ...(harness?.cliArgs ?? []),
+            'worker',
+            '--executors',
+            join(WORKER_FIXTURES, 'worker-executors.mjs'),
+            '--shutdown-timeout',
+            '10s',
+          ],
+          { ASYNCCMD_TEST_RECORD: record, ...env },
+        ),
+      );
+      cleanups.push(async () => {
+        for (const w of spawned) w.child.kill('SIGKILL');
+      });
+      await Promise.all(spawned.map((w) => w.started));
+      return spawned;
+    }
+
+    /** A file for the executions the fixture's executors record, removed after the test. */
+    function recordFile(): string {
+      const dir = mkdtempSync(join(tmpdir(), 'asynccmd-rec-'));
+      cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+      return join(dir, 'executed.jsonl');
+    }
+
+    /** SIGTERM to each; every one exits 0 (a graceful stop) with nothing on stderr. */
+    async function stopAll(spawned: readonly WorkerProcess[]): Promise<void> {
+      for (const w of spawned) w.child.kill('SIGTERM');
+      expect(await Promise.all(spawned.map((w) => w.exited))).toEqual(spawned.map(() => 0));
+      for (const w of spawned) expect(w.stderr()).toBe('');
+    }
+
+    it('three worker processes running the same every-second schedule for 20 s: one command per tick, each run once', async () => {
+      const store = await openStore();
+      const record = recordFile();
+      const spawned = await workers(3, { ASYNCCMD_TEST_CRON: '* * * * * *' }, record);
+      const ran = () => recorded(record).filter((r) => r.type === 'worker.tick');
+      await waitFor('20 s of ticks executed', () => ran().length >= 20, 60_000);
+      await stopAll(spawned);
+
+      const rows = await allOfType(store, 'worker.tick');
+      const ticks = tickTimes(rows);
+      expect(ticks.length).toBeGreaterThanOrEqual(20);
+      // Consecutive seconds, each once: none missing, none twice.
+      const first = ticks[0] ?? 0;
+      expect(ticks).toEqual(ticks.map((_, i) => first + i * 1000));
+      // Each command ran once (recorded by the executor, outside the queue table), for its own tick.
+      const executions = ran();
+      expect(new Set(executions.map((e) => e.id)).size).toBe(executions.length);
+      const succeeded = rows.filter((r) => r.status === 'SUCCESS');
+      expect(executions.map((e) => e.id).sort()).toEqual(succeeded.map((r) => r.id).sort());
+      for (const e of executions) {
+        const row = rows.find((r) => r.id === e.id);
+        expect(e.tick).toBe(row?.headers[TICK_HEADER]);
+      }
+      // What did not run before the stop is waiting for the next worker, not stuck RUNNING.
+      expect(rows.every((r) => r.status === 'SUCCESS' || r.status === 'PENDING')).toBe(true);
+    }, 90_000);
+
+    const PAST = Date.UTC(2025, 0, 1, 0, 0, 0);
+    it('worker processes restarted after an hour with every instance down follow catchUp: 3', async () => {
+      const store = await openStore();
+      const schedule = { ASYNCCMD_TEST_CRON: '0 * * * * *', ASYNCCMD_TEST_CATCH_UP: '3' };
+      const record = recordFile();
+      const before = await workers(
+        2,
+        { ...schedule, ASYNCCMD_TEST_CLOCK_START: String(PAST - 1_000) },
+        record,
+      );
+      await waitFor('the tick at T0', async () =>
+        tickTimes(await allOfType(store, 'worker.tick')).includes(PAST),
+      );
+      await stopAll(before);
+      // Back an hour later, 5 s after the hour's tick.
+      const after = await workers(
+        3,
+        { ...schedule, ASYNCCMD_TEST_CLOCK_START: String(PAST + HOUR + 5_000) },
+        record,
+      );
+      await waitFor('the tick of the hour', async () =>
+        tickTimes(await allOfType(store, 'worker.tick')).includes(PAST + HOUR),
+      );
+      await waitFor('every tick executed', () => recorded(record).length === 5);
+      await stopAll(after);
+      const expected = [PAST, PAST + 57 * MINUTE, PAST + 58 * MINUTE, PAST + 59 * MINUTE, PAST + HOUR];
+      expect(tickTimes(await allOfType(store, 'worker.tick'))).toEqual(expected);
+      const executed = recorded(record).map((e) => Date.parse(e.tick ?? ''));
+      expect(executed.sort((a, b) => a - b)).toEqual(expected);
+    }, 60_000);
 
     const T0 = Date.UTC(2031, 0, 1, 0, 0, 0);
     it.each<[CatchUpPolicy, number[]]>([

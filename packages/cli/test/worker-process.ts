@@ -15,6 +15,8 @@ export interface WorkerLogLine {
 /** `asynccmd worker` as a child process, its JSON log parsed line by line. */
 export interface WorkerProcess {
   readonly child: ChildProcess;
+  /** The variables given on top of the test's environment. */
+  readonly env: Readonly<Record<string, string>>;
   /** Every log line so far (stdout must hold JSON lines only: a line that is not fails the parse). */
   log(): WorkerLogLine[];
   stderr(): string;
@@ -54,5 +56,5 @@ export function spawnWorker(
     void exited.then(() => reject(new Error(`the worker exited before it started: ${err}`)));
   });
   started.catch(() => undefined);
-  return { child, log, stderr: () => err, started, exited };
+  return { child, env, log, stderr: () => err, started, exited };
 }
