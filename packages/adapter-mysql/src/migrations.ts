@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { MigrationScript } from '@asynccmd/core';
 import type { Pool } from 'mysql2/promise';
 import { select, withConnection, write } from './connection.js';
 
@@ -140,14 +141,7 @@ export async function runMigrations(pool: Pool, table: string): Promise<number[]
     if (Number(locked?.ok) !== 1)
       throw new Error(`could not take the migration lock for ${table} within 60 s`);
     try {
-      await write(
-        conn,
-        `CREATE TABLE IF NOT EXISTS \`${table}_migrations\` (
-           version    INT          NOT NULL PRIMARY KEY,
-           name       VARCHAR(200) NOT NULL,
-           applied_at DATETIME(3)  NOT NULL
-         ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4`,
-      );
+      await write(conn, migrationsTable(table));
       const applied = new Set(
         (await select<{ version: number }>(conn, `SELECT version FROM \`${table}_migrations\``)).map((r) =>
           Number(r.version),
@@ -190,4 +184,49 @@ async function binaryCollation(conn: Parameters<typeof select>[0]): Promise<stri
   );
   const available = new Set(rows.map((r) => r.name));
   return COLLATION_PREFERENCE.find((c) => available.has(c)) ?? 'utf8mb4_bin';
+}
+
+/** The table that records the applied versions. */
+function migrationsTable(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS \`${table}_migrations\` (
+           version    INT          NOT NULL PRIMARY KEY,
+           name       VARCHAR(200) NOT NULL,
+           applied_at DATETIME(3)  NOT NULL
+         ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4`;
+}
+
+/**
+ * What runMigrations would run on this database, as text: the versions it lacks (all of them with
+ * `all`), in the binary collation it would pick on this server.
+ */
+export async function migrationScript(pool: Pool, table: string, all: boolean): Promise<MigrationScript> {
+  return withConnection(pool, async (conn) => {
+    const present = await select(
+      conn,
+      'SELECT 1 AS present FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?',
+      [`${table}_migrations`],
+    );
+    const applied =
+      all || present.length === 0
+        ? new Set<number>()
+        : new Set(
+            (await select<{ version: number }>(conn, `SELECT version FROM \`${table}_migrations\``)).map(
+              (r) => Number(r.version),
+            ),
+          );
+    const collation = await binaryCollation(conn);
+    return {
+      setup: [migrationsTable(table)],
+      transactional: false,
+      versions: MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => ({
+        version: m.version,
+        name: m.name,
+        statements: [
+          ...m.statements(table, collation),
+          `INSERT INTO \`${table}_migrations\` (version, name, applied_at) ` +
+            `VALUES (${m.version}, '${m.name.replaceAll("'", "''")}', UTC_TIMESTAMP(3))`,
+        ],
+      })),
+    };
+  });
 }

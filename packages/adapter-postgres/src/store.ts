@@ -26,7 +26,7 @@ import type * as Port from '@asynccmd/core';
 import type { ClientBase, Pool, PoolClient, QueryResultRow } from 'pg';
 import { requireInstant } from './checks.js';
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
-import { migrate } from './migrations.js';
+import { appliedVersions, migrate, migrationScript } from './migrations.js';
 import { PostgresScheduleStore } from './schedules.js';
 import type { TableNames } from './names.js';
 import { arrayLiteral, asText, HotStatements } from './pipeline/hot-statements.js';
@@ -148,6 +148,11 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
 
   migrate(): Promise<void> {
     return migrate(this.pool, this.names, { maxPayloadBytes: this.input.maxPayloadBytes });
+  }
+
+  async migrationScript(options: Port.MigrationScriptOptions = {}): Promise<Port.MigrationScript> {
+    const applied = options.all === true ? new Set<number>() : await appliedVersions(this.pool, this.names);
+    return migrationScript(this.names, applied, { maxPayloadBytes: this.input.maxPayloadBytes });
   }
 
   transaction<T>(fn: (tx: PoolClient) => Promise<T>): Promise<T> {
