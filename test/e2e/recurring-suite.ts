@@ -9,7 +9,9 @@ import {
   type CatchUpPolicy,
   type RecurringSchedule,
   type RecurringTick,
+  RUN_TIME_SCHEDULES_REFRESH_MS,
 } from '@asynccmd/runtime';
+import { cli } from '../../packages/cli/test/run.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -268,6 +270,176 @@ export function describeRecurringE2E<Tx>(name: string, harnessFactory: RuntimeHa
         expect(view.nextTick).toBe(new Date(T0 + HOUR + MINUTE).toISOString());
       },
     );
+
+    it('a schedule added at run time ticks once per tick on the instances that run its type; removing it stops them all', async () => {
+      const seen: { tick: RecurringTick | null; payload: unknown }[] = [];
+      const start = Date.UTC(2031, 8, 1, 6, 0, 0);
+      const clock = manualClock(start - 500);
+      // B and C run rec.tick and declare nothing in code; A only submits it (and has no schedule loop).
+      const b = await instance([], seen, clock);
+      await instance([], seen, clock);
+      const a = createAsyncCommands({
+        store: await openStore(),
+        executors: [],
+        submitOnlyTypes: ['rec.tick'],
+        clock,
+      });
+      cleanups.push(() => a.stop({ timeoutMs: 2_000, closeStore: false }));
+      a.start();
+
+      const added = await a.schedules.add({
+        name: 'added-live',
+        cron: '* * * * * *',
+        type: 'rec.tick',
+        payload: { fixed: true },
+        catchUp: 'latest',
+      });
+      expect(added).toMatchObject({
+        name: 'added-live',
+        paused: false,
+        lastTick: null,
+        nextTick: new Date(start).toISOString(),
+      });
+      // B and C read the table again RUN_TIME_SCHEDULES_REFRESH_MS after their last read.
+      clock.set(start + RUN_TIME_SCHEDULES_REFRESH_MS + 500);
+      const expected = Array.from(
+        { length: RUN_TIME_SCHEDULES_REFRESH_MS / 1000 + 1 },
+        (_, i) => start + i * 1000,
+      );
+      await waitFor(
+        'the ticks since the add',
+        async () => (await allOfType(b.store, 'rec.tick')).length === expected.length,
+      );
+      expect(tickTimes(await allOfType(b.store, 'rec.tick'))).toEqual(expected);
+      await waitFor('the ticks executed', () => seen.length === expected.length);
+      for (const s of seen)
+        expect(s).toMatchObject({ tick: { schedule: 'added-live' }, payload: { fixed: true } });
+
+      // Typed refusals.
+      const refused = async (p: Promise<unknown>) =>
+        p.then(
+          () => 'accepted',
+          (e: { code?: string }) => e.code,
+        );
+      expect(
+        await refused(a.schedules.add({ name: 'added-live', cron: '* * * * *', type: 'rec.tick' })),
+      ).toBe('SCHEDULE_EXISTS');
+      expect(await refused(a.schedules.add({ name: 'x', cron: '61 * * * *', type: 'rec.tick' }))).toBe(
+        'INVALID_ARGUMENT',
+      );
+      expect(
+        await refused(
+          a.schedules.add({ name: 'x', cron: '* * * * *', timezone: 'Mars/Base', type: 'rec.tick' }),
+        ),
+      ).toBe('INVALID_ARGUMENT');
+      expect(await refused(a.schedules.add({ name: 'x', cron: '* * * * *', type: 'rec.unknown' }))).toBe(
+        'UNKNOWN_COMMAND_TYPE',
+      );
+      expect(await refused(a.schedules.add({ name: 'bad name!', cron: '* * * * *', type: 'rec.tick' }))).toBe(
+        'INVALID_ARGUMENT',
+      );
+      expect(await refused(a.schedules.remove('no-such'))).toBe('NOT_FOUND');
+      await b.store.schedules?.declare(
+        [{ name: 'in-code', type: 'rec.other', cron: '0 0 * * *', timezone: null }],
+        clock.now(),
+      );
+      expect(await refused(a.schedules.remove('in-code'))).toBe('SCHEDULE_DECLARED_IN_CODE');
+
+      // Removed through A: B and C find its row gone at their next tick and enqueue nothing more.
+      expect(await a.schedules.remove('added-live')).toEqual({ name: 'added-live', removed: true });
+      clock.set(start + RUN_TIME_SCHEDULES_REFRESH_MS + 3_500);
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(await allOfType(b.store, 'rec.tick')).toHaveLength(expected.length);
+      expect((await a.schedules.list()).map((v) => v.name)).toEqual(['in-code']);
+
+      // The CLI and the admin HTTP API add and remove the same way.
+      const added2 = await cli([
+        ...(harness?.cliArgs ?? []),
+        'schedules',
+        'add',
+        'from-cli',
+        '--cron',
+        '0 0 * * * *',
+        '--type',
+        'rec.tick',
+        '--payload',
+        '{"via":"cli"}',
+        '--catch-up',
+        '2',
+        '--json',
+      ]);
+      expect(added2.err).toBe('');
+      expect(JSON.parse(added2.out)).toMatchObject({
+        name: 'from-cli',
+        cron: '0 0 * * * *',
+        type: 'rec.tick',
+      });
+      expect((await b.store.schedules?.get('from-cli'))?.runTime).toEqual({
+        payloadJson: '{"via":"cli"}',
+        catchUp: 2,
+        maxRetry: null,
+      });
+      const again = await cli([
+        ...(harness?.cliArgs ?? []),
+        'schedules',
+        'add',
+        'from-cli',
+        '--cron',
+        '* * * * *',
+        '--type',
+        'rec.tick',
+      ]);
+      expect(again).toMatchObject({ code: 1, err: expect.stringContaining('exists already') });
+      expect(
+        (
+          await cli([
+            ...(harness?.cliArgs ?? []),
+            'schedules',
+            'add',
+            'y',
+            '--cron',
+            'never',
+            '--type',
+            'rec.tick',
+          ])
+        ).code,
+      ).toBe(2);
+      expect(await cli([...(harness?.cliArgs ?? []), 'schedules', 'remove', 'from-cli'])).toMatchObject({
+        code: 0,
+        out: 'schedule from-cli removed\n',
+      });
+
+      const server = await startAdminServer({
+        store: b.store,
+        token: 'secret-token-for-tests',
+        scheduleTypes: ['rec.tick'],
+      });
+      cleanups.push(() => server.close());
+      const post = (path: string, body: unknown) =>
+        fetch(`${server.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer secret-token-for-tests', 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const created = await post('/schedules/from-http/add', {
+        cron: '*/10 * * * * *',
+        type: 'rec.tick',
+        payload: [1],
+      });
+      expect(created.status).toBe(201);
+      expect(await created.json()).toMatchObject({ name: 'from-http', cron: '*/10 * * * * *' });
+      expect((await post('/schedules/from-http/add', { cron: '* * * * *', type: 'rec.tick' })).status).toBe(
+        409,
+      );
+      const unknown = await post('/schedules/other/add', { cron: '* * * * *', type: 'rec.unknown' });
+      expect(unknown.status).toBe(400);
+      expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('UNKNOWN_COMMAND_TYPE');
+      expect((await post('/schedules/in-code/remove', {})).status).toBe(409);
+      const removed = await post('/schedules/from-http/remove', {});
+      expect(removed.status).toBe(200);
+      expect(await removed.json()).toEqual({ name: 'from-http', removed: true });
+      expect((await post('/schedules/from-http/remove', {})).status).toBe(404);
+    });
 
     it('pause and resume, through the runtime and the admin HTTP API, hold for every instance', async () => {
       const schedule: RecurringSchedule = { name: 'paused-one', cron: '* * * * * *', type: 'rec.tick' };

@@ -19,6 +19,8 @@ export interface Migration {
    * record was lost with the connection) and the version is only recorded.
    */
   readonly addsIndex?: string;
+  /** The same for a version that is one ALTER TABLE adding a column: `<table><tableSuffix>`.`column`. */
+  readonly addsColumn?: { readonly tableSuffix: string; readonly column: string };
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -120,6 +122,13 @@ export const MIGRATIONS: readonly Migration[] = [
          ADD UNIQUE KEY uq_schedule_tick (schedule_name, schedule_tick)`,
     ],
   },
+  {
+    version: 9,
+    name: 'schedules added at run time',
+    // NULL for a schedule declared in code; the JSON settings of one added at run time.
+    addsColumn: { tableSuffix: '_schedules', column: 'run_time_settings' },
+    statements: (t) => [`ALTER TABLE \`${t}_schedules\` ADD COLUMN run_time_settings LONGTEXT NULL`],
+  },
 ];
 
 /** No-pad binary collations compare 'a' and 'a ' as different keys; older servers only have utf8mb4_bin. */
@@ -151,7 +160,10 @@ export async function runMigrations(pool: Pool, table: string): Promise<number[]
       if (pending.length === 0) return [];
       const collation = await binaryCollation(conn);
       for (const m of pending) {
-        const ran = m.addsIndex !== undefined && (await hasIndex(conn, table, m.addsIndex));
+        const ran =
+          (m.addsIndex !== undefined && (await hasIndex(conn, table, m.addsIndex))) ||
+          (m.addsColumn !== undefined &&
+            (await hasColumn(conn, `${table}${m.addsColumn.tableSuffix}`, m.addsColumn.column)));
         if (!ran) for (const statement of m.statements(table, collation)) await write(conn, statement);
         await write(
           conn,
@@ -167,11 +179,30 @@ export async function runMigrations(pool: Pool, table: string): Promise<number[]
 }
 
 async function hasIndex(conn: Parameters<typeof select>[0], table: string, index: string): Promise<boolean> {
+  return inCatalog(conn, 'STATISTICS', 'INDEX_NAME', table, index);
+}
+
+async function hasColumn(
+  conn: Parameters<typeof select>[0],
+  table: string,
+  column: string,
+): Promise<boolean> {
+  return inCatalog(conn, 'COLUMNS', 'COLUMN_NAME', table, column);
+}
+
+/** Whether information_schema.<view> has a row of `table` in this database whose <field> is `name`. */
+async function inCatalog(
+  conn: Parameters<typeof select>[0],
+  view: 'STATISTICS' | 'COLUMNS',
+  field: 'INDEX_NAME' | 'COLUMN_NAME',
+  table: string,
+  name: string,
+): Promise<boolean> {
   const rows = await select(
     conn,
-    `SELECT 1 AS present FROM information_schema.STATISTICS
-     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = ? LIMIT 1`,
-    [table, index],
+    `SELECT 1 AS present FROM information_schema.${view}
+     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND ${field} = ? LIMIT 1`,
+    [table, name],
   );
   return rows.length > 0;
 }

@@ -130,6 +130,12 @@ export const MIGRATIONS: readonly Migration[] = [
        )`,
     ],
   },
+  {
+    version: 9,
+    name: 'schedules added at run time',
+    // NULL for a schedule declared in code; the JSON settings of one added at run time.
+    statements: (n) => [`ALTER TABLE ${schedulesTable(n)} ADD COLUMN IF NOT EXISTS run_time_settings TEXT`],
+  },
 ];
 
 export interface MigrateSettings {

@@ -108,6 +108,12 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 9,
+    name: 'schedules added at run time',
+    // NULL for a schedule declared in code; the JSON settings of one added at run time.
+    statements: (t) => [`ALTER TABLE ${t}_schedules ADD COLUMN run_time_settings TEXT`],
+  },
 ];
 
 /**

@@ -180,6 +180,7 @@ export async function runWorker(
       port,
       host,
       logger,
+      scheduleTypes: runtime.registry.types(),
       ...(metrics !== null ? { metrics } : {}),
       ...(token === null ? { auth: 'none' as const } : { token }),
     });
