@@ -24,6 +24,7 @@ describeMigrationSql('MariaDB', async () => {
       command: 'mysql',
       args: ['-h', server.hostname, '-P', server.port, '-u', decodeURIComponent(server.username), database],
     },
+    qualify: (t) => t,
     openStore: async () => createMysqlStore({ connection: `${MYSQL_SERVER_URL}/${database}` }),
     dispose: () => admin(`DROP DATABASE IF EXISTS ${database}`),
   };

@@ -15,6 +15,7 @@ describeMigrationSql('SQLite', async () => {
   return {
     cliArgs: ['--db', `sqlite:${file}`],
     shell: { command: 'sqlite3', args: ['-bail', file] },
+    qualify: (t) => t,
     openStore: async () => createSqliteStore({ filename: file }),
     dispose: async () => rmSync(dir, { recursive: true, force: true }),
   };

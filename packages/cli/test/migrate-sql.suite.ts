@@ -11,6 +11,8 @@ export interface BlankDatabase {
   readonly cliArgs: readonly string[];
   /** The database's own shell, reading a script on stdin and stopping at the first error. */
   readonly shell: { readonly command: string; readonly args: readonly string[] };
+  /** A table of the namespace as SQL names it (schema-qualified on PostgreSQL). */
+  qualify(table: string): string;
   /** A store on the namespace (opened after the script is applied). */
   openStore(): Promise<CommandStore>;
   dispose(): Promise<void>;
@@ -73,6 +75,29 @@ export function describeMigrationSql(name: string, open: () => Promise<BlankData
         new Date(),
       );
       expect((await store.schedules?.list())?.map((s) => s.name)).toEqual(['by-hand']);
+    });
+
+    it('on a database that lacks only the latest version, prints that version alone', async () => {
+      const shell = (input: string) =>
+        spawnSync(db.shell.command, [...db.shell.args], { input, encoding: 'utf8' });
+      // Undo version 9 by hand: its record and its column.
+      const undo = shell(
+        `DELETE FROM ${db.qualify('async_command_migrations')} WHERE version = 9;\n` +
+          `ALTER TABLE ${db.qualify('async_command_schedules')} DROP COLUMN run_time_settings;\n`,
+      );
+      expect(undo.stderr).toBe('');
+      const printed = await run('migrate', '--print-sql', '--json');
+      const script = JSON.parse(printed.out) as { versions: { version: number }[] };
+      expect(script.versions.map((v) => v.version)).toEqual([9]);
+      const applied = shell((await run('migrate', '--print-sql')).out);
+      expect(applied.stderr).toBe('');
+      expect(applied.status).toBe(0);
+      expect((await run('migrate', '--print-sql')).out).toMatch(/up to date/);
+      const store = await db.openStore();
+      stores.push(store);
+      const settings = { payloadJson: '{}', catchUp: 'none', maxRetry: null } as const;
+      const def = { name: 'after-9', type: 'sql.by-hand', cron: '* * * * *', timezone: null };
+      expect((await store.schedules?.add(def, settings, new Date()))?.runTime).toEqual(settings);
     });
 
     it('--all prints every version of a migrated database; --all alone is a usage error', async () => {
