@@ -373,6 +373,7 @@ export function describeRecurringE2E<Tx>(name: string, harnessFactory: RuntimeHa
         name: 'from-cli',
         cron: '0 0 * * * *',
         type: 'rec.tick',
+        origin: 'runtime',
       });
       expect((await b.store.schedules?.get('from-cli'))?.runTime).toEqual({
         payloadJson: '{"via":"cli"}',

@@ -367,7 +367,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         if (views.length === 0) return out('no recurring schedules');
         out(
           renderTable(
-            ['NAME', 'TYPE', 'CRON', 'TIMEZONE', 'STATE', 'LAST TICK', 'NEXT TICK'],
+            ['NAME', 'TYPE', 'CRON', 'TIMEZONE', 'STATE', 'LAST TICK', 'NEXT TICK', 'ORIGIN'],
             views.map((v) => scheduleRow(v)),
           ),
         );
@@ -542,6 +542,7 @@ function scheduleRow(v: ScheduleView): string[] {
     v.paused ? 'paused' : 'running',
     v.lastTick ?? '-',
     v.nextTick ?? '-',
+    v.origin,
   ];
 }
 

@@ -30,6 +30,8 @@ export interface ScheduleView {
   readonly lastTick: string | null;
   /** The next tick after `now`; null while paused (or when the expression has no more). */
   readonly nextTick: string | null;
+  /** 'code': declared in a runtime's `recurring` option; 'runtime': added at run time (removable). */
+  readonly origin: 'code' | 'runtime';
 }
 
 export function toScheduleView(record: ScheduleRecord, now: Date): ScheduleView {
@@ -41,6 +43,7 @@ export function toScheduleView(record: ScheduleRecord, now: Date): ScheduleView 
     paused: record.paused,
     lastTick: record.lastTick?.toISOString() ?? null,
     nextTick: record.paused ? null : nextTick(record, now),
+    origin: record.runTime === null ? 'code' : 'runtime',
   };
 }
 
