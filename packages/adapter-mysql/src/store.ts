@@ -37,7 +37,7 @@ import {
   write,
 } from './connection.js';
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
-import { KEY_LOCK_SLOTS, runMigrations } from './migrations.js';
+import { KEY_LOCK_SLOTS, migrationScript, runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
 import { MysqlWakeups } from './wakeups.js';
 import type { CommandRow } from './rows.js';
@@ -134,6 +134,10 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       );
     }
     await runMigrations(this.pool, this.table);
+  }
+
+  async migrationScript(options: Port.MigrationScriptOptions = {}): Promise<Port.MigrationScript> {
+    return migrationScript(this.pool, this.table, options.all === true);
   }
 
   async transaction<T>(fn: (tx: Connection) => Promise<T>): Promise<T> {
