@@ -104,13 +104,17 @@ async function claimInTwoTrips(claimPool: Pool, sql: MysqlSql, r: ClaimRound): P
         await conn.query('COMMIT');
         return [];
       }
-      const [marked, , claimed] = await selectEach(conn, `${sql.markClaimed}; COMMIT; ${sql.claimedBy}`, [
+      const results = await selectEach(conn, `${sql.markClaimed}; COMMIT; ${sql.claimedBy}`, [
         r.token,
         r.instance,
         r.leaseMicros,
         ids,
         r.token,
       ]);
+      const [marked, , claimed] = results;
+      // A trip the server ended early (a transaction aborted between its statements stops the
+      // rest) answers fewer results: nothing it read can be trusted, and the next try settles it.
+      if (results.length !== 3 || !Array.isArray(claimed)) throw new LostRaceError('claim');
       return unlessLost((marked as ResultSetHeader).affectedRows, claimed as CommandRow[]);
     } catch (e) {
       await rollbackQuietly(conn);
