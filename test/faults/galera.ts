@@ -97,6 +97,10 @@ export interface GaleraCluster {
   readonly ports: readonly number[];
   /** wsrep_cluster_size as node `index` sees it. */
   clusterSize(index?: number): Promise<number>;
+  /** SIGKILL of node `index` (not the first: it would have to bootstrap again). */
+  crash(index: number): Promise<void>;
+  /** Starts node `index` again; it rejoins by a state transfer and resolves once it is synced. */
+  restart(index: number): Promise<void>;
   /** Stops every node and removes their data directories. */
   dispose(): Promise<void>;
 }
@@ -135,6 +139,15 @@ export async function startGaleraCluster(size = 3): Promise<GaleraCluster> {
     // Joiners first, the bootstrap node last: no node is left alone thinking it lost the others.
     for (const node of [...nodes].reverse()) await node.dispose();
   };
+  const formed = async (): Promise<void> => {
+    const until = Date.now() + 60_000;
+    for (;;) {
+      const sizes = await Promise.all(nodes.map((n) => clusterSize(n.port)));
+      if (sizes.every((s) => s === size)) return;
+      if (Date.now() > until) throw new Error(`the Galera cluster did not form: sizes ${sizes.join(', ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
   try {
     for (const [i, p] of ports.entries()) {
       const dir = mkdtempSync(join(tmpdir(), `asynccmd-faults-galera${i + 1}-`));
@@ -156,13 +169,7 @@ export async function startGaleraCluster(size = 3): Promise<GaleraCluster> {
       await node.start();
       node.bootstrap = false;
     }
-    const until = Date.now() + 60_000;
-    for (;;) {
-      const sizes = await Promise.all(nodes.map((n) => clusterSize(n.port)));
-      if (sizes.every((s) => s === size)) break;
-      if (Date.now() > until) throw new Error(`the Galera cluster did not form: sizes ${sizes.join(', ')}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    await formed();
   } catch (error) {
     await dispose().catch(() => undefined);
     for (const node of nodes) rmSync(node.dir, { recursive: true, force: true });
@@ -171,6 +178,11 @@ export async function startGaleraCluster(size = 3): Promise<GaleraCluster> {
   return {
     ports: nodes.map((n) => n.port),
     clusterSize: (index = 0) => clusterSize(nodes[index]!.port),
+    crash: (index) => nodes[index]!.crash(),
+    async restart(index) {
+      await nodes[index]!.start();
+      await formed();
+    },
     dispose,
   };
 }
