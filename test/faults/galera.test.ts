@@ -90,7 +90,7 @@ describe('faults on a MariaDB Galera cluster', () => {
 
   // A rejoin by full state transfer takes 15–25 s here: beyond npm test's budget, full run only.
   if (FULL)
-    it('a node crashes mid-drain and rejoins: nothing lost or stuck, re-runs only of what its worker held', async () => {
+    it('a node crashes mid-drain and rejoins: nothing lost or stuck, re-runs counted, its worker resumes', async () => {
       const c = cluster!;
       const size = { commands: 10_000, after: 600, workMs: 10 };
       const run = await Run.open(mysql, 'galera_node', { port: c.ports[0] });
