@@ -30,6 +30,8 @@ import {
   inTransaction,
   isConnectionLost,
   isDuplicateKey,
+  isLockConflict,
+  LostRaceError,
   retryConnectionLoss,
   retryLockConflicts,
   rollbackQuietly,
@@ -266,6 +268,9 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       const rows = await retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, round));
       return rows.map(toRecord) as Port.ClaimedCommand[];
     } catch (e) {
+      // Races lost on every try (on Galera: other nodes claimed the same rows each time) are
+      // contention, not an outage: this round claimed nothing, the next finds what is left.
+      if (isLockConflict(e)) return this.claimedBy(round.token).catch(() => []);
       // The connection died during the claim: it may have committed before it did. The token is
       // fresh and ours alone, so a read by it tells; rows it finds are claimed and must not wait for
       // a reclaim.
@@ -383,7 +388,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         if (rows.length === 0) return new Set<string>();
         const pairs = (value: (c: (typeof rows)[number]) => unknown): unknown[] =>
           rows.flatMap((c) => [c.id, value(c)]);
-        await write(conn, this.sql.failHeld(rows.length), [
+        const failed = await write(conn, this.sql.failHeld(rows.length), [
           ...pairs((c) => c.status),
           ...pairs((c) => c.lastError),
           ...pairs((c) => c.status),
@@ -393,6 +398,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
           ...pairs((c) => c.status),
           rows.map((c) => c.id),
         ]);
+        expectAll(failed, rows.length, 'fail');
         return new Set(rows.map((c) => c.id));
       }),
     );
@@ -435,7 +441,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = (await select<{ id: string }>(conn, lock(count), values)).map((r) => String(r.id));
-        if (held.length > 0) await write(conn, move, [held]);
+        if (held.length > 0) expectAll(await write(conn, move, [held]), held.length, 'release');
         return inCallersOrder(
           checked.map((r) => r.id),
           held,
@@ -461,8 +467,10 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         if (hung.length === 0) return [];
         const ids = hung.map((h) => String(h.id));
         const limits = [maxRescues, maxRescues, dead];
-        await write(conn, this.sql.reclaim, [...limits, ...limits, maxRescues, ids]);
-        // The rows are locked until commit, so the guarded write moved every one of them.
+        const moved = await write(conn, this.sql.reclaim, [...limits, ...limits, maxRescues, ids]);
+        // The rows are locked until commit, so the guarded write moved every one of them (or, on
+        // Galera, another node's write took them meanwhile, and the whole reclaim is tried again).
+        expectAll(moved, ids.length, 'reclaim');
         return hung.map((h) => ({
           id: String(h.id),
           type: h.type,
@@ -773,6 +781,16 @@ function refValues(refs: readonly Port.ClaimRef[]): { count: number; values: unk
     pairs.push(id, token);
   }
   return { count: ids.length, values: [ids, ...pairs] };
+}
+
+/**
+ * A write to rows its transaction locked changed every one of them, unless the locks did not hold:
+ * Galera's are node-local, and another node's replicated write may take the rows. Then the
+ * transaction is rolled back and tried again (retryLockConflicts) rather than reporting rows it
+ * did not move.
+ */
+function expectAll(header: ResultSetHeader, locked: number, what: string): void {
+  if (header.affectedRows !== locked) throw new LostRaceError(what);
 }
 
 function unique(ids: readonly Port.CommandId[]): Port.CommandId[] {
