@@ -308,4 +308,4 @@ export function createTempServer(kind: 'postgres' | 'mysql'): Promise<TempServer
 }
 
 // For servers of other shapes built on the same guard and lifecycle (galera.ts).
-export { freePort, ProcessServer, removeOnThrow, runOrThrow };
+export { ProcessServer };
