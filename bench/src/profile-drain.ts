@@ -16,7 +16,7 @@ const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite] [--total N] [--
   Drains N pre-inserted no-op commands with asynccmd's defaults in this one process, R times,
   and prints CPU µs per command (process.cpuUsage, from start to stop), the rate and peak RSS.
   --raw drains with the raw batch-500 SQL loop instead (the physical reference).
-  --rounds also counts poll rounds and rows per claiming round (a listener: events are then built).
+  --rounds also counts poll rounds and rows per claiming round.
   For profiling: node --cpu-prof bench/dist/profile-drain.js …`;
 
 const SCHEMA = 'bench_profile';
@@ -158,8 +158,7 @@ async function drain(
   let claiming = 0;
   let claimed = 0;
   if (countRounds)
-    runtime.on((event) => {
-      if (event.kind !== 'round') return;
+    runtime.events.onKind('round', (event) => {
       rounds++;
       if (event.claimed > 0) claiming++;
       claimed += event.claimed;

@@ -51,7 +51,7 @@ export class CommandRunner implements ExecutionHost {
     const execution = new Execution(command, entry, via, this);
     this.deps.leases.hold(execution);
     this.#inflight.add(execution);
-    if (this.deps.events.listening) this.deps.events.emit({ kind: 'claimed', command, via });
+    if (this.deps.events.listensTo('claimed')) this.deps.events.emit({ kind: 'claimed', command, via });
     return execution;
   }
 
@@ -86,7 +86,7 @@ export class CommandRunner implements ExecutionHost {
     const { command, entry } = execution;
     execution.state = 'running';
     const { events } = this.deps;
-    if (events.listening) {
+    if (events.listensTo('started')) {
       const where = runner ?? `pool:${execution.poolName ?? '?'}`;
       events.emit({ kind: 'started', command, mode: entry.mode, runner: where });
     }
@@ -144,7 +144,7 @@ export class CommandRunner implements ExecutionHost {
       (done) => {
         try {
           if (done !== true) this.#notRecorded(execution, done, 'succeeded');
-          else if (this.deps.events.listening) {
+          else if (this.deps.events.listensTo('succeeded')) {
             this.deps.events.emit({ kind: 'succeeded', command: execution.command, durationMs });
           }
         } catch (error) {

@@ -161,7 +161,7 @@ export class Scheduler {
     this.#rounds++;
     this.#lastRoundAt = new Date();
     const durationMs = performance.now() - began;
-    if (events.listening) events.emit({ kind: 'round', claimed, reclaimed, durationMs });
+    if (events.listensTo('round')) events.emit({ kind: 'round', claimed, reclaimed, durationMs });
     return { reclaimed, claimed, full, starved };
   }
 
