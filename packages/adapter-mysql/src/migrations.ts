@@ -149,6 +149,19 @@ export const MIGRATIONS: readonly Migration[] = [
          ADD KEY idx_keyed (ordering_unfinished, id)`,
     ],
   },
+  {
+    version: 10,
+    name: 'type limits',
+    // One row per limited type: a limited claim locks it, then counts (type-limits.ts). The type
+    // compares as the command table's type column does.
+    statements: (t, collation) => [
+      `CREATE TABLE IF NOT EXISTS \`${t}_type_limits\` (
+         type        VARCHAR(128) NOT NULL,
+         max_running INT          NOT NULL,
+         PRIMARY KEY (type)
+       ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = ${collation}`,
+    ],
+  },
 ];
 
 /** Rows of `<table>_key_locks`: keys sharing a slot only wait for each other's submits to commit. */

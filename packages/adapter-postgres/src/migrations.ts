@@ -153,6 +153,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ...submitFunctions(n),
     ],
   },
+  {
+    version: 10,
+    name: 'type limits',
+    // One row per limited type: a limited claim locks it, then counts (type-limits.ts).
+    statements: (n) => [
+      `CREATE TABLE IF NOT EXISTS ${n.typeLimits} (
+         type        TEXT    PRIMARY KEY,
+         max_running INTEGER NOT NULL
+       )`,
+    ],
+  },
 ];
 
 export interface MigrateSettings {

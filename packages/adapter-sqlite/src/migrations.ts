@@ -122,6 +122,17 @@ export const MIGRATIONS: readonly Migration[] = [
          WHERE ordering_key IS NOT NULL AND status IN ('PENDING', 'RUNNING', 'DEAD')`,
     ],
   },
+  {
+    version: 10,
+    name: 'type limits',
+    // One row per limited type; claims read it (see sql.ts claimDueLimited).
+    statements: (t) => [
+      `CREATE TABLE IF NOT EXISTS ${t}_type_limits (
+        type        TEXT    PRIMARY KEY,
+        max_running INTEGER NOT NULL
+      )`,
+    ],
+  },
 ];
 
 /**

@@ -38,6 +38,14 @@ const withAttempt = (t: string, outcome: string, error: string): string =>
  */
 const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 
+/**
+ * The places a type's stored limit leaves free: the limit less its RUNNING commands (read from the
+ * partial lease index), 0 without a stored limit; may be negative once a limit was lowered.
+ */
+const FREE_PLACES = (t: string, type: string): string =>
+  `(COALESCE((SELECT max_running FROM ${t}_type_limits WHERE type = ${type}), 0)
+    - (SELECT count(*) FROM ${t} AS running INDEXED BY ${t}_lease WHERE status = 'RUNNING' AND type = ${type}))`;
+
 /** The rescue a reclaim would add passes the limit, counted since the latest admin retry. */
 const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > :maxRescues';
 
@@ -113,6 +121,33 @@ export function sqliteSql(t: string) {
        WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
          AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))) AND ${firstOfKey(t, t)}
        RETURNING ${COLUMNS}`,
+
+    /**
+     * claimDue of one limited type (:type) within its stored limit: at most the limit less its
+     * RUNNING commands, none without a stored limit. One statement under SQLite's single writer, so
+     * no other claim can run between the count and the write.
+     */
+    claimDueLimited: `UPDATE ${t} NOT INDEXED
+       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
+           started_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE status = 'PENDING' AND id IN (
+         SELECT id FROM ${t} AS due INDEXED BY ${t}_claim
+         WHERE status = 'PENDING' AND next_run_at <= :now
+           AND type = :type AND ${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}
+         ORDER BY priority, next_run_at, id
+         LIMIT MIN(:limit, MAX(0, ${FREE_PLACES(t, ':type')})))
+       RETURNING ${COLUMNS}`,
+    /** claimById, where a command of one of :limited types is claimed only within its stored limit. */
+    claimByIdLimited: `UPDATE ${t}
+       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
+           started_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
+         AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))) AND ${firstOfKey(t, t)}
+         AND (type NOT IN (SELECT value FROM json_each(:limited)) OR ${FREE_PLACES(t, `${t}.type`)} > 0)
+       RETURNING ${COLUMNS}`,
+    typeLimitDeclare: `INSERT INTO ${t}_type_limits (type, max_running) VALUES (?, ?)
+       ON CONFLICT (type) DO UPDATE SET max_running = excluded.max_running`,
+    typeLimitList: `SELECT type, max_running AS maxRunning FROM ${t}_type_limits ORDER BY type`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
     heartbeat: `UPDATE ${t} NOT INDEXED SET lease_until = ${DB_NOW} + :leaseMs, updated_at = ${DB_NOW}

@@ -12,11 +12,13 @@ import {
   requireId,
   requireInt,
   requireToken,
+  requireTypeLimits,
   requireTypes,
   validateIdentifier,
 } from '@asynccmd/core';
 import {
   byClaimOrder,
+  claimWithinLimits,
   compareIds,
   guardedTransition,
   inCallersOrder,
@@ -95,6 +97,17 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   private readonly context = new AsyncLocalStorage<object>();
   private openTx: { readonly marker: object; readonly done: Promise<void> } | null = null;
   readonly schedules: SqliteScheduleStore;
+  readonly typeLimits: Port.TypeLimitStore = {
+    declare: async (limits) => {
+      const checked = requireTypeLimits(limits);
+      await this.run(() =>
+        this.db.transaction(() => {
+          for (const l of checked) this.stmt('typeLimitDeclare').run(l.type, l.maxRunning);
+        })(),
+      );
+    },
+    list: () => this.run(() => this.stmt('typeLimitList').all() as Port.TypeLimit[]),
+  };
 
   constructor(options: SqliteStoreOptions) {
     const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);
@@ -214,10 +227,20 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       instance: optionalInstance(params.instance),
     };
     if (limit === 0 || types.length === 0) return [];
-    return this.run(() => {
-      const rows = this.stmt('claimDue').raw(true).all(claim) as unknown[][];
-      return rows.map(toRecordFromValues).sort(byClaimOrder) as Port.ClaimedCommand[];
+    if (params.limitedTypes === undefined || params.limitedTypes.length === 0) {
+      return this.run(() => this.claimRows('claimDue', claim));
+    }
+    return claimWithinLimits(types, params.limitedTypes, limit, {
+      claimLimited: (type, max) =>
+        this.run(() => this.claimRows('claimDueLimited', { ...claim, type, limit: max })),
+      claimOthers: (others, max) =>
+        this.run(() => this.claimRows('claimDue', { ...claim, types: JSON.stringify(others), limit: max })),
     });
+  }
+
+  private claimRows(statement: 'claimDue' | 'claimDueLimited', claim: object): Port.ClaimedCommand[] {
+    const rows = this.stmt(statement).raw(true).all(claim) as unknown[][];
+    return rows.map(toRecordFromValues).sort(byClaimOrder) as Port.ClaimedCommand[];
   }
 
   async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
@@ -229,8 +252,15 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       types: params.types === undefined ? null : JSON.stringify(requireTypes(params.types)),
       instance: optionalInstance(params.instance),
     };
+    const limited = params.limitedTypes === undefined ? [] : requireTypes(params.limitedTypes);
     return this.run(() => {
-      const row = this.stmt('claimById').raw(true).get(claim) as unknown[] | undefined;
+      const row = (
+        limited.length === 0
+          ? this.stmt('claimById').raw(true).get(claim)
+          : this.stmt('claimByIdLimited')
+              .raw(true)
+              .get({ ...claim, limited: JSON.stringify(limited) })
+      ) as unknown[] | undefined;
       return row ? (toRecordFromValues(row) as Port.ClaimedCommand) : null;
     });
   }

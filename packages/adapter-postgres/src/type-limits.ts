@@ -1,0 +1,62 @@
+import type { Pool, PoolClient } from 'pg';
+import { requireTypeLimits, type TypeLimit, type TypeLimitStore } from '@asynccmd/core';
+import type { TableNames } from './names.js';
+import { runInTransaction } from './pipeline/transaction.js';
+
+/** The statements of the type limits (migration 10). */
+export function typeLimitSql(n: TableNames, t: string) {
+  return {
+    /** $1 type: its limit row, locked to the end of the claim's transaction; none without a limit. */
+    lock: `SELECT max_running FROM ${n.typeLimits} WHERE type = $1 FOR UPDATE`,
+    /**
+     * $1 type: its RUNNING commands, from the partial lease index. A statement of its own after the
+     * lock: in READ COMMITTED it sees every claim committed before the lock was granted.
+     */
+    running: `SELECT count(*)::integer AS running FROM ${t} WHERE status = 'RUNNING' AND type = $1`,
+    typeOf: `SELECT type FROM ${t} WHERE id = $1::bigint`,
+    declare: `INSERT INTO ${n.typeLimits} (type, max_running)
+      SELECT * FROM unnest($1::text[], $2::integer[])
+      ON CONFLICT (type) DO UPDATE SET max_running = EXCLUDED.max_running`,
+    list: `SELECT type, max_running AS "maxRunning" FROM ${n.typeLimits} ORDER BY type`,
+  };
+}
+
+type TypeLimitSql = ReturnType<typeof typeLimitSql>;
+
+/**
+ * Runs `claim(client, free)` in a transaction that holds `type`'s limit row, with `free` the places
+ * its limit leaves (at most `max`); nothing runs without a stored limit or a free place.
+ */
+export function withinTypeLimit<Row>(
+  pool: Pool,
+  sql: TypeLimitSql,
+  type: string,
+  max: number,
+  claim: (client: PoolClient, free: number) => Promise<Row[]>,
+): Promise<Row[]> {
+  return runInTransaction(pool, async (client) => {
+    const locked = await client.query<{ max_running: number }>(sql.lock, [type]);
+    const limit = locked.rows[0]?.max_running;
+    if (limit === undefined) return [];
+    const counted = await client.query<{ running: number }>(sql.running, [type]);
+    const free = Math.min(max, limit - (counted.rows[0]?.running ?? 0));
+    return free > 0 ? claim(client, free) : [];
+  });
+}
+
+export class PostgresTypeLimitStore implements TypeLimitStore {
+  constructor(
+    private readonly pool: Pool,
+    private readonly sql: TypeLimitSql,
+  ) {}
+
+  async declare(limits: readonly TypeLimit[]): Promise<void> {
+    const checked = requireTypeLimits(limits);
+    if (checked.length === 0) return;
+    await this.pool.query(this.sql.declare, [checked.map((l) => l.type), checked.map((l) => l.maxRunning)]);
+  }
+
+  async list(): Promise<TypeLimit[]> {
+    return (await this.pool.query<TypeLimit>(this.sql.list)).rows;
+  }
+}
