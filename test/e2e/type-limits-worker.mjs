@@ -1,0 +1,49 @@
+// A worker process for the type-limit end-to-end test: runs the limited type (IMMEDIATE, so the
+// commands it submits itself are claimed by id after commit, and the others by its poll loop) on the
+// store described in ASYNCCMD_E2E_WORKER (JSON), with `typeLimits`, and appends every execution's
+// start and end to the log file named there (O_APPEND: lines of all processes interleave whole, in
+// the order they happened). Runs built JS (npx tsc -b first).
+import { appendFileSync } from 'node:fs';
+import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createAsyncCommands } from '@asynccmd/runtime';
+
+const spec = JSON.parse(process.env.ASYNCCMD_E2E_WORKER ?? '{}');
+const { [spec.store.factory]: openStore } = await import(spec.store.module);
+const store = openStore(spec.store.options);
+const log = (line) => appendFileSync(spec.log, `${line}\n`);
+
+const runtime = createAsyncCommands({
+  store,
+  pollIntervalMs: spec.pollIntervalMs,
+  sharedPool: { concurrency: spec.concurrency },
+  typeLimits: { [spec.type]: spec.limit },
+  executors: [
+    {
+      type: spec.type,
+      mode: 'IMMEDIATE',
+      execute: async (payload, ctx) => {
+        log(`start ${ctx.id} ${process.pid}`);
+        await sleep(spec.workMs);
+        log(`end ${ctx.id} ${process.pid}`);
+      },
+    },
+  ],
+});
+process.once('SIGTERM', () => {
+  void runtime
+    .stop({ timeoutMs: 5_000 })
+    .then(() => store.close())
+    .then(() => process.exit(0));
+});
+runtime.start();
+process.stdout.write('ready\n');
+// Told to submit: its own commands, one transaction each, claimed by id right after each commit.
+process.stdin.once('data', () => {
+  void (async () => {
+    for (let i = 0; i < spec.submits; i++) {
+      await runtime.client.transaction((tx, submit) => submit(spec.type, { from: process.pid, i }));
+    }
+    process.stdout.write('submitted\n');
+  })();
+});
