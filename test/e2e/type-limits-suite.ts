@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CommandStore, NewCommand } from '@asynccmd/core';
 import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
+import { lineOf, spawnWorker, stopWorkers, waitFor } from './worker-processes.js';
 
 const WORKER = fileURLToPath(new URL('./type-limits-worker.mjs', import.meta.url));
 const TYPE = 'e2e.limited';
@@ -20,32 +21,9 @@ export interface TypeLimitScenario {
   readonly limit: number;
 }
 
-async function waitFor(
-  what: string,
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 async function countOf(store: CommandStore, status: 'RUNNING' | 'SUCCESS'): Promise<number> {
   const stats = await store.stats(new Date());
   return stats.counts.filter((c) => c.type === TYPE && c.status === status).reduce((n, c) => n + c.count, 0);
-}
-
-function lineOf(child: ChildProcess, text: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes(text)) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code} before "${text}"`)));
-  });
 }
 
 /**
@@ -78,22 +56,20 @@ export function describeTypeLimitE2E<Tx>(
       const ready: Promise<void>[] = [];
       const submitted: Promise<void>[] = [];
       for (let w = 0; w < scenario.workers; w++) {
-        const child = spawn(process.execPath, [WORKER], {
-          env: {
-            ...process.env,
-            ASYNCCMD_E2E_WORKER: JSON.stringify({
-              store: harness.workerStore,
-              type: TYPE,
-              limit: scenario.limit,
-              log,
-              pollIntervalMs: 20,
-              concurrency: 4,
-              workMs: 20,
-              submits: scenario.submittedPerWorker,
-            }),
+        const child = spawnWorker(
+          WORKER,
+          {
+            store: harness.workerStore,
+            type: TYPE,
+            limit: scenario.limit,
+            log,
+            pollIntervalMs: 20,
+            concurrency: 4,
+            workMs: 20,
+            submits: scenario.submittedPerWorker,
           },
-          stdio: ['pipe', 'pipe', 'inherit'],
-        });
+          true,
+        );
         children.push(child);
         ready.push(lineOf(child, 'ready'));
         submitted.push(lineOf(child, 'submitted'));
@@ -127,15 +103,7 @@ export function describeTypeLimitE2E<Tx>(
       );
       done = true;
       await sampling;
-      await Promise.all(
-        children.map(
-          (child) =>
-            new Promise<void>((resolve) => {
-              child.once('exit', () => resolve());
-              child.kill('SIGTERM');
-            }),
-        ),
-      );
+      await stopWorkers(children);
 
       const lines = readFileSync(log, 'utf8')
         .split('\n')

@@ -1,17 +1,11 @@
 // A worker process for the type-limit end-to-end test: runs the limited type (IMMEDIATE, so the
 // commands it submits itself are claimed by id after commit, and the others by its poll loop) on the
 // store described in ASYNCCMD_E2E_WORKER (JSON), with `typeLimits`, and appends every execution's
-// start and end to the log file named there (O_APPEND: lines of all processes interleave whole, in
-// the order they happened). Runs built JS (npx tsc -b first).
-import { appendFileSync } from 'node:fs';
+// start and end to the log file named there (worker-spec.mjs). Runs built JS (npx tsc -b first).
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createAsyncCommands } from '@asynccmd/runtime';
-
-const spec = JSON.parse(process.env.ASYNCCMD_E2E_WORKER ?? '{}');
-const { [spec.store.factory]: openStore } = await import(spec.store.module);
-const store = openStore(spec.store.options);
-const log = (line) => appendFileSync(spec.log, `${line}\n`);
+import { log, runUntilSigterm, spec, store } from './worker-spec.mjs';
 
 const runtime = createAsyncCommands({
   store,
@@ -22,7 +16,7 @@ const runtime = createAsyncCommands({
     {
       type: spec.type,
       mode: 'IMMEDIATE',
-      execute: async (payload, ctx) => {
+      execute: async (_payload, ctx) => {
         log(`start ${ctx.id} ${process.pid}`);
         await sleep(spec.workMs);
         log(`end ${ctx.id} ${process.pid}`);
@@ -30,14 +24,7 @@ const runtime = createAsyncCommands({
     },
   ],
 });
-process.once('SIGTERM', () => {
-  void runtime
-    .stop({ timeoutMs: 5_000 })
-    .then(() => store.close())
-    .then(() => process.exit(0));
-});
-runtime.start();
-process.stdout.write('ready\n');
+runUntilSigterm(runtime);
 // Told to submit: its own commands, one transaction each, claimed by id right after each commit.
 process.stdin.once('data', () => {
   void (async () => {
