@@ -158,6 +158,8 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE TABLE IF NOT EXISTS \`${t}_type_limits\` (
          type        VARCHAR(128) NOT NULL,
          max_running INT          NOT NULL,
+         -- Bumped by every limited claim: its lock is a write (see type-limits.ts).
+         claims      BIGINT       NOT NULL DEFAULT 0,
          PRIMARY KEY (type)
        ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = ${collation}`,
     ],

@@ -9,8 +9,14 @@ import type { MysqlSql } from './sql.js';
 export function typeLimitSql(t: string) {
   const limits = `\`${t}_type_limits\``;
   return {
-    /** A type's limit row, locked to the end of the claim's transaction; none without a limit. */
-    lock: `SELECT max_running FROM ${limits} WHERE type = ? FOR UPDATE`,
+    /**
+     * A type's limit row, locked to the end of the claim's transaction by a write (none without a
+     * limit): on Galera, where a row lock binds one node only, two nodes' claims of the type then
+     * conflict at certification and one is rolled back (a deadlock error, retried), instead of
+     * both counting the same RUNNING commands.
+     */
+    lock: `UPDATE ${limits} SET claims = claims + 1 WHERE type = ?`,
+    limit: `SELECT max_running FROM ${limits} WHERE type = ?`,
     /**
      * A type's RUNNING commands. A statement of its own after the lock: in READ COMMITTED its
      * snapshot is taken then, so it sees every claim committed before the lock was granted.
@@ -39,7 +45,8 @@ export function withinTypeLimit<Row>(
   claim: (conn: PoolConnection, free: number) => Promise<Row[]>,
 ): Promise<Row[]> {
   return inTransaction(pool, true, async (conn) => {
-    const [locked] = await select<{ max_running: number }>(conn, sql.lock, [type]);
+    if ((await write(conn, sql.lock, [type])).affectedRows === 0) return [];
+    const [locked] = await select<{ max_running: number }>(conn, sql.limit, [type]);
     if (locked === undefined) return [];
     const [counted] = await select<{ running: number | string }>(conn, sql.running, [type]);
     const free = Math.min(max, Number(locked.max_running) - Number(counted?.running ?? 0));
