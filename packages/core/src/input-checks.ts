@@ -305,10 +305,3 @@ export function requireTypeLimits(limits: unknown): TypeLimit[] {
     return { type, maxRunning: requireInt(`the limit of type "${type}"`, maxRunning, 1, MAX_TYPE_LIMIT) };
   });
 }
-
-/** Of `types`, those in `limitedTypes` (absent: none), each once and in order. */
-export function limitedAmong(types: readonly string[], limitedTypes: unknown): string[] {
-  if (limitedTypes === undefined) return [];
-  const limited = new Set(requireTypes(limitedTypes));
-  return [...new Set(types.filter((t) => limited.has(t)))];
-}

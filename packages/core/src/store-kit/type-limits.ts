@@ -1,4 +1,4 @@
-import { limitedAmong } from '../input-checks.js';
+import { requireTypes } from '../input-checks.js';
 
 /** The two claims a round with type limits is made of, in the adapter's SQL. */
 export interface LimitedClaimSteps<Row> {
@@ -36,4 +36,11 @@ export async function claimWithinLimits<Row>(
     claimed.push(...(await steps.claimOthers(others, limit - claimed.length)));
   }
   return claimed;
+}
+
+/** Of `types`, those in `limitedTypes` (absent: none), each once and in order. */
+export function limitedAmong(types: readonly string[], limitedTypes: unknown): string[] {
+  if (limitedTypes === undefined) return [];
+  const limited = new Set(requireTypes(limitedTypes));
+  return [...new Set(types.filter((t) => limited.has(t)))];
 }
