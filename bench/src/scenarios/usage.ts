@@ -1,3 +1,5 @@
+import { BENCH_TYPE } from '../protocol.js';
+
 /**
  * Drains with a feature of the command table in use, set on the seeded backlog by one UPDATE (the
  * seed itself stays the baselines' raw insert): priorities spread over PRIORITY_LEVELS values, or
@@ -28,7 +30,7 @@ export function usageTypeLimit(usage: FeatureUsage | undefined): number | undefi
 /** The settings text of a drain row with `usage`. */
 export function usageSettings(usage: FeatureUsage): string {
   if (usage === 'type limit') {
-    return `runtime defaults and typeLimits { bench: ${TYPE_LIMIT} }: never reached, every claim locks the type's limit row and counts its RUNNING commands first`;
+    return `runtime defaults and typeLimits { '${BENCH_TYPE}': ${TYPE_LIMIT} }: never reached, every claim locks the type's limit row and counts its RUNNING commands first`;
   }
   return usage === 'priorities'
     ? `runtime defaults; backlog spread over priorities 0–${PRIORITY_LEVELS - 1} (priority = id mod ${PRIORITY_LEVELS})`
