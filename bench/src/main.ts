@@ -9,12 +9,13 @@ import { mysqlSuite } from './scenarios/mysql.js';
 import { postgresSuite } from './scenarios/pg.js';
 import { sqliteSuite } from './scenarios/sqlite.js';
 import { Recorder, type Suite } from './scenarios/recorder.js';
-import { FULL, QUICK, SCENARIOS, type Scenario, type Sizes } from './scenarios/sizes.js';
+import { DEFAULT_SCENARIOS, FULL, QUICK, SCENARIOS, type Scenario, type Sizes } from './scenarios/sizes.js';
 
 const USAGE = `npm run bench [-- options]
   --only pg|mysql|sqlite  run one database's scenarios
-  --scenarios LIST  comma-separated subset of drain,latency,submits (default all; submits run
-                    on PostgreSQL only)
+  --scenarios LIST  comma-separated subset of drain,latency,submits,memory (default
+                    drain,latency,submits; submits and memory run on PostgreSQL only; memory:
+                    one consumer drains 1,000,000 commands (100,000 with --quick), peak RSS)
   --quick           small sizes, one repeat (for development)
   --repeats N       repeat every scenario N times (default 2)
   --budget MIN      skip further repeats of a database once they would end past MIN minutes
@@ -29,7 +30,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       only: { type: 'string' },
-      scenarios: { type: 'string', default: SCENARIOS.join(',') },
+      scenarios: { type: 'string', default: DEFAULT_SCENARIOS.join(',') },
       quick: { type: 'boolean', default: false },
       repeats: { type: 'string' },
       out: { type: 'string' },

@@ -33,7 +33,7 @@ export interface Comparison {
   readonly ratio: Repeated;
   readonly target: Target;
   readonly met: boolean | null;
-  /** '×' for ratios, ' ms' for absolute bounds. */
+  /** '×' for ratios, ' ms' or ' MiB' for absolute bounds. */
   readonly unit: string;
 }
 
@@ -98,6 +98,12 @@ export function compare(
 export function bound(section: string, label: string, value: Measurement, target: Target): Comparison {
   const summary = repeated(value.runs);
   return { section, label, ratio: summary, target, met: meets(summary.median, target), unit: ' ms' };
+}
+
+/** An absolute bound on the peak RSS of a measurement's consumer process, MiB. */
+export function peakRssBound(section: string, label: string, value: Measurement, target: Target): Comparison {
+  const summary = repeated(value.peakRssMb);
+  return { section, label, ratio: summary, target, met: meets(summary.median, target), unit: ' MiB' };
 }
 
 const fmtNumber = (n: number, digits = 0): string =>

@@ -16,6 +16,8 @@ export interface RuntimeHarness<Tx = unknown> {
   openStore(): Promise<CommandStore<Tx>>;
   /** How a worker process opens a store on the same namespace. */
   readonly workerStore: WorkerStoreSpec;
+  /** The `asynccmd` arguments that reach the same namespace: `--db URL` and `--schema` or `--table`. */
+  readonly cliArgs: readonly string[];
   /**
    * Drops every server connection of this namespace, as a database restart or a network cut would
    * (present only where there are connections to lose: not on embedded SQLite).

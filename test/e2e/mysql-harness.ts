@@ -22,6 +22,7 @@ export const mysqlRuntimeHarness: RuntimeHarnessFactory<Connection> = async (nam
   const stores = openedStores(() => createMysqlStore(options));
   return {
     openStore: stores.openStore,
+    cliArgs: ['--db', `${SERVER}/${namespace}`],
     workerStore: { module: '@asynccmd/adapter-mysql', factory: 'createMysqlStore', options: { ...options } },
     async interruptConnections() {
       const sessions = await admin<{ id: number }[]>(

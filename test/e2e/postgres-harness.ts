@@ -26,6 +26,7 @@ export const postgresRuntimeHarness: RuntimeHarnessFactory<pg.ClientBase> = asyn
   const stores = openedStores(() => createPostgresStore(options));
   return {
     openStore: stores.openStore,
+    cliArgs: ['--db', DATABASE_URL, '--schema', namespace],
     workerStore: {
       module: '@asynccmd/adapter-postgres',
       factory: 'createPostgresStore',

@@ -9,7 +9,14 @@ import {
   type CatchUpPolicy,
   type RecurringSchedule,
   type RecurringTick,
+  RUN_TIME_SCHEDULES_REFRESH_MS,
 } from '@asynccmd/runtime';
+import { cli } from '../../packages/cli/test/run.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { recorded } from '../../packages/cli/test/worker.suite.js';
+import { spawnWorker, WORKER_FIXTURES, type WorkerProcess } from '../../packages/cli/test/worker-process.js';
 import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
 
 /** Polls `condition` every 20 ms; fails with `what` after `timeoutMs`. */
@@ -125,6 +132,105 @@ export function describeRecurringE2E<Tx>(name: string, harnessFactory: RuntimeHa
       expect(view?.lastTick).toBe(new Date(ticks.at(-1) ?? 0).toISOString());
     });
 
+    /** `asynccmd worker` processes running the fixture module's `worker.tick` schedule on this harness. */
+    async function workers(
+      count: number,
+      env: Record<string, string>,
+      record: string,
+    ): Promise<WorkerProcess[]> {
+      await openStore();
+      const spawned = Array.from({ length: count }, () =>
+        spawnWorker(
+          [
+            ...(harness?.cliArgs ?? []),
+            'worker',
+            '--executors',
+            join(WORKER_FIXTURES, 'worker-executors.mjs'),
+            '--shutdown-timeout',
+            '10s',
+          ],
+          { ASYNCCMD_TEST_RECORD: record, ...env },
+        ),
+      );
+      cleanups.push(async () => {
+        for (const w of spawned) w.child.kill('SIGKILL');
+      });
+      await Promise.all(spawned.map((w) => w.started));
+      return spawned;
+    }
+
+    /** A file for the executions the fixture's executors record, removed after the test. */
+    function recordFile(): string {
+      const dir = mkdtempSync(join(tmpdir(), 'asynccmd-rec-'));
+      cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+      return join(dir, 'executed.jsonl');
+    }
+
+    /** SIGTERM to each; every one exits 0 (a graceful stop) with nothing on stderr. */
+    async function stopAll(spawned: readonly WorkerProcess[]): Promise<void> {
+      for (const w of spawned) w.child.kill('SIGTERM');
+      expect(await Promise.all(spawned.map((w) => w.exited))).toEqual(spawned.map(() => 0));
+      for (const w of spawned) expect(w.stderr()).toBe('');
+    }
+
+    it('three worker processes running the same every-second schedule for 20 s: one command per tick, each run once', async () => {
+      const store = await openStore();
+      const record = recordFile();
+      const spawned = await workers(3, { ASYNCCMD_TEST_CRON: '* * * * * *' }, record);
+      const ran = () => recorded(record).filter((r) => r.type === 'worker.tick');
+      await waitFor('20 s of ticks executed', () => ran().length >= 20, 60_000);
+      await stopAll(spawned);
+
+      const rows = await allOfType(store, 'worker.tick');
+      const ticks = tickTimes(rows);
+      expect(ticks.length).toBeGreaterThanOrEqual(20);
+      // Consecutive seconds, each once: none missing, none twice.
+      const first = ticks[0] ?? 0;
+      expect(ticks).toEqual(ticks.map((_, i) => first + i * 1000));
+      // Each command ran once (recorded by the executor, outside the queue table), for its own tick.
+      const executions = ran();
+      expect(new Set(executions.map((e) => e.id)).size).toBe(executions.length);
+      const succeeded = rows.filter((r) => r.status === 'SUCCESS');
+      expect(executions.map((e) => e.id).sort()).toEqual(succeeded.map((r) => r.id).sort());
+      for (const e of executions) {
+        const row = rows.find((r) => r.id === e.id);
+        expect(e.tick).toBe(row?.headers[TICK_HEADER]);
+      }
+      // What did not run before the stop is waiting for the next worker, not stuck RUNNING.
+      expect(rows.every((r) => r.status === 'SUCCESS' || r.status === 'PENDING')).toBe(true);
+    }, 90_000);
+
+    const PAST = Date.UTC(2025, 0, 1, 0, 0, 0);
+    it('worker processes restarted after an hour with every instance down follow catchUp: 3', async () => {
+      const store = await openStore();
+      const schedule = { ASYNCCMD_TEST_CRON: '0 * * * * *', ASYNCCMD_TEST_CATCH_UP: '3' };
+      const record = recordFile();
+      const before = await workers(
+        2,
+        { ...schedule, ASYNCCMD_TEST_CLOCK_START: String(PAST - 1_000) },
+        record,
+      );
+      await waitFor('the tick at T0', async () =>
+        tickTimes(await allOfType(store, 'worker.tick')).includes(PAST),
+      );
+      await stopAll(before);
+      // Back an hour later, 5 s after the hour's tick.
+      const after = await workers(
+        3,
+        { ...schedule, ASYNCCMD_TEST_CLOCK_START: String(PAST + HOUR + 5_000) },
+        record,
+      );
+      await waitFor('the tick of the hour', async () =>
+        tickTimes(await allOfType(store, 'worker.tick')).includes(PAST + HOUR),
+      );
+      await waitFor('every tick executed', () => recorded(record).length === 5);
+      await stopAll(after);
+      const expected = [PAST, PAST + 57 * MINUTE, PAST + 58 * MINUTE, PAST + 59 * MINUTE, PAST + HOUR];
+      expect(tickTimes(await allOfType(store, 'worker.tick'))).toEqual(expected);
+      const executed = recorded(record).map((e) => Date.parse(e.tick ?? ''));
+      expect(executed.sort((a, b) => a - b)).toEqual(expected);
+    }, 60_000);
+
     const T0 = Date.UTC(2031, 0, 1, 0, 0, 0);
     it.each<[CatchUpPolicy, number[]]>([
       ['none', [T0, T0 + HOUR]],
@@ -164,6 +270,177 @@ export function describeRecurringE2E<Tx>(name: string, harnessFactory: RuntimeHa
         expect(view.nextTick).toBe(new Date(T0 + HOUR + MINUTE).toISOString());
       },
     );
+
+    it('a schedule added at run time ticks once per tick on the instances that run its type; removing it stops them all', async () => {
+      const seen: { tick: RecurringTick | null; payload: unknown }[] = [];
+      const start = Date.UTC(2031, 8, 1, 6, 0, 0);
+      const clock = manualClock(start - 500);
+      // B and C run rec.tick and declare nothing in code; A only submits it (and has no schedule loop).
+      const b = await instance([], seen, clock);
+      await instance([], seen, clock);
+      const a = createAsyncCommands({
+        store: await openStore(),
+        executors: [],
+        submitOnlyTypes: ['rec.tick'],
+        clock,
+      });
+      cleanups.push(() => a.stop({ timeoutMs: 2_000, closeStore: false }));
+      a.start();
+
+      const added = await a.schedules.add({
+        name: 'added-live',
+        cron: '* * * * * *',
+        type: 'rec.tick',
+        payload: { fixed: true },
+        catchUp: 'latest',
+      });
+      expect(added).toMatchObject({
+        name: 'added-live',
+        paused: false,
+        lastTick: null,
+        nextTick: new Date(start).toISOString(),
+      });
+      // B and C read the table again RUN_TIME_SCHEDULES_REFRESH_MS after their last read.
+      clock.set(start + RUN_TIME_SCHEDULES_REFRESH_MS + 500);
+      const expected = Array.from(
+        { length: RUN_TIME_SCHEDULES_REFRESH_MS / 1000 + 1 },
+        (_, i) => start + i * 1000,
+      );
+      await waitFor(
+        'the ticks since the add',
+        async () => (await allOfType(b.store, 'rec.tick')).length === expected.length,
+      );
+      expect(tickTimes(await allOfType(b.store, 'rec.tick'))).toEqual(expected);
+      await waitFor('the ticks executed', () => seen.length === expected.length);
+      for (const s of seen)
+        expect(s).toMatchObject({ tick: { schedule: 'added-live' }, payload: { fixed: true } });
+
+      // Typed refusals.
+      const refused = async (p: Promise<unknown>) =>
+        p.then(
+          () => 'accepted',
+          (e: { code?: string }) => e.code,
+        );
+      expect(
+        await refused(a.schedules.add({ name: 'added-live', cron: '* * * * *', type: 'rec.tick' })),
+      ).toBe('SCHEDULE_EXISTS');
+      expect(await refused(a.schedules.add({ name: 'x', cron: '61 * * * *', type: 'rec.tick' }))).toBe(
+        'INVALID_ARGUMENT',
+      );
+      expect(
+        await refused(
+          a.schedules.add({ name: 'x', cron: '* * * * *', timezone: 'Mars/Base', type: 'rec.tick' }),
+        ),
+      ).toBe('INVALID_ARGUMENT');
+      expect(await refused(a.schedules.add({ name: 'x', cron: '* * * * *', type: 'rec.unknown' }))).toBe(
+        'UNKNOWN_COMMAND_TYPE',
+      );
+      expect(await refused(a.schedules.add({ name: 'bad name!', cron: '* * * * *', type: 'rec.tick' }))).toBe(
+        'INVALID_ARGUMENT',
+      );
+      expect(await refused(a.schedules.remove('no-such'))).toBe('NOT_FOUND');
+      await b.store.schedules?.declare(
+        [{ name: 'in-code', type: 'rec.other', cron: '0 0 * * *', timezone: null }],
+        clock.now(),
+      );
+      expect(await refused(a.schedules.remove('in-code'))).toBe('SCHEDULE_DECLARED_IN_CODE');
+
+      // Removed through A: B and C find its row gone at their next tick and enqueue nothing more.
+      expect(await a.schedules.remove('added-live')).toEqual({ name: 'added-live', removed: true });
+      clock.set(start + RUN_TIME_SCHEDULES_REFRESH_MS + 3_500);
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(await allOfType(b.store, 'rec.tick')).toHaveLength(expected.length);
+      expect((await a.schedules.list()).map((v) => v.name)).toEqual(['in-code']);
+
+      // The CLI and the admin HTTP API add and remove the same way.
+      const added2 = await cli([
+        ...(harness?.cliArgs ?? []),
+        'schedules',
+        'add',
+        'from-cli',
+        '--cron',
+        '0 0 * * * *',
+        '--type',
+        'rec.tick',
+        '--payload',
+        '{"via":"cli"}',
+        '--catch-up',
+        '2',
+        '--json',
+      ]);
+      expect(added2.err).toBe('');
+      expect(JSON.parse(added2.out)).toMatchObject({
+        name: 'from-cli',
+        cron: '0 0 * * * *',
+        type: 'rec.tick',
+        origin: 'runtime',
+      });
+      expect((await b.store.schedules?.get('from-cli'))?.runTime).toEqual({
+        payloadJson: '{"via":"cli"}',
+        catchUp: 2,
+        maxRetry: null,
+      });
+      const again = await cli([
+        ...(harness?.cliArgs ?? []),
+        'schedules',
+        'add',
+        'from-cli',
+        '--cron',
+        '* * * * *',
+        '--type',
+        'rec.tick',
+      ]);
+      expect(again).toMatchObject({ code: 1, err: expect.stringContaining('exists already') });
+      expect(
+        (
+          await cli([
+            ...(harness?.cliArgs ?? []),
+            'schedules',
+            'add',
+            'y',
+            '--cron',
+            'never',
+            '--type',
+            'rec.tick',
+          ])
+        ).code,
+      ).toBe(2);
+      expect(await cli([...(harness?.cliArgs ?? []), 'schedules', 'remove', 'from-cli'])).toMatchObject({
+        code: 0,
+        out: 'schedule from-cli removed\n',
+      });
+
+      const server = await startAdminServer({
+        store: b.store,
+        token: 'secret-token-for-tests',
+        scheduleTypes: ['rec.tick'],
+      });
+      cleanups.push(() => server.close());
+      const post = (path: string, body: unknown) =>
+        fetch(`${server.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer secret-token-for-tests', 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const created = await post('/schedules/from-http/add', {
+        cron: '*/10 * * * * *',
+        type: 'rec.tick',
+        payload: [1],
+      });
+      expect(created.status).toBe(201);
+      expect(await created.json()).toMatchObject({ name: 'from-http', cron: '*/10 * * * * *' });
+      expect((await post('/schedules/from-http/add', { cron: '* * * * *', type: 'rec.tick' })).status).toBe(
+        409,
+      );
+      const unknown = await post('/schedules/other/add', { cron: '* * * * *', type: 'rec.unknown' });
+      expect(unknown.status).toBe(400);
+      expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('UNKNOWN_COMMAND_TYPE');
+      expect((await post('/schedules/in-code/remove', {})).status).toBe(409);
+      const removed = await post('/schedules/from-http/remove', {});
+      expect(removed.status).toBe(200);
+      expect(await removed.json()).toEqual({ name: 'from-http', removed: true });
+      expect((await post('/schedules/from-http/remove', {})).status).toBe(404);
+    });
 
     it('pause and resume, through the runtime and the admin HTTP API, hold for every instance', async () => {
       const schedule: RecurringSchedule = { name: 'paused-one', cron: '* * * * * *', type: 'rec.tick' };

@@ -11,6 +11,7 @@ export const sqliteRuntimeHarness: RuntimeHarnessFactory<SqliteDatabase> = async
   const stores = openedStores(() => createSqliteStore(options));
   return {
     openStore: stores.openStore,
+    cliArgs: ['--db', `sqlite:${filename}`, '--table', `cmd_${namespace}`],
     workerStore: {
       module: '@asynccmd/adapter-sqlite',
       factory: 'createSqliteStore',

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { CommandRecord, CommandStatus } from '@asynccmd/core';
 
-export type LogEvent = 'start' | 'end' | 'ack' | 'fenced' | 'abort';
+export type LogEvent = 'start' | 'end' | 'ack' | 'fenced' | 'abort' | 'store-error';
 
 /** One line of a worker's execution log (see worker.mjs). */
 export interface LogLine {

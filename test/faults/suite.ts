@@ -62,7 +62,7 @@ const SCENARIO_TIMEOUT_MS = FULL ? 900_000 : 120_000;
 const DRAIN_DEADLINE_MS = FULL ? 600_000 : 60_000;
 
 /** One scenario's run: its own namespace, execution log and worker processes, all gone at close. */
-class Run {
+export class Run {
   readonly workers: WorkerProcess[] = [];
   readonly committed: string[] = [];
   readonly dir = mkdtempSync(join(tmpdir(), 'asynccmd-faults-'));
@@ -144,9 +144,9 @@ class Run {
   }
 }
 
-function row(
+export function row(
   scenario: string,
-  db: FaultDatabase,
+  db: Pick<FaultDatabase, 'name'> | { readonly name: string },
   verdict: Verdict,
   recovery: string,
   note: string,
@@ -166,7 +166,7 @@ function row(
 }
 
 /** The loss and stuck rules every scenario obeys; twice only where at-least-once can cause it. */
-function expectHeld(
+export function expectHeld(
   verdict: Verdict,
   twiceAllowed: boolean,
   context: string,

@@ -306,3 +306,6 @@ class TempMariadb extends ProcessServer {
 export function createTempServer(kind: 'postgres' | 'mysql'): Promise<TempServer> {
   return kind === 'postgres' ? TempPostgres.create() : TempMariadb.create();
 }
+
+// For servers of other shapes built on the same guard and lifecycle (galera.ts).
+export { ProcessServer };

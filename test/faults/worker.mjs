@@ -4,6 +4,8 @@
 //   start   the executor began          end     the executor finished its work
 //   ack     the success was recorded    fenced  the outcome write was refused (claim taken away)
 //   abort   the executor's signal was aborted while it ran
+//   store-error   a store operation failed and the runtime backs off (`<operation>:<errno or code>` in
+//                 the id's place): what the runtime took for an outage
 // A payload `{ ms }` is how long the work takes; it stops early if its signal is aborted.
 // Runs built JS (npx tsc -b first). Ends when its parent goes away (stdin closes) or on SIGTERM.
 import { appendFileSync } from 'node:fs';
@@ -60,6 +62,9 @@ const runtime = createAsyncCommands({
 });
 runtime.events.onKind('succeeded', (e) => log('ack', e.command.id));
 runtime.events.onKind('fenced', (e) => log('fenced', e.command.id));
+runtime.events.onKind('store-error', (e) =>
+  log('store-error', `${e.operation}:${e.error?.errno ?? e.error?.code ?? 'other'}`),
+);
 
 let stopping = false;
 async function shutdown(code) {

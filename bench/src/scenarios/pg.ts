@@ -1,4 +1,5 @@
 import { runImmediateLatency, runLatency, type StartLatency } from '../latency.js';
+import { runDrain } from '../drain.js';
 import type { Measurement } from '../report.js';
 import { dropSchema, pgPool } from '../pg.js';
 import { runSubmits, type SubmitTarget } from '../submits.js';
@@ -35,6 +36,7 @@ import type { Recorder, Suite } from './recorder.js';
 import type { Scenario, Sizes } from './sizes.js';
 
 const DRAIN = 'PostgreSQL: drain';
+const MEMORY = 'PostgreSQL: one consumer, memory';
 const LATENCY = 'PostgreSQL: commit → start latency';
 const SUBMIT = 'PostgreSQL: single submits';
 
@@ -82,11 +84,28 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
   const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
   const { submits, submitClients: clients, submitWarmup: warmSubmits, submitRounds } = sizes;
 
+  const memory = scenarios.has('memory')
+    ? rec.row(
+        MEMORY,
+        `${sizes.memoryTotal.toLocaleString('en-US')} pending, C=${sizes.concurrency}, 1 process, never analyzed`,
+        'asynccmd defaults',
+        'jobs/s',
+        `${ASYNCCMD_DEFAULTS}; pre-inserted by one INSERT … SELECT generate_series; peak RSS of the consumer process`,
+      )
+    : null;
+  let memoryRepeat = 0;
+
   let submitRepeat = 0;
   return {
     name: 'PostgreSQL',
     repeat: async () => {
       await runDrainRows(rec, sizes, drains);
+      // Minutes long: once per bench run, whatever the repeats.
+      if (memory && memoryRepeat++ === 0) {
+        await rec.throughput(memory, () =>
+          runDrain(asynccmdPgTarget(pool, 0), sizes.memoryTotal, 1, sizes.concurrency, sizes.memoryCapMs),
+        );
+      }
       if (lat) {
         await recordLatency(
           rec,
@@ -132,6 +151,7 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
     },
     finish: async () => {
       if (drains.length > 0) drainRatios(rec, drains);
+      if (memory) rec.peakRssBound(MEMORY, 'asynccmd consumer peak RSS', memory, { atMost: 150 });
       if (lat) {
         const p99 = 'p99 / graphile-worker p99 (lower is better)';
         rec.ratio(LATENCY, `asynccmd ${p99}`, lat.asynccmd.fromCommit, lat.graphile.fromCommit, {

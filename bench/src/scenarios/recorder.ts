@@ -1,4 +1,4 @@
-import { bound, compare, measurement, type Comparison, type Measurement } from '../report.js';
+import { bound, compare, measurement, peakRssBound, type Comparison, type Measurement } from '../report.js';
 import type { Target } from '../stats.js';
 import { percentile, summariseLatency } from '../stats.js';
 
@@ -105,6 +105,11 @@ export class Recorder {
 
   bound(section: string, label: string, value: Measurement, target: Target): void {
     this.comparisons.push(bound(section, label, value, target));
+  }
+
+  /** A bound on the peak RSS of a measurement's consumer, MiB. */
+  peakRssBound(section: string, label: string, value: Measurement, target: Target): void {
+    this.comparisons.push(peakRssBound(section, label, value, target));
   }
 }
 

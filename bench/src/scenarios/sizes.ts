@@ -1,6 +1,10 @@
-/** The PostgreSQL scenario groups (`--scenarios`); MySQL/MariaDB has drains only. */
-export const SCENARIOS = ['drain', 'latency', 'submits'] as const;
+/**
+ * The PostgreSQL scenario groups (`--scenarios`); MySQL/MariaDB has drains only. `memory` (one
+ * consumer draining a million commands, for its peak RSS) takes minutes: it runs only when named.
+ */
+export const SCENARIOS = ['drain', 'latency', 'submits', 'memory'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
+export const DEFAULT_SCENARIOS: readonly Scenario[] = ['drain', 'latency', 'submits'];
 
 /** One drain configuration: consumer processes, each with this concurrency. */
 export interface DrainShape {
@@ -47,6 +51,9 @@ export interface Sizes {
   readonly drainCapMs: number;
   /** A latency or submit run that takes longer than this is abandoned and reported as an error. */
   readonly runTimeoutMs: number;
+  /** Commands of the `memory` drain (one PostgreSQL consumer, its peak RSS), and its time cap. */
+  readonly memoryTotal: number;
+  readonly memoryCapMs: number;
 }
 
 export const FULL: Sizes = {
@@ -77,6 +84,8 @@ export const FULL: Sizes = {
   repeats: 2,
   drainCapMs: 30_000,
   runTimeoutMs: 120_000,
+  memoryTotal: 1_000_000,
+  memoryCapMs: 600_000,
 };
 
 export const QUICK: Sizes = {
@@ -96,4 +105,6 @@ export const QUICK: Sizes = {
   repeats: 1,
   drainCapMs: 15_000,
   runTimeoutMs: 60_000,
+  memoryTotal: 100_000,
+  memoryCapMs: 120_000,
 };

@@ -74,8 +74,8 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
       let rounds = 0;
       let claimingRounds = 0;
       let claimed = 0;
-      runtime.on((event) => {
-        if (event.kind !== 'round') return;
+      // Rounds only: a listener of every kind would have the runtime build every command's events.
+      runtime.events.onKind('round', (event) => {
         rounds++;
         if (event.claimed > 0) claimingRounds++;
         claimed += event.claimed;

@@ -4,13 +4,35 @@ import { prepareConsumer } from '../systems/consumers.js';
 import { onceMessage, readSpec, runChild, send } from './child.js';
 
 /**
+ * The seqs run, four bytes each: a million-command drain must not count a JS array of a million
+ * numbers (and its copies as it grows) into the consumer's peak RSS.
+ */
+class SeqLog {
+  #values = new Int32Array(1024);
+  length = 0;
+
+  push(seq: number): void {
+    if (this.length === this.#values.length) {
+      const grown = new Int32Array(this.#values.length * 2);
+      grown.set(this.#values);
+      this.#values = grown;
+    }
+    this.#values[this.length++] = seq;
+  }
+
+  toArray(): number[] {
+    return Array.from(this.#values.subarray(0, this.length));
+  }
+}
+
+/**
  * Child process: runs one queue consumer with a no-op executor that only records which command
  * ran (and when), reporting progress while it runs and every execution when stopped. The
  * orchestrator checks the executions against the database, so a double run cannot hide.
  */
 runChild(async () => {
   const spec = readSpec<ConsumerSpec>();
-  const seqs: number[] = [];
+  const seqs = new SeqLog();
   const starts: number[] = [];
   const onExecute = (payload: BenchPayload): void => {
     if (spec.recordStarts) starts.push(preciseNow());
@@ -39,7 +61,7 @@ runChild(async () => {
   const peakRssKb = process.resourceUsage().maxRSS;
   await send({
     type: 'executions',
-    seqs,
+    seqs: seqs.toArray(),
     starts,
     cpuMicros,
     peakRssKb,

@@ -1,6 +1,7 @@
-import type { Pool } from 'mysql2/promise';
+import type { Pool, ResultSetHeader } from 'mysql2/promise';
 import {
   inTransaction,
+  LostRaceError,
   retryConnectionLoss,
   rollbackQuietly,
   select,
@@ -67,15 +68,28 @@ export const skipLockedStrategy: ClaimStrategy = {
       if (ids.length === 0) return 0;
       return (await write(conn, sql.markClaimed, [r.token, r.instance, r.leaseMicros, ids])).affectedRows;
     });
-    return marked === 0 ? [] : readBack(pool, sql, r.token);
+    return marked === 0 ? [] : readBack(pool, sql, r.token).then((rows) => unlessLost(marked, rows));
   },
 };
 
 /**
+ * Rows marked but none read back by the token after the commit: the transaction was undone under
+ * it (on Galera, another node's claim of the same rows aborted it, which a COMMIT does not always
+ * report). A lost race, tried again at once (connection.ts retryLockConflicts).
+ */
+function unlessLost(marked: number, rows: CommandRow[]): CommandRow[] {
+  if (marked > 0 && rows.length === 0) throw new LostRaceError('claim');
+  return rows;
+}
+
+/**
  * The same transaction on a claim connection (already READ COMMITTED), in two round trips: begin
- * and lock the candidates; then mark them, read them back by token inside the transaction (it sees
- * its own writes) and commit. A statement that fails stops the rest of its trip, so a failed mark
- * never commits; a connection lost on the way is settled by the caller's read-back by token.
+ * and lock the candidates; then mark them, commit, and read them back by token. The read comes
+ * after the commit, never inside the transaction: on Galera another node's claim of the same rows
+ * can abort the transaction between its statements (its locks are node-local), and what it read
+ * of its own writes would then be rows it never held. A statement that fails stops the rest of its
+ * trip, so a failed mark never commits; a connection lost on the way is settled by the caller's
+ * read-back by token.
  */
 async function claimInTwoTrips(claimPool: Pool, sql: MysqlSql, r: ClaimRound): Promise<CommandRow[]> {
   return withConnection(claimPool, async (conn) => {
@@ -90,14 +104,18 @@ async function claimInTwoTrips(claimPool: Pool, sql: MysqlSql, r: ClaimRound): P
         await conn.query('COMMIT');
         return [];
       }
-      const [, claimed] = await selectEach(conn, `${sql.markClaimed}; ${sql.claimedBy}; COMMIT`, [
+      const results = await selectEach(conn, `${sql.markClaimed}; COMMIT; ${sql.claimedBy}`, [
         r.token,
         r.instance,
         r.leaseMicros,
         ids,
         r.token,
       ]);
-      return claimed as CommandRow[];
+      const [marked, , claimed] = results;
+      // A trip the server ended early (a transaction aborted between its statements stops the
+      // rest) answers fewer results: nothing it read can be trusted, and the next try settles it.
+      if (results.length !== 3 || !Array.isArray(claimed)) throw new LostRaceError('claim');
+      return unlessLost((marked as ResultSetHeader).affectedRows, claimed as CommandRow[]);
     } catch (e) {
       await rollbackQuietly(conn);
       throw e;
@@ -124,7 +142,8 @@ export const legacyStrategy: ClaimStrategy = {
   skipLocked: false,
   hungLock: 'FOR UPDATE',
   async claim({ pool }, sql, r) {
-    return (await markDueLegacy(pool, sql, r)) === 0 ? [] : readBack(pool, sql, r.token);
+    const marked = await markDueLegacy(pool, sql, r);
+    return marked === 0 ? [] : unlessLost(marked, await readBack(pool, sql, r.token));
   },
 };
 

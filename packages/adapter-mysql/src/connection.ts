@@ -188,13 +188,39 @@ function driverError(e: unknown): DriverError {
 }
 
 const ER_DUP_ENTRY = 1062;
+/** On Galera: the node is not ready for SQL (not in the primary component, or not synced yet). */
+const ER_UNKNOWN_COM_ERROR = 1047;
+/** On Galera: the commit could not be replicated (a cluster change under it); it was rolled back. */
+const ER_ERROR_DURING_COMMIT = 1180;
 const ER_LOCK_WAIT_TIMEOUT = 1205;
+/** Also Galera's certification failure and brute-force abort: another node's write won the race. */
 const ER_LOCK_DEADLOCK = 1213;
 
-/** A deadlock victim or a lock-wait timeout: the statement (or transaction) was rolled back; try again. */
+/**
+ * A transaction of the store that lost a race without an error from the server: on Galera a
+ * transaction aborted by another node's replicated write can seem to commit, so a claim or an
+ * outcome write that finds fewer rows changed than it locked is undone and tried again.
+ */
+export class LostRaceError extends Error {
+  constructor(what: string) {
+    super(`${what}: the rows changed under the transaction (another node won them)`);
+    this.name = 'LostRaceError';
+  }
+}
+
+/**
+ * A deadlock victim, a lock-wait timeout or a Galera certification failure: the statement (or
+ * transaction) was rolled back; try again.
+ */
 export function isLockConflict(e: unknown): boolean {
   const { errno } = driverError(e);
-  return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT;
+  return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT || e instanceof LostRaceError;
+}
+
+/** A Galera node in the middle of a cluster change: rolled back, worth a few tries a little later. */
+export function isClusterChange(e: unknown): boolean {
+  const { errno } = driverError(e);
+  return errno === ER_UNKNOWN_COM_ERROR || errno === ER_ERROR_DURING_COMMIT;
 }
 
 export function isDuplicateKey(e: unknown): boolean {
@@ -218,20 +244,27 @@ export function isConnectionLost(e: unknown): boolean {
   return fatal === true || (typeof code === 'string' && CONNECTION_CODES.has(code));
 }
 
-const LOCK_RETRY_ATTEMPTS = 8;
+const LOCK_RETRY_ATTEMPTS = 12;
+const CLUSTER_CHANGE_ATTEMPTS = 8;
 
 /**
- * Runs `fn` again when InnoDB picked it as a deadlock victim or its lock wait timed out, after a
- * short jittered backoff (about 0.3 s in all at most). These are contention, not failures of any
- * command, so they never reach the caller unless they persist.
+ * Runs `fn` again when it lost a race: InnoDB picked it as a deadlock victim, its lock wait timed
+ * out, or (Galera) another node's write won certification. The first retry goes at once (the
+ * winner's rows are already taken by then, so the next try finds others), later ones after a short
+ * jittered pause, about 0.3 s in all at most. A Galera node in a cluster change gets a few tries
+ * 50–400 ms apart (about 2 s in all). These are contention, not failures of any command, so they
+ * never reach the caller unless they persist.
  */
 export async function retryLockConflicts<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (e) {
-      if (!isLockConflict(e) || attempt >= LOCK_RETRY_ATTEMPTS) throw e;
-      await sleep(Math.random() * Math.min(80, 2 ** attempt * 2));
+      if (isLockConflict(e) && attempt < LOCK_RETRY_ATTEMPTS) {
+        if (attempt > 1) await sleep(Math.random() * Math.min(50, 2 ** attempt));
+      } else if (isClusterChange(e) && attempt < CLUSTER_CHANGE_ATTEMPTS) {
+        await sleep(Math.min(400, 25 * 2 ** attempt));
+      } else throw e;
     }
   }
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { DEFAULT_PRIORITY } from '@asynccmd/core';
+import { DEFAULT_PRIORITY, type MigrationScript } from '@asynccmd/core';
 import type { Pool } from 'mysql2/promise';
 import { select, withConnection, write } from './connection.js';
 
@@ -19,6 +19,8 @@ export interface Migration {
    * record was lost with the connection) and the version is only recorded.
    */
   readonly addsIndex?: string;
+  /** The same for a version that is one ALTER TABLE adding a column: `<table><tableSuffix>`.`column`. */
+  readonly addsColumn?: { readonly tableSuffix: string; readonly column: string };
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -150,6 +152,13 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 9,
+    name: 'schedules added at run time',
+    // NULL for a schedule declared in code; the JSON settings of one added at run time.
+    addsColumn: { tableSuffix: '_schedules', column: 'run_time_settings' },
+    statements: (t) => [`ALTER TABLE \`${t}_schedules\` ADD COLUMN run_time_settings LONGTEXT NULL`],
+  },
+  {
     version: 10,
     name: 'type limits',
     // One row per limited type: a limited claim locks it, then counts (type-limits.ts). The type
@@ -188,14 +197,7 @@ export async function runMigrations(pool: Pool, table: string): Promise<number[]
     if (Number(locked?.ok) !== 1)
       throw new Error(`could not take the migration lock for ${table} within 60 s`);
     try {
-      await write(
-        conn,
-        `CREATE TABLE IF NOT EXISTS \`${table}_migrations\` (
-           version    INT          NOT NULL PRIMARY KEY,
-           name       VARCHAR(200) NOT NULL,
-           applied_at DATETIME(3)  NOT NULL
-         ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4`,
-      );
+      await write(conn, migrationsTable(table));
       const applied = new Set(
         (await select<{ version: number }>(conn, `SELECT version FROM \`${table}_migrations\``)).map((r) =>
           Number(r.version),
@@ -205,7 +207,10 @@ export async function runMigrations(pool: Pool, table: string): Promise<number[]
       if (pending.length === 0) return [];
       const collation = await binaryCollation(conn);
       for (const m of pending) {
-        const ran = m.addsIndex !== undefined && (await hasIndex(conn, table, m.addsIndex));
+        const ran =
+          (m.addsIndex !== undefined && (await hasIndex(conn, table, m.addsIndex))) ||
+          (m.addsColumn !== undefined &&
+            (await hasColumn(conn, `${table}${m.addsColumn.tableSuffix}`, m.addsColumn.column)));
         if (!ran) for (const statement of m.statements(table, collation)) await write(conn, statement);
         await write(
           conn,
@@ -221,11 +226,30 @@ export async function runMigrations(pool: Pool, table: string): Promise<number[]
 }
 
 async function hasIndex(conn: Parameters<typeof select>[0], table: string, index: string): Promise<boolean> {
+  return inCatalog(conn, 'STATISTICS', 'INDEX_NAME', table, index);
+}
+
+async function hasColumn(
+  conn: Parameters<typeof select>[0],
+  table: string,
+  column: string,
+): Promise<boolean> {
+  return inCatalog(conn, 'COLUMNS', 'COLUMN_NAME', table, column);
+}
+
+/** Whether information_schema.<view> has a row of `table` in this database whose <field> is `name`. */
+async function inCatalog(
+  conn: Parameters<typeof select>[0],
+  view: 'STATISTICS' | 'COLUMNS',
+  field: 'INDEX_NAME' | 'COLUMN_NAME',
+  table: string,
+  name: string,
+): Promise<boolean> {
   const rows = await select(
     conn,
-    `SELECT 1 AS present FROM information_schema.STATISTICS
-     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = ? LIMIT 1`,
-    [table, index],
+    `SELECT 1 AS present FROM information_schema.${view}
+     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND ${field} = ? LIMIT 1`,
+    [table, name],
   );
   return rows.length > 0;
 }
@@ -238,4 +262,49 @@ async function binaryCollation(conn: Parameters<typeof select>[0]): Promise<stri
   );
   const available = new Set(rows.map((r) => r.name));
   return COLLATION_PREFERENCE.find((c) => available.has(c)) ?? 'utf8mb4_bin';
+}
+
+/** The table that records the applied versions. */
+function migrationsTable(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS \`${table}_migrations\` (
+           version    INT          NOT NULL PRIMARY KEY,
+           name       VARCHAR(200) NOT NULL,
+           applied_at DATETIME(3)  NOT NULL
+         ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4`;
+}
+
+/**
+ * What runMigrations would run on this database, as text: the versions it lacks (all of them with
+ * `all`), in the binary collation it would pick on this server.
+ */
+export async function migrationScript(pool: Pool, table: string, all: boolean): Promise<MigrationScript> {
+  return withConnection(pool, async (conn) => {
+    const present = await select(
+      conn,
+      'SELECT 1 AS present FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?',
+      [`${table}_migrations`],
+    );
+    const applied =
+      all || present.length === 0
+        ? new Set<number>()
+        : new Set(
+            (await select<{ version: number }>(conn, `SELECT version FROM \`${table}_migrations\``)).map(
+              (r) => Number(r.version),
+            ),
+          );
+    const collation = await binaryCollation(conn);
+    return {
+      setup: [migrationsTable(table)],
+      transactional: false,
+      versions: MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => ({
+        version: m.version,
+        name: m.name,
+        statements: [
+          ...m.statements(table, collation),
+          `INSERT INTO \`${table}_migrations\` (version, name, applied_at) ` +
+            `VALUES (${m.version}, '${m.name.replaceAll("'", "''")}', UTC_TIMESTAMP(3))`,
+        ],
+      })),
+    };
+  });
 }

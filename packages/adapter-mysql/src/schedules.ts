@@ -5,12 +5,13 @@ import {
   requireStoredTime,
   type EnqueueTickResult,
   type NewCommand,
+  type RunTimeScheduleSettings,
   type ScheduleDefinition,
   type ScheduleRecord,
   type ScheduleStore,
   type ScheduleTick,
 } from '@asynccmd/core';
-import { tickRefusal } from '@asynccmd/core/store-kit';
+import { decodeRunTimeSettings, runTimeScheduleValues, tickRefusal } from '@asynccmd/core/store-kit';
 import type { Pool } from 'mysql2/promise';
 import { inTransaction, isDuplicateKey, retryLockConflicts, select, write } from './connection.js';
 import { fromUtcText, toUtcText } from './rows.js';
@@ -27,6 +28,7 @@ interface ScheduleRow {
   paused: number | string;
   last_tick: string | null;
   active_from: string;
+  run_time_settings: string | null;
 }
 
 /**
@@ -108,6 +110,27 @@ export class MysqlScheduleStore implements ScheduleStore {
     );
   }
 
+  async add(
+    definition: ScheduleDefinition,
+    settings: RunTimeScheduleSettings,
+    now: Date,
+  ): Promise<ScheduleRecord | null> {
+    const values = runTimeScheduleValues(definition, settings, toUtcText(requireStoredTime('now', now)));
+    // No INSERT … RETURNING on MariaDB: a duplicate primary key says the name is taken.
+    return retryLockConflicts(() =>
+      inTransaction(this.#pool, true, async (conn) => {
+        try {
+          await write(conn, this.#sql.add, values);
+        } catch (e) {
+          if (isDuplicateKey(e)) return null;
+          throw e;
+        }
+        const [row] = await select<ScheduleRow>(conn, this.#sql.get, [values[0]]);
+        return row === undefined ? null : toSchedule(row);
+      }),
+    );
+  }
+
   async remove(name: string): Promise<boolean> {
     const header = await write(this.#pool, this.#sql.remove, [requireScheduleName(name)]);
     return header.affectedRows === 1;
@@ -116,12 +139,16 @@ export class MysqlScheduleStore implements ScheduleStore {
 
 function scheduleSql(t: string) {
   const s = `\`${t}_schedules\``;
-  const columns = 'name, type, cron, timezone, paused, last_tick, active_from';
+  const columns = 'name, type, cron, timezone, paused, last_tick, active_from, run_time_settings';
   return {
     declare: (rows: number) =>
       `INSERT INTO ${s} (name, type, cron, timezone, paused, last_tick, active_from)
        VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, 0, NULL, ?)').join(', ')}
-       ON DUPLICATE KEY UPDATE type = VALUES(type), cron = VALUES(cron), timezone = VALUES(timezone)`,
+       ON DUPLICATE KEY UPDATE type = VALUES(type), cron = VALUES(cron), timezone = VALUES(timezone),
+         run_time_settings = NULL`,
+    // A declaration in code takes over a run-time schedule of its name (run_time_settings = NULL above).
+    add: `INSERT INTO ${s} (name, type, cron, timezone, paused, last_tick, active_from, run_time_settings)
+       VALUES (?, ?, ?, ?, 0, NULL, ?, ?)`,
     list: `SELECT ${columns} FROM ${s} ORDER BY name`,
     get: `SELECT ${columns} FROM ${s} WHERE name = ?`,
     // A resume (paused → running) moves active_from; any other call leaves it. SET runs left to
@@ -147,5 +174,6 @@ function toSchedule(row: ScheduleRow): ScheduleRecord {
     paused: Number(row.paused) === 1,
     lastTick: row.last_tick === null ? null : fromUtcText(row.last_tick),
     activeFrom: fromUtcText(row.active_from),
+    runTime: decodeRunTimeSettings(row.run_time_settings),
   };
 }

@@ -31,6 +31,8 @@ import {
   inTransaction,
   isConnectionLost,
   isDuplicateKey,
+  isLockConflict,
+  LostRaceError,
   retryConnectionLoss,
   retryLockConflicts,
   rollbackQuietly,
@@ -38,7 +40,7 @@ import {
   write,
 } from './connection.js';
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
-import { KEY_LOCK_SLOTS, runMigrations } from './migrations.js';
+import { KEY_LOCK_SLOTS, migrationScript, runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
 import { claimLimitedDue, MysqlTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
 import type { TypeLimitSql } from './type-limits.js';
@@ -141,6 +143,10 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       );
     }
     await runMigrations(this.pool, this.table);
+  }
+
+  async migrationScript(options: Port.MigrationScriptOptions = {}): Promise<Port.MigrationScript> {
+    return migrationScript(this.pool, this.table, options.all === true);
   }
 
   async transaction<T>(fn: (tx: Connection) => Promise<T>): Promise<T> {
@@ -285,6 +291,9 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
           ),
       });
     } catch (e) {
+      // Races lost on every try (on Galera: other nodes claimed the same rows each time) are
+      // contention, not an outage: this round claimed nothing, the next finds what is left.
+      if (isLockConflict(e)) return this.claimedBy(round.token).catch(() => []);
       // The connection died during the claim: it may have committed before it did. The token is
       // fresh and ours alone, so a read by it tells; rows it finds are claimed and must not wait for
       // a reclaim.
@@ -412,7 +421,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         if (rows.length === 0) return new Set<string>();
         const pairs = (value: (c: (typeof rows)[number]) => unknown): unknown[] =>
           rows.flatMap((c) => [c.id, value(c)]);
-        await write(conn, this.sql.failHeld(rows.length), [
+        const failed = await write(conn, this.sql.failHeld(rows.length), [
           ...pairs((c) => c.status),
           ...pairs((c) => c.lastError),
           ...pairs((c) => c.status),
@@ -422,6 +431,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
           ...pairs((c) => c.status),
           rows.map((c) => c.id),
         ]);
+        expectAll(failed, rows.length, 'fail');
         return new Set(rows.map((c) => c.id));
       }),
     );
@@ -464,7 +474,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = (await select<{ id: string }>(conn, lock(count), values)).map((r) => String(r.id));
-        if (held.length > 0) await write(conn, move, [held]);
+        if (held.length > 0) expectAll(await write(conn, move, [held]), held.length, 'release');
         return inCallersOrder(
           checked.map((r) => r.id),
           held,
@@ -490,8 +500,10 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         if (hung.length === 0) return [];
         const ids = hung.map((h) => String(h.id));
         const limits = [maxRescues, maxRescues, dead];
-        await write(conn, this.sql.reclaim, [...limits, ...limits, maxRescues, ids]);
-        // The rows are locked until commit, so the guarded write moved every one of them.
+        const moved = await write(conn, this.sql.reclaim, [...limits, ...limits, maxRescues, ids]);
+        // The rows are locked until commit, so the guarded write moved every one of them (or, on
+        // Galera, another node's write took them meanwhile, and the whole reclaim is tried again).
+        expectAll(moved, ids.length, 'reclaim');
         return hung.map((h) => ({
           id: String(h.id),
           type: h.type,
@@ -802,6 +814,16 @@ function refValues(refs: readonly Port.ClaimRef[]): { count: number; values: unk
     pairs.push(id, token);
   }
   return { count: ids.length, values: [ids, ...pairs] };
+}
+
+/**
+ * A write to rows its transaction locked changed every one of them, unless the locks did not hold:
+ * Galera's are node-local, and another node's replicated write may take the rows. Then the
+ * transaction is rolled back and tried again (retryLockConflicts) rather than reporting rows it
+ * did not move.
+ */
+function expectAll(header: ResultSetHeader, locked: number, what: string): void {
+  if (header.affectedRows !== locked) throw new LostRaceError(what);
 }
 
 function unique(ids: readonly Port.CommandId[]): Port.CommandId[] {

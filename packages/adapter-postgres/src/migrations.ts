@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_PRIORITY } from '@asynccmd/core';
+import { DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_PRIORITY, type MigrationScript } from '@asynccmd/core';
 import type { Pool } from 'pg';
 import { dueIdsFunctionDdl } from './claim-plan.js';
 import type { TableNames } from './names.js';
@@ -154,6 +154,12 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 9,
+    name: 'schedules added at run time',
+    // NULL for a schedule declared in code; the JSON settings of one added at run time.
+    statements: (n) => [`ALTER TABLE ${schedulesTable(n)} ADD COLUMN IF NOT EXISTS run_time_settings TEXT`],
+  },
+  {
     version: 10,
     name: 'type limits',
     // One row per limited type: a limited claim locks it, then counts (type-limits.ts).
@@ -182,13 +188,7 @@ export async function migrate(pool: Pool, n: TableNames, settings: MigrateSettin
     const schema = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [n.schemaName]);
     // Looked up first: CREATE SCHEMA IF NOT EXISTS still demands the CREATE privilege on the database.
     if (schema.rowCount === 0) await client.query(`CREATE SCHEMA IF NOT EXISTS ${n.schema}`);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${n.migrations} (
-         version    INTEGER     PRIMARY KEY,
-         name       TEXT        NOT NULL,
-         applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-       )`,
-    );
+    await client.query(migrationsTable(n));
     const applied = await client.query<{ version: number }>(`SELECT version FROM ${n.migrations}`);
     const done = new Set(applied.rows.map((r) => Number(r.version)));
     for (const m of MIGRATIONS) {
@@ -201,4 +201,50 @@ export async function migrate(pool: Pool, n: TableNames, settings: MigrateSettin
       await client.query(payloadLimitFunction(n, settings.maxPayloadBytes));
     }
   });
+}
+
+/** The table that records the applied versions. */
+function migrationsTable(n: TableNames): string {
+  return `CREATE TABLE IF NOT EXISTS ${n.migrations} (
+         version    INTEGER     PRIMARY KEY,
+         name       TEXT        NOT NULL,
+         applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+       )`;
+}
+
+/** The versions recorded as applied; none when the schema or the migrations table is not there. */
+export async function appliedVersions(pool: Pool, n: TableNames): Promise<Set<number>> {
+  const present = await pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [
+    n.migrations,
+  ]);
+  if (present.rows[0]?.present !== true) return new Set();
+  const applied = await pool.query<{ version: number }>(`SELECT version FROM ${n.migrations}`);
+  return new Set(applied.rows.map((r) => Number(r.version)));
+}
+
+/**
+ * What migrate() would run on a database that has applied `applied`, as text; the submit functions
+ * hold `settings.maxPayloadBytes` as migrate() leaves them.
+ */
+export function migrationScript(
+  n: TableNames,
+  applied: ReadonlySet<number>,
+  settings: MigrateSettings,
+): MigrationScript {
+  const pending = MIGRATIONS.filter((m) => !applied.has(m.version));
+  return {
+    setup: [`CREATE SCHEMA IF NOT EXISTS ${n.schema}`, migrationsTable(n)],
+    transactional: true,
+    versions: pending.map((m) => ({
+      version: m.version,
+      name: m.name,
+      statements: [
+        ...m.statements(n),
+        ...(m === pending.at(-1) && settings.maxPayloadBytes !== DEFAULT_MAX_PAYLOAD_BYTES
+          ? [payloadLimitFunction(n, settings.maxPayloadBytes)]
+          : []),
+        `INSERT INTO ${n.migrations} (version, name) VALUES (${m.version}, '${m.name.replaceAll("'", "''")}')`,
+      ],
+    })),
+  };
 }

@@ -4,13 +4,14 @@ import {
   requireScheduleName,
   requireStoredTime,
   type EnqueueTickResult,
+  type RunTimeScheduleSettings,
   type ScheduleDefinition,
   type ScheduleRecord,
   type ScheduleStore,
   type ScheduleTick,
 } from '@asynccmd/core';
 import type { Pool } from 'pg';
-import { tickRefusal } from '@asynccmd/core/store-kit';
+import { decodeRunTimeSettings, runTimeScheduleValues, tickRefusal } from '@asynccmd/core/store-kit';
 import type { StoreInput } from '@asynccmd/core/store-kit';
 import type { TableNames } from './names.js';
 import { runInTransaction } from './pipeline/transaction.js';
@@ -23,6 +24,7 @@ interface ScheduleRow {
   paused: boolean;
   last_tick_ms: number | null;
   active_from_ms: number;
+  run_time_settings: string | null;
 }
 
 /** The schedules table next to the command table, quoted and qualified. */
@@ -113,6 +115,20 @@ export class PostgresScheduleStore implements ScheduleStore {
     });
   }
 
+  async add(
+    definition: ScheduleDefinition,
+    settings: RunTimeScheduleSettings,
+    now: Date,
+  ): Promise<ScheduleRecord | null> {
+    const at = requireStoredTime('now', now).toISOString();
+    const result = await this.#pool.query<ScheduleRow>(
+      this.#sql.add,
+      runTimeScheduleValues(definition, settings, at),
+    );
+    const row = result.rows[0];
+    return row === undefined ? null : toSchedule(row);
+  }
+
   async remove(name: string): Promise<boolean> {
     const result = await this.#pool.query(this.#sql.remove, [requireScheduleName(name)]);
     return result.rowCount === 1;
@@ -122,13 +138,18 @@ export class PostgresScheduleStore implements ScheduleStore {
 function scheduleSql(n: TableNames) {
   const s = schedulesTable(n);
   const columns = `name, type, cron, timezone, paused, ${epochMs('last_tick')} AS last_tick_ms,
-    ${epochMs('active_from')} AS active_from_ms`;
+    ${epochMs('active_from')} AS active_from_ms, run_time_settings`;
   return {
     declare: `INSERT INTO ${s} (name, type, cron, timezone, paused, active_from)
        SELECT d.name, d.type, d.cron, d.timezone, FALSE, $5::timestamptz
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS d (name, type, cron, timezone)
        ON CONFLICT (name) DO UPDATE
-         SET type = excluded.type, cron = excluded.cron, timezone = excluded.timezone`,
+         SET type = excluded.type, cron = excluded.cron, timezone = excluded.timezone, run_time_settings = NULL`,
+    // A declaration in code takes over a run-time schedule of its name (run_time_settings = NULL above).
+    add: `INSERT INTO ${s} (name, type, cron, timezone, paused, active_from, run_time_settings)
+       VALUES ($1, $2, $3, $4, FALSE, $5::timestamptz, $6)
+       ON CONFLICT (name) DO NOTHING
+       RETURNING ${columns}`,
     list: `SELECT ${columns} FROM ${s} ORDER BY name`,
     get: `SELECT ${columns} FROM ${s} WHERE name = $1`,
     // A resume (paused → running) moves active_from; any other call leaves it.
@@ -158,5 +179,6 @@ function toSchedule(row: ScheduleRow): ScheduleRecord {
     paused: row.paused,
     lastTick: row.last_tick_ms === null ? null : new Date(Number(row.last_tick_ms)),
     activeFrom: new Date(Number(row.active_from_ms)),
+    runTime: decodeRunTimeSettings(row.run_time_settings),
   };
 }

@@ -31,7 +31,7 @@ import {
   insertEachThroughExecutor,
   insertThroughExecutor,
 } from './executor-insert.js';
-import { migrate } from './migrations.js';
+import { appliedVersions, migrate, migrationScript } from './migrations.js';
 import { PostgresScheduleStore } from './schedules.js';
 import { PostgresTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
 import type { TableNames } from './names.js';
@@ -173,6 +173,11 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
 
   migrate(): Promise<void> {
     return migrate(this.pool, this.names, { maxPayloadBytes: this.input.maxPayloadBytes });
+  }
+
+  async migrationScript(options: Port.MigrationScriptOptions = {}): Promise<Port.MigrationScript> {
+    const applied = options.all === true ? new Set<number>() : await appliedVersions(this.pool, this.names);
+    return migrationScript(this.names, applied, { maxPayloadBytes: this.input.maxPayloadBytes });
   }
 
   transaction<T>(fn: (tx: PoolClient) => Promise<T>): Promise<T> {

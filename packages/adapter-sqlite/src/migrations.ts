@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { ACTIVE_STATUSES, DEFAULT_PRIORITY } from '@asynccmd/core';
+import { ACTIVE_STATUSES, DEFAULT_PRIORITY, type MigrationScript } from '@asynccmd/core';
 
 /**
  * Versioned schema changes. The version numbers are shared by every adapter (1 = the command table
@@ -123,6 +123,12 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 9,
+    name: 'schedules added at run time',
+    // NULL for a schedule declared in code; the JSON settings of one added at run time.
+    statements: (t) => [`ALTER TABLE ${t}_schedules ADD COLUMN run_time_settings TEXT`],
+  },
+  {
     version: 10,
     name: 'type limits',
     // One row per limited type; claims read it (see sql.ts claimDueLimited).
@@ -141,13 +147,7 @@ export const MIGRATIONS: readonly Migration[] = [
  */
 export function runMigrations(db: Database.Database, table: string, now: () => number): number[] {
   const apply = db.transaction((): number[] => {
-    db.exec(
-      `CREATE TABLE IF NOT EXISTS ${table}_migrations (
-        version    INTEGER PRIMARY KEY,
-        name       TEXT    NOT NULL,
-        applied_at INTEGER NOT NULL
-      )`,
-    );
+    db.exec(migrationsTable(table));
     const applied = new Set(
       db
         .prepare(`SELECT version FROM ${table}_migrations`)
@@ -166,4 +166,51 @@ export function runMigrations(db: Database.Database, table: string, now: () => n
     return done;
   });
   return apply.immediate();
+}
+
+/** The table that records the applied versions. */
+function migrationsTable(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${table}_migrations (
+        version    INTEGER PRIMARY KEY,
+        name       TEXT    NOT NULL,
+        applied_at INTEGER NOT NULL
+      )`;
+}
+
+/** The versions recorded as applied; none when the migrations table is not there. */
+export function appliedVersions(db: Database.Database, table: string): Set<number> {
+  const present = db
+    .prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`)
+    .get(`${table}_migrations`);
+  if (present === undefined) return new Set();
+  return new Set(
+    db
+      .prepare(`SELECT version FROM ${table}_migrations`)
+      .pluck()
+      .all()
+      .map((v) => Number(v)),
+  );
+}
+
+/** What runMigrations would run on a database that has applied `applied`, as text. */
+export function migrationScript(table: string, applied: ReadonlySet<number>): MigrationScript {
+  return {
+    setup: [migrationsTable(table)],
+    transactional: true,
+    versions: MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => ({
+      version: m.version,
+      name: m.name,
+      statements: [
+        ...m.statements(table),
+        `INSERT INTO ${table}_migrations (version, name, applied_at) VALUES (${m.version}, ${sqlText(m.name)}, ${NOW_MS})`,
+      ],
+    })),
+  };
+}
+
+/** Epoch milliseconds in SQL every SQLite has (unixepoch('subsec') needs 3.42), e.g. an older sqlite3 shell. */
+const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`;
+
+function sqlText(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
 }

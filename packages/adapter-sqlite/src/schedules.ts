@@ -6,12 +6,13 @@ import {
   requireStoredTime,
   type EnqueueTickResult,
   type NewCommand,
+  type RunTimeScheduleSettings,
   type ScheduleDefinition,
   type ScheduleRecord,
   type ScheduleStore,
   type ScheduleTick,
 } from '@asynccmd/core';
-import { tickRefusal } from '@asynccmd/core/store-kit';
+import { decodeRunTimeSettings, runTimeScheduleValues, tickRefusal } from '@asynccmd/core/store-kit';
 import { DB_NOW } from './sql.js';
 
 /** What the schedules need of the store: its handle, its table, its turn-taking and its row checks. */
@@ -32,6 +33,7 @@ interface ScheduleRow {
   paused: number;
   last_tick: number | null;
   active_from: number;
+  run_time_settings: string | null;
 }
 
 /**
@@ -106,6 +108,18 @@ export class SqliteScheduleStore implements ScheduleStore {
     );
   }
 
+  async add(
+    definition: ScheduleDefinition,
+    settings: RunTimeScheduleSettings,
+    now: Date,
+  ): Promise<ScheduleRecord | null> {
+    const values = runTimeScheduleValues(definition, settings, requireStoredTime('now', now).getTime());
+    return this.#p.run(() => {
+      const row = this.#stmt('add').get(...values) as ScheduleRow | undefined;
+      return row === undefined ? null : toSchedule(row);
+    });
+  }
+
   async remove(name: string): Promise<boolean> {
     const key = requireScheduleName(name);
     return this.#p.run(() => this.#stmt('remove').run(key).changes === 1);
@@ -120,11 +134,17 @@ export class SqliteScheduleStore implements ScheduleStore {
 
 function scheduleSql(t: string) {
   const s = `${t}_schedules`;
-  const columns = 'name, type, cron, timezone, paused, last_tick, active_from';
+  const columns = 'name, type, cron, timezone, paused, last_tick, active_from, run_time_settings';
   return {
     declare: `INSERT INTO ${s} (name, type, cron, timezone, paused, last_tick, active_from)
        VALUES (?, ?, ?, ?, 0, NULL, ?)
-       ON CONFLICT (name) DO UPDATE SET type = excluded.type, cron = excluded.cron, timezone = excluded.timezone`,
+       ON CONFLICT (name) DO UPDATE SET type = excluded.type, cron = excluded.cron, timezone = excluded.timezone,
+         run_time_settings = NULL`,
+    // A declaration in code takes over a run-time schedule of its name (run_time_settings = NULL above).
+    add: `INSERT INTO ${s} (name, type, cron, timezone, paused, last_tick, active_from, run_time_settings)
+       VALUES (?, ?, ?, ?, 0, NULL, ?, ?)
+       ON CONFLICT (name) DO NOTHING
+       RETURNING ${columns}`,
     list: `SELECT ${columns} FROM ${s} ORDER BY name`,
     get: `SELECT ${columns} FROM ${s} WHERE name = ?`,
     // A resume (paused → running) moves active_from; any other call leaves it.
@@ -151,5 +171,6 @@ function toSchedule(row: ScheduleRow): ScheduleRecord {
     paused: row.paused === 1,
     lastTick: row.last_tick === null ? null : new Date(row.last_tick),
     activeFrom: new Date(row.active_from),
+    runTime: decodeRunTimeSettings(row.run_time_settings),
   };
 }

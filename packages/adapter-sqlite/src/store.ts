@@ -15,6 +15,8 @@ import {
   requireTypeLimits,
   requireTypes,
   validateIdentifier,
+  type MigrationScript,
+  type MigrationScriptOptions,
 } from '@asynccmd/core';
 import {
   byClaimOrder,
@@ -31,7 +33,7 @@ import {
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
-import { runMigrations } from './migrations.js';
+import { appliedVersions, migrationScript, runMigrations } from './migrations.js';
 import { SqliteScheduleStore } from './schedules.js';
 import { toRecord, toRecordFromValues } from './rows.js';
 import type { CommandRow } from './rows.js';
@@ -147,6 +149,12 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     return this.run(() => {
       runMigrations(this.db, this.table, Date.now);
     });
+  }
+
+  async migrationScript(options: MigrationScriptOptions = {}): Promise<MigrationScript> {
+    return this.run(() =>
+      migrationScript(this.table, options.all === true ? new Set() : appliedVersions(this.db, this.table)),
+    );
   }
 
   async transaction<T>(fn: (tx: SqliteDatabase) => Promise<T>): Promise<T> {

@@ -14,6 +14,8 @@ export interface StoreLocation {
   readonly schema?: string;
   /** Refuse to create a SQLite file that is not there (every command but migrate). */
   readonly mustExist?: boolean;
+  /** Connections the PostgreSQL or MySQL pool may open. Default 2: one CLI command needs one. */
+  readonly poolSize?: number;
 }
 
 /** The adapter package of each database, and the driver package it imports. */
@@ -33,6 +35,7 @@ type AdapterPackage = (typeof ADAPTERS)[keyof typeof ADAPTERS];
  */
 export async function openStore(location: StoreLocation): Promise<CommandStore> {
   const { url, table, schema } = location;
+  const poolSize = location.poolSize ?? 2;
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
   switch (scheme) {
     case 'sqlite': {
@@ -67,8 +70,8 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
       );
       return createPostgresStore({
         connectionString: url,
-        // One CLI command needs one connection; a small pool keeps a busy database's slots free.
-        poolConfig: { max: 2, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
+        // A small pool keeps a busy database's slots free.
+        poolConfig: { max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
         ...(schema !== undefined ? { schema } : {}),
         ...(table !== undefined ? { table } : {}),
       });
@@ -84,7 +87,7 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
       return createMysqlStore({
         // mysql2 reads only mysql:// URIs; mariadb:// is the same protocol.
         connection: { uri: `mysql:${url.slice(scheme.length + 1)}`, connectTimeout: CONNECT_TIMEOUT_MS },
-        connectionLimit: 2,
+        connectionLimit: poolSize,
         ...(table !== undefined ? { table } : {}),
       });
     }

@@ -23,8 +23,11 @@ import {
   parseReason,
   parseStatuses,
   parseType,
+  addSchedule,
+  parseNewSchedule,
   readSchedules,
   readStats,
+  removeSchedule,
   requireCommandId,
   setSchedulePaused,
   type ScheduleView,
@@ -40,6 +43,16 @@ import {
   type FailureContext,
 } from './failures.js';
 import { openStore, redactUrl } from './open-store.js';
+import { parseCount } from './arguments.js';
+import { renderMigrationScript } from './migration-text.js';
+import {
+  ADMIN_TOKEN_VARIABLE,
+  loadWorkerModule,
+  parseWorkerFlags,
+  runWorker,
+  workerPoolSize,
+  type WorkerFlags,
+} from './worker.js';
 import { clip, renderTable } from './table.js';
 
 // src and dist both sit one level below the package root.
@@ -50,6 +63,8 @@ export interface CliIo {
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Ends the process at once: `asynccmd worker` on a second SIGTERM. */
+  readonly exit?: (code: number) => void;
 }
 
 export { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './failures.js';
@@ -82,6 +97,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     cmd: Command,
     fn: (store: CommandStore) => Promise<void>,
     create = false,
+    poolSize?: number,
   ): Promise<void> => {
     const g = cmd.optsWithGlobals<GlobalOptions>();
     const url = g.db ?? env['ASYNCCMD_DB'];
@@ -101,6 +117,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       ...(g.table !== undefined ? { table: g.table } : {}),
       ...(g.schema !== undefined ? { schema: g.schema } : {}),
       mustExist: !create,
+      ...(poolSize !== undefined ? { poolSize } : {}),
     }).catch(unreachable);
     try {
       await store.ping().catch(unreachable);
@@ -112,18 +129,36 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
   program
     .command('migrate')
-    .description('create or upgrade the command table (idempotent)')
+    .description('create or upgrade the command table (idempotent), or print its DDL for a DBA')
+    .option('--print-sql', 'print the DDL of the versions the database lacks, apply nothing')
+    .option('--dry-run', 'the same as --print-sql')
+    .option('--all', 'with --print-sql: every version, as for an empty database')
     .option('--json', 'machine-readable output')
-    .action(async (opts: { json?: boolean }, cmd: Command) =>
-      withStore(
-        cmd,
-        async (store) => {
-          await store.migrate();
-          if (opts.json) json({ migrated: true, dialect: store.dialect });
-          else out(`migrated: the ${store.dialect} command table is up to date`);
-        },
-        true,
-      ),
+    .action(
+      async (opts: { printSql?: boolean; dryRun?: boolean; all?: boolean; json?: boolean }, cmd: Command) => {
+        const printOnly = opts.printSql === true || opts.dryRun === true;
+        if (opts.all === true && !printOnly) throw new CliFailure('--all goes with --print-sql', EXIT_USAGE);
+        if (!printOnly) {
+          return withStore(
+            cmd,
+            async (store) => {
+              await store.migrate();
+              if (opts.json) json({ migrated: true, dialect: store.dialect });
+              else out(`migrated: the ${store.dialect} command table is up to date`);
+            },
+            true,
+          );
+        }
+        // A dry run changes nothing: not even a SQLite file is created.
+        await withStore(cmd, async (store) => {
+          if (store.migrationScript === undefined) {
+            throw new CliFailure(`the ${store.dialect} store cannot print its migrations`, EXIT_FAILED);
+          }
+          const script = await store.migrationScript({ all: opts.all === true });
+          if (opts.json) return json({ dialect: store.dialect, ...script });
+          out(renderMigrationScript(script, store.dialect));
+        });
+      },
     );
 
   program
@@ -319,7 +354,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
   const schedules = program
     .command('schedules')
-    .description('recurring schedules: list them with their last and next ticks, pause or resume one');
+    .description(
+      'recurring schedules: list them with their last and next ticks, pause, resume, add or remove one',
+    );
   schedules
     .command('list')
     .description('every stored schedule, its state, last tick and next tick')
@@ -331,7 +368,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         if (views.length === 0) return out('no recurring schedules');
         out(
           renderTable(
-            ['NAME', 'TYPE', 'CRON', 'TIMEZONE', 'STATE', 'LAST TICK', 'NEXT TICK'],
+            ['NAME', 'TYPE', 'CRON', 'TIMEZONE', 'STATE', 'LAST TICK', 'NEXT TICK', 'ORIGIN'],
             views.map((v) => scheduleRow(v)),
           ),
         );
@@ -366,6 +403,114 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       );
   }
 
+  schedules
+    .command('add')
+    .description(
+      'add a schedule at run time: every instance with an executor for its type enqueues its ticks',
+    )
+    .argument('<name>', 'schedule name (letters, digits, _ . : -)')
+    .requiredOption('--cron <expression>', "5 fields, or 6 with seconds first, e.g. '0 */5 * * * *'")
+    .requiredOption('--type <type>', 'the command type each tick submits')
+    .option('--timezone <zone>', 'IANA time zone the expression is read in (default UTC)')
+    .option('--payload <json>', "the payload of every tick's command, as JSON (default null)")
+    .option(
+      '--catch-up <policy>',
+      'ticks missed while every instance was down: none (default), latest or a count',
+    )
+    .option('--max-retry <n>', "retries of each tick's command (default: the executor's)")
+    .option('--json', 'machine-readable output')
+    .action(
+      async (
+        name: string,
+        opts: {
+          cron: string;
+          type: string;
+          timezone?: string;
+          payload?: string;
+          catchUp?: string;
+          maxRetry?: string;
+          json?: boolean;
+        },
+        cmd: Command,
+      ) => {
+        const input = {
+          name,
+          cron: opts.cron,
+          type: opts.type,
+          ...(opts.timezone !== undefined ? { timezone: opts.timezone } : {}),
+          ...(opts.payload !== undefined ? { payload: parseJsonOption('--payload', opts.payload) } : {}),
+          ...(opts.catchUp !== undefined ? { catchUp: parseCatchUp(opts.catchUp) } : {}),
+          ...(opts.maxRetry !== undefined
+            ? { maxRetry: parseCount('--max-retry', opts.maxRetry, 1000, 0) }
+            : {}),
+        };
+        // Checked before the database is asked (the CLI cannot know which types some instance runs).
+        parseNewSchedule(input, null);
+        await withStore(cmd, async (store) => {
+          const view = await addSchedule(store, input, new Date(), null).catch((e: unknown) => {
+            throw isAsyncCommandError(e) && e.code === 'SCHEDULE_EXISTS'
+              ? new CliFailure(e.message, EXIT_FAILED)
+              : e;
+          });
+          if (opts.json) json(view);
+          else
+            out(
+              `schedule ${view.name} added: ${view.type} on "${view.cron}", next tick ${view.nextTick ?? '-'}`,
+            );
+        });
+      },
+    );
+  schedules
+    .command('remove')
+    .description('remove a schedule added at run time: no instance enqueues its ticks any more')
+    .argument('<name>', 'schedule name')
+    .option('--json', 'machine-readable output')
+    .action(async (name: string, opts: { json?: boolean }, cmd: Command) =>
+      withStore(cmd, async (store) => {
+        const result = await removeSchedule(store, name).catch((e: unknown) => {
+          throw isAsyncCommandError(e) && (e.code === 'NOT_FOUND' || e.code === 'SCHEDULE_DECLARED_IN_CODE')
+            ? new CliFailure(e.message, EXIT_FAILED)
+            : e;
+        });
+        if (opts.json) json(result);
+        else out(`schedule ${result.name} removed`);
+      }),
+    );
+
+  program
+    .command('worker')
+    .description('run the executors (and recurring schedules) of a module until SIGTERM or SIGINT')
+    .requiredOption(
+      '--executors <module>',
+      'ES module exporting `executors` (and optionally `recurring`, `options`)',
+    )
+    .option('--pools <sizes>', 'sizes of isolated pools, e.g. emails=4,reports=2')
+    .option('--concurrency <n>', "size of the shared pool (default: the module's options, else 8)")
+    .option(
+      '--admin-port <port>',
+      `serve the admin API (/health, /metrics, …); token from $${ADMIN_TOKEN_VARIABLE}`,
+    )
+    .option('--admin-host <host>', 'address the admin API listens on (default 127.0.0.1)')
+    .option('--admin-no-auth', 'serve the admin API without a token (loopback only)')
+    .option('--shutdown-timeout <duration>', 'how long SIGTERM waits for running commands (default 30s)')
+    .option('--log-level <level>', 'debug, info, warn or error (default info)')
+    .action(async (flags: WorkerFlags, cmd: Command) => {
+      const settings = parseWorkerFlags(flags, env);
+      const module = await loadWorkerModule(settings.modulePath);
+      await withStore(
+        cmd,
+        async (store) => {
+          exitCode = await runWorker(store, module, settings, {
+            log: io.stdout,
+            env,
+            ...(io.exit !== undefined ? { exit: io.exit } : {}),
+          });
+        },
+        false,
+        workerPoolSize(module, settings),
+      );
+    });
+
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
@@ -398,23 +543,12 @@ function scheduleRow(v: ScheduleView): string[] {
     v.paused ? 'paused' : 'running',
     v.lastTick ?? '-',
     v.nextTick ?? '-',
+    v.origin,
   ];
 }
 
 /** The most rows one purge DELETE may take. */
 const MAX_PURGE_BATCH_SIZE = 100_000;
-
-/** A whole number from 1 to `max` given to `option`, or a usage error naming the option. */
-function parseCount(option: string, text: string, max: number): number {
-  const n = /^\s*\d{1,7}\s*$/.test(text) ? Number(text) : NaN;
-  if (!(n >= 1 && n <= max)) {
-    throw new CliFailure(
-      `${option} must be a whole number from 1 to ${max}, not ${JSON.stringify(text.slice(0, 40))}`,
-      EXIT_USAGE,
-    );
-  }
-  return n;
-}
 
 async function transitionOrFail(
   store: CommandStore,
@@ -494,4 +628,17 @@ function describeHistory(history: CommandStatusResource['history']): string {
       return a.error === null ? line : `${line}: ${a.error}`;
     })
     .join(`\n${' '.repeat(12)}`);
+}
+
+function parseJsonOption(option: string, text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new CliFailure(`${option} must be JSON, e.g. '{"report":"daily"}'`, EXIT_USAGE);
+  }
+}
+
+function parseCatchUp(text: string): 'none' | 'latest' | number {
+  if (text === 'none' || text === 'latest') return text;
+  return parseCount('--catch-up', text, 1000);
 }

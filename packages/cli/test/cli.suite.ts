@@ -234,9 +234,9 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       );
       const human = await run('schedules', 'list');
       expect(human.code).toBe(0);
-      expect(human.out).toMatch(/^NAME\s+TYPE\s+CRON\s+TIMEZONE\s+STATE\s+LAST TICK\s+NEXT TICK$/m);
+      expect(human.out).toMatch(/^NAME\s+TYPE\s+CRON\s+TIMEZONE\s+STATE\s+LAST TICK\s+NEXT TICK\s+ORIGIN$/m);
       expect(human.out).toMatch(
-        /^cli-nightly\s+cli\.report\s+0 0 3 \* \* \*\s+Europe\/Paris\s+running\s+-\s+\S+Z$/m,
+        /^cli-nightly\s+cli\.report\s+0 0 3 \* \* \*\s+Europe\/Paris\s+running\s+-\s+\S+Z\s+code$/m,
       );
       const paused = await run('schedules', 'pause', 'cli-nightly', '--json');
       expect(paused.code).toBe(0);

@@ -16,7 +16,9 @@ export type AsyncCommandErrorCode =
   | 'INVALID_ARGUMENT'
   | 'IDEMPOTENCY_CONFLICT'
   | 'TRANSACTION_ROLLED_BACK'
-  | 'STORE_CONTENTION';
+  | 'STORE_CONTENTION'
+  | 'SCHEDULE_EXISTS'
+  | 'SCHEDULE_DECLARED_IN_CODE';
 
 export class AsyncCommandError extends Error {
   readonly code: AsyncCommandErrorCode;
@@ -176,6 +178,8 @@ const CODES: ReadonlySet<string> = new Set<AsyncCommandErrorCode>([
   'IDEMPOTENCY_CONFLICT',
   'TRANSACTION_ROLLED_BACK',
   'STORE_CONTENTION',
+  'SCHEDULE_EXISTS',
+  'SCHEDULE_DECLARED_IN_CODE',
 ]);
 
 /** True for any asynccmd error, even one thrown by another copy of this package. */

@@ -13,6 +13,7 @@ export * from './transitions.js';
 export * from './status-view.js';
 export * from './ports/store.js';
 export * from './ports/schedules.js';
+export * from './ports/migrations.js';
 export * from './ports/clock.js';
 export * from './ports/token-source.js';
 export * from './ports/events.js';

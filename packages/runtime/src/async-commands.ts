@@ -160,8 +160,12 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     const retention = options.retention
       ? new Retention(store, this.#outage, this.logger, options.retention)
       : null;
-    this.schedules = new RecurringSchedules(store, this.clock);
     const recurring = this.#recurringService(options, store);
+    this.schedules = new RecurringSchedules(store, this.clock, {
+      knownTypes: () => [...this.registry.types(), ...(options.submitOnlyTypes ?? [])],
+      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      changed: () => recurring?.refreshSoon(),
+    });
     this.#maintainer = new Maintainer(this.leases, [reclaimer, retention, recurring]);
     const immediate = new ImmediateDispatch({
       ...shared,
@@ -201,7 +205,11 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   /** The service that enqueues the ticks of `recurring`, or null when there are none. */
   #recurringService(options: AsyncCommandsOptions<Tx>, store: CommandStore): RecurringService | null {
     const schedules = options.recurring ?? [];
-    if (schedules.length === 0) return null;
+    // Without schedules in code the service still runs where the store keeps schedules: it picks up
+    // those added at run time (runtime.schedules.add, the CLI, the admin API) for its executors' types.
+    if (schedules.length === 0 && (store.schedules === undefined || this.registry.types().length === 0)) {
+      return null;
+    }
     if (store.schedules === undefined) {
       throw new InvalidArgumentError(
         `asynccmd option \`recurring\` needs a store that keeps schedules; the ${store.dialect} store does not`,
@@ -242,6 +250,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
           store.wakeups?.notify();
           this.scheduler.wake();
         },
+        runs: (type) => this.registry.has(type),
       },
       schedules,
     );

@@ -10,7 +10,7 @@ import {
 import type { CommandEvents } from './command-events.js';
 import type { ExecutionContext } from './executor.js';
 import type { ExecutorRegistry } from './executor-registry.js';
-import { Execution, namedError } from './execution.js';
+import { Execution, namedError, type ExecutionHost } from './execution.js';
 import type { LeaseKeeper } from './services/lease-keeper.js';
 import { ABANDONED, type OutcomeWriter, type WriteResult } from './outcome-writer.js';
 import type { StoreOutage } from './store-outage.js';
@@ -38,7 +38,7 @@ export interface CommandRunnerDeps {
  * the interceptors, enforces the per-type timeout, and records success, retry or dead letter
  * (core decideFailure), fenced by the claim token.
  */
-export class CommandRunner {
+export class CommandRunner implements ExecutionHost {
   readonly #inflight = new Set<Execution>();
   #idle: (() => void)[] = [];
   /** Innermost first, so wrapping in this order leaves the first interceptor outermost. */
@@ -51,15 +51,17 @@ export class CommandRunner {
   /** Takes charge of a freshly claimed command: from now on its lease is kept alive. */
   track(command: ClaimedCommand, via: 'poll' | 'immediate'): Execution {
     const entry = this.deps.registry.require(command.type);
-    const execution = new Execution(command, entry, via, (e, runner) => this.run(e, runner));
-    execution.releaseLease = this.deps.leases.hold(execution);
-    execution.drop = () => {
-      this.#forget(execution);
-      this.#letGo(execution);
-    };
+    const execution = new Execution(command, entry, via, this);
+    this.deps.leases.hold(execution);
     this.#inflight.add(execution);
-    if (this.deps.events.listening) this.deps.events.emit({ kind: 'claimed', command, via });
+    if (this.deps.events.listensTo('claimed')) this.deps.events.emit({ kind: 'claimed', command, via });
     return execution;
+  }
+
+  /** Forgets a claim taken away before it started; it never runs. */
+  drop(execution: Execution): void {
+    this.#forget(execution);
+    this.#letGo(execution);
   }
 
   /** Claims held by this instance, started or not. */
@@ -68,59 +70,108 @@ export class CommandRunner {
   }
 
   /** Runs one claimed command to a recorded outcome. Never rejects. */
-  async execute(execution: Execution, runner: string): Promise<void> {
+  async execute(execution: Execution, runner: 'inline' | 'caller'): Promise<void> {
     const tail = await this.run(execution, runner);
     if (tail) await tail.recorded;
   }
 
   /**
-   * Runs one claimed command's executor. Resolves once it has run, with the write of its outcome
-   * still under way in `recorded` (a pool frees the slot meanwhile). Never rejects.
+   * Runs one claimed command's executor (`runner`: where, for the started event; null: its pool).
+   * Resolves once it has run, with the write of its outcome still under way in `recorded` (a pool
+   * frees the slot meanwhile). Never rejects. The hot path of every command: an executor that
+   * returns without a promise costs no promise of its own, one that returns a promise one more.
    */
-  async run(execution: Execution, runner: string): Promise<void | PoolJobTail> {
-    if (execution.state !== 'claimed') return this.#forget(execution);
+  run(execution: Execution, runner: string | null): Promise<void | PoolJobTail> {
+    if (execution.state !== 'claimed') {
+      this.#forget(execution);
+      return NOTHING;
+    }
     const { command, entry } = execution;
     execution.state = 'running';
     const { events } = this.deps;
-    if (events.listening) events.emit({ kind: 'started', command, mode: entry.mode, runner });
-    const started = performance.now();
-    const timer =
-      entry.timeoutMs === undefined
-        ? null
-        : setTimeout(
-            () =>
-              execution.abort(
-                'timeout',
-                namedError('TimeoutError', `command timed out after ${entry.timeoutMs} ms`),
-              ),
-            entry.timeoutMs,
-          );
-    let failure: { error: unknown } | null = null;
-    try {
-      await this.#invoke(execution);
-    } catch (error) {
-      failure = { error };
-    } finally {
-      if (timer) clearTimeout(timer);
-      execution.onAbort = null;
+    if (events.listensTo('started')) {
+      const where = runner ?? `pool:${execution.poolName ?? '?'}`;
+      events.emit({ kind: 'started', command, mode: entry.mode, runner: where });
     }
+    const started = performance.now();
+    if (entry.timeoutMs !== undefined) {
+      const ms = entry.timeoutMs;
+      execution.timer = setTimeout(
+        () => execution.abort('timeout', namedError('TimeoutError', `command timed out after ${ms} ms`)),
+        ms,
+      );
+    }
+    let ran: unknown;
+    try {
+      ran = this.#invoke(execution);
+    } catch (error) {
+      return Promise.resolve(this.#ran(execution, { error }, started));
+    }
+    if (!isThenable(ran)) {
+      // Done already (an aborted signal still fails it, as it would an executor that awaited).
+      const failure = execution.abortCause === null ? null : { error: execution.signal.reason };
+      return Promise.resolve(this.#ran(execution, failure, started));
+    }
+    const running = ran instanceof Promise ? (ran as Promise<unknown>) : Promise.resolve(ran);
+    execution.ran = running;
+    // An executor that ignores its signal must not hold the slot forever: stop waiting on abort.
+    // (A callback on the execution rather than a listener on the signal: no signal unless used.)
+    return new Promise((resolve) => {
+      const finish = (failure: { error: unknown } | null): void => {
+        if (execution.state === 'running') resolve(this.#ran(execution, failure, started));
+      };
+      if (execution.abortCause !== null) finish({ error: execution.signal.reason });
+      else execution.onAbort = (reason) => finish({ error: reason });
+      running.then(
+        () => finish(null),
+        (error: unknown) => finish({ error }),
+      );
+    });
+  }
+
+  /** The executor is over (or given up on): its slot is free, its outcome goes to be written. */
+  #ran(execution: Execution, failure: { error: unknown } | null, started: number): PoolJobTail {
+    if (execution.timer !== null) {
+      clearTimeout(execution.timer);
+      execution.timer = null;
+    }
+    execution.onAbort = null;
     execution.state = 'finishing';
     return { recorded: this.#record(execution, failure, performance.now() - started) };
   }
 
   /** Writes the outcome (fenced by the claim token), reports it, and lets the claim go. Never rejects. */
-  async #record(execution: Execution, failure: { error: unknown } | null, durationMs: number): Promise<void> {
+  #record(execution: Execution, failure: { error: unknown } | null, durationMs: number): Promise<void> {
+    if (failure !== null) return this.#recordFailure(execution, failure, durationMs);
+    return this.deps.outcomes.complete(execution.ref).then(
+      (done) => {
+        try {
+          if (done !== true) this.#notRecorded(execution, done, 'succeeded');
+          else {
+            if (this.deps.events.listensTo('succeeded')) {
+              this.deps.events.emit({ kind: 'succeeded', command: execution.command, durationMs });
+            }
+            // The next command of its ordering key can be claimed now, here or elsewhere.
+            if (execution.command.orderingKey !== null) this.deps.onClaimable();
+          }
+        } catch (error) {
+          this.#recordingFailed(execution, error);
+        } finally {
+          this.#forget(execution);
+        }
+      },
+      (error: unknown) => {
+        this.#recordingFailed(execution, error);
+        this.#forget(execution);
+      },
+    );
+  }
+
+  async #recordFailure(execution: Execution, failure: { error: unknown }, durationMs: number): Promise<void> {
     const { command, entry } = execution;
     const { events, logger } = this.deps;
     try {
-      if (failure === null) {
-        const done = await this.deps.outcomes.complete(execution.ref);
-        if (done === true) {
-          if (events.listening) events.emit({ kind: 'succeeded', command, durationMs });
-          // The next command of its ordering key can be claimed now, here or elsewhere.
-          if (command.orderingKey !== null) this.deps.onClaimable();
-        } else this.#notRecorded(execution, done, 'succeeded');
-      } else if (execution.abortCause === 'shutdown') {
+      if (execution.abortCause === 'shutdown') {
         // Stopped by shutdown, not by its own fault: back to PENDING with nothing counted against it.
         await this.release([execution]);
       } else {
@@ -141,15 +192,22 @@ export class CommandRunner {
         } else this.#notRecorded(execution, done, 'failed');
       }
     } catch (error) {
-      // A throwing backoff policy or listener must not take the loop down; the lease will lapse
-      // and the command be reclaimed.
-      logger.error(
-        { err: error, id: command.id, type: command.type },
-        'asynccmd: recording the outcome failed',
-      );
+      this.#recordingFailed(execution, error);
     } finally {
       this.#forget(execution);
     }
+  }
+
+  /**
+   * A throwing backoff policy or listener must not take the loop down; the lease will lapse and
+   * the command be reclaimed.
+   */
+  #recordingFailed(execution: Execution, error: unknown): void {
+    const { command } = execution;
+    this.deps.logger.error(
+      { err: error, id: command.id, type: command.type },
+      'asynccmd: recording the outcome failed',
+    );
   }
 
   /** Puts claimed-but-unstarted commands back to PENDING (shutdown). Never rejects. */
@@ -173,36 +231,19 @@ export class CommandRunner {
     }
   }
 
-  #invoke(execution: Execution): Promise<void> {
+  /** Calls the executor inside the interceptors: what it returned, or it throws. */
+  #invoke(execution: Execution): unknown {
     const { command, entry } = execution;
-    const context = contextOf(execution, this.deps.logger);
-    let ran: Promise<unknown>;
-    if (this.#interceptors.length === 0) {
-      try {
-        ran = Promise.resolve(
-          entry.executor.execute(command.payload as never, context as ExecutionContext<never>),
-        );
-      } catch (error) {
-        ran = Promise.reject(error);
-      }
-    } else {
-      let next = async (): Promise<void> => {
-        await entry.executor.execute(command.payload as never, context as ExecutionContext<never>);
-      };
-      for (const interceptor of this.#interceptors) {
-        const inner = next;
-        next = () => interceptor(command, inner);
-      }
-      ran = Promise.resolve(next());
+    const context = contextOf(execution, this.deps.logger) as ExecutionContext<never>;
+    if (this.#interceptors.length === 0) return entry.executor.execute(command.payload as never, context);
+    let next = async (): Promise<void> => {
+      await entry.executor.execute(command.payload as never, context);
+    };
+    for (const interceptor of this.#interceptors) {
+      const inner = next;
+      next = () => interceptor(command, inner);
     }
-    execution.ran = ran;
-    // An executor that ignores its signal must not hold the slot forever: stop waiting on abort.
-    // (A callback on the execution rather than a listener on the signal: no signal unless used.)
-    return new Promise<void>((resolve, reject) => {
-      if (execution.abortCause !== null) reject(execution.signal.reason);
-      else execution.onAbort = reject;
-      ran.then(() => resolve(), reject);
-    });
+    return next();
   }
 
   /**
@@ -249,7 +290,7 @@ export class CommandRunner {
 
   #forget(execution: Execution): void {
     execution.state = 'done';
-    execution.releaseLease();
+    this.deps.leases.release(execution);
     this.#inflight.delete(execution);
     if (this.#inflight.size === 0 && this.#idle.length > 0) {
       const idle = this.#idle;
@@ -283,4 +324,14 @@ function contextOf(execution: Execution, logger: Logger): ExecutionContext {
       return execution.signal;
     },
   };
+}
+
+const NOTHING: Promise<void> = Promise.resolve();
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

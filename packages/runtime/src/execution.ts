@@ -8,17 +8,24 @@ export type ExecutionState = 'claimed' | 'running' | 'finishing' | 'done';
 /** Why an execution's signal was aborted. */
 export type AbortCause = 'timeout' | 'lease-lost' | 'shutdown';
 
+/** What runs an execution: the command runner. */
+export interface ExecutionHost {
+  /** Runs it; `runner` names where (null: in its pool, `pool:<name>`). Never rejects. */
+  run(execution: Execution, runner: string | null): Promise<void | PoolJobTail>;
+  /** Forgets a claim that will never run (taken away before it started). */
+  drop(execution: Execution): void;
+}
+
 /** One claim of one command, from claim to recorded outcome. */
 export class Execution implements PoolJob, HeldLease {
   state: ExecutionState = 'claimed';
   abortCause: AbortCause | null = null;
   /** Set once a pool accepted it: how `run` reports where it ran. */
   poolName: string | null = null;
-  releaseLease: () => void = () => undefined;
-  /** Set by the runner: forgets a claim that will never run (taken away before it started). */
-  drop: () => void = () => undefined;
   /** Set by the runner while the executor runs: stops waiting for it once aborted. */
   onAbort: ((reason: unknown) => void) | null = null;
+  /** The per-type timeout's timer while the executor runs (none without a timeout). */
+  timer: NodeJS.Timeout | null = null;
   /** What the executor (inside the interceptors) returned; set by the runner when it starts it. */
   ran: Promise<unknown> | null = null;
   /** How the claim was found taken away; null while it holds. */
@@ -30,7 +37,7 @@ export class Execution implements PoolJob, HeldLease {
     readonly command: ClaimedCommand,
     readonly entry: RegisteredExecutor,
     readonly via: 'poll' | 'immediate',
-    private readonly runIn: (execution: Execution, runner: string) => Promise<void | PoolJobTail>,
+    private readonly host: ExecutionHost,
   ) {
     this.ref = { id: command.id, token: command.claimToken };
   }
@@ -54,7 +61,7 @@ export class Execution implements PoolJob, HeldLease {
   }
 
   run(): Promise<void | PoolJobTail> {
-    return this.runIn(this, `pool:${this.poolName ?? '?'}`);
+    return this.host.run(this, null);
   }
 
   abort(cause: AbortCause, reason: Error): void {
@@ -68,7 +75,7 @@ export class Execution implements PoolJob, HeldLease {
   lost(notice: LossNotice): void {
     this.lostBy = notice;
     if (this.state === 'claimed')
-      this.drop(); // never starts; the store already moved on
+      this.host.drop(this); // never starts; the store already moved on
     else if (this.state === 'running') {
       const how = { heartbeat: 'found by a heartbeat', requeue: 'requeued', kill: 'killed' }[notice];
       this.abort(

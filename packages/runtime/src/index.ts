@@ -54,4 +54,5 @@ export type { CatchUpPolicy } from './recurring/tick-plan.js';
 export type { RecurringTick } from './recurring/tick.js';
 export { SCHEDULE_HEADER, TICK_HEADER } from './recurring/tick.js';
 export type { RecurringSchedules } from './recurring/recurring-control.js';
-export type { ScheduleView } from './ops/schedules-view.js';
+export type { NewScheduleInput, ScheduleView } from './ops/schedules-view.js';
+export { RUN_TIME_SCHEDULES_REFRESH_MS } from './recurring/recurring-service.js';

@@ -170,7 +170,7 @@ export class Scheduler {
     this.#rounds++;
     this.#lastRoundAt = new Date();
     const durationMs = performance.now() - began;
-    if (events.listening) events.emit({ kind: 'round', claimed, reclaimed, durationMs });
+    if (events.listensTo('round')) events.emit({ kind: 'round', claimed, reclaimed, durationMs });
     return { reclaimed, claimed, full, starved };
   }
 
@@ -282,11 +282,22 @@ export class Scheduler {
       if (full && this.#canRefill()) {
         // Even a backlog drained at full speed must let timers and I/O (heartbeats) run between
         // rounds. A wake-up that came meanwhile widens the next round to every group.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await nextTurn();
         reason = this.#wake.take() === 'work' ? 'work' : 'refill';
-      } else reason = await this.#wake.wait(this.options.pollIntervalMs);
+      } else {
+        reason = await this.#wake.wait(this.options.pollIntervalMs);
+        // Woken without a timer: with a store that answers within microtasks (SQLite), the round's
+        // commands free their slots and wake the loop before the round is over, so rounds would
+        // chain without ever letting outcome writes, heartbeats or I/O run.
+        if (reason !== 'poll') await nextTurn();
+      }
     }
   }
+}
+
+/** Resolves after the event loop's current turn: timers, I/O and setImmediate callbacks run first. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function claimGroups(registry: ExecutorRegistry, pools: PoolSet): ClaimGroup[] {

@@ -132,12 +132,15 @@ export class WorkPool {
   /**
    * Places for claimed work now: idle slots plus queue room. A slot frees when its command has
    * run, so the next claim overlaps the write of the last outcomes; but once more outcomes are
-   * being written than the pool runs at once (a slow or failing store), the excess holds slots, so
-   * unrecorded commands stay bounded (at most `concurrency` beyond the running ones).
+   * being written than the pool runs at once (a slow or failing store), the excess holds slots,
+   * and beyond a whole pool's worth (slots and queue) it holds queue room too: unrecorded commands
+   * stay bounded by about one claim beyond the places, however fast commands run.
    */
   get free(): number {
-    const held = this.#active + Math.max(0, this.#recording - this.concurrency);
-    return Math.max(0, this.concurrency - held) + Math.max(0, this.#queueSize - this.#queue.length);
+    const unwritten = this.#recording - this.concurrency;
+    const held = this.#active + Math.max(0, unwritten);
+    const queueHeld = this.#queue.length + Math.max(0, unwritten - this.#queueSize);
+    return Math.max(0, this.concurrency - held) + Math.max(0, this.#queueSize - queueHeld);
   }
 
   capacity(): PoolCapacity {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { ClaimRef, CommandEvent } from '@asynccmd/core';
+import type { ClaimRef, CommandEvent, CommandStore } from '@asynccmd/core';
 import { createAsyncCommands, defineExecutor, type PoolOptions } from '../src/index.js';
 import { WakeSignal } from '../src/wake-signal.js';
+import { openTempSqlite } from './ops/support.js';
 import { claimedRow, stubStore } from './stub-store.js';
 
 async function until(condition: () => boolean): Promise<void> {
@@ -130,6 +131,63 @@ describe('Scheduler refills', () => {
     await until(() => t.limits.length === 3 && t.gates.size === 4);
     expect(t.limits).toEqual([4, 1, 2]);
     await t.runtime.stop({ timeoutMs: 100 });
+  });
+
+  it('lets outcome writes and timers run between rounds when the store answers within microtasks', async () => {
+    // SQLite's store settles every call without I/O: slots free (and wake the loop) while a round
+    // is still being dispatched, and the rounds must still leave the event loop a turn.
+    const db = await openTempSqlite();
+    const backlog = 5_000;
+    await db.store.transaction((tx) =>
+      db.store.insert(
+        tx,
+        Array.from({ length: backlog }, () => ({
+          type: 't.noop',
+          payloadJson: '{}',
+          maxRetry: 1,
+          bizKey: null,
+          runAt: null,
+          headers: {},
+          owner: null,
+        })),
+      ),
+    );
+    const log: string[] = [];
+    const store: CommandStore = new Proxy(db.store, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (prop !== 'claimDue' && prop !== 'complete') return value;
+        return (...args: unknown[]) => {
+          log.push(prop);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    let ran = 0;
+    const noop = defineExecutor<'t.noop', Record<string, never>>({
+      type: 't.noop',
+      mode: 'ASYNC_POOL',
+      execute: () => void ran++,
+    });
+    const runtime = createAsyncCommands({
+      store,
+      executors: [noop],
+      sharedPool: { concurrency: 10 },
+      pollIntervalMs: 600_000,
+    });
+    let claimsBeforeTimer = -1;
+    const claims = () => log.filter((op) => op === 'claimDue').length;
+    try {
+      setTimeout(() => (claimsBeforeTimer = claims()), 0);
+      runtime.start();
+      await until(() => ran === backlog && log.includes('complete'));
+      expect(claimsBeforeTimer).toBeGreaterThanOrEqual(0);
+      expect(claimsBeforeTimer).toBeLessThan(claims()); // a timer ran while the backlog drained
+      expect(log.indexOf('complete')).toBeLessThan(log.lastIndexOf('claimDue')); // outcomes interleave
+    } finally {
+      await runtime.stop({ timeoutMs: 1_000 });
+      await db.dispose();
+    }
   });
 
   it('refuses a refillAt outside 1..concurrency + queueSize and a negative refillWaitMs', () => {

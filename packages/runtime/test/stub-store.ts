@@ -19,7 +19,8 @@ export function stubStore(overrides: Partial<CommandStore>): CommandStore {
           commitRiding: null,
         };
       }
-      if (prop === 'wakeups' || prop === 'revocations' || prop === 'then') return undefined;
+      // Optional parts of the port: absent unless stubbed.
+      if (['wakeups', 'revocations', 'schedules', 'migrationScript', 'then'].includes(prop)) return undefined;
       return missing(prop);
     },
   });

@@ -94,6 +94,28 @@ describe('WorkPool', () => {
     expect(freed).toBe(8); // every slot and every write that came free was reported
   });
 
+  it('holds queue room too once more outcomes are unwritten than its slots and queue hold', async () => {
+    const pool = new WorkPool('p', { concurrency: 1, queueSize: 2 });
+    const writes: (() => void)[] = [];
+    const ranWithTail: PoolJob = {
+      run: async (): Promise<PoolJobTail> => ({
+        recorded: new Promise<void>((resolve) => writes.push(resolve)),
+      }),
+    };
+    const turn = () => new Promise((r) => setTimeout(r, 0));
+    for (let i = 0; i < 3; i++) pool.offer(ranWithTail);
+    await turn();
+    // Three unwritten for one slot: the two beyond hold the slot, the queue is still open.
+    expect(pool.state()).toMatchObject({ active: 0, recording: 3, free: 2 });
+    for (let i = 0; i < 2; i++) pool.offer(ranWithTail);
+    await turn();
+    // Five unwritten: beyond slots and queue, so nothing more is claimed until some are written.
+    expect(pool.state()).toMatchObject({ active: 0, recording: 5, free: 0 });
+    writes.splice(0).forEach((w) => w());
+    await pool.whenIdle();
+    expect(pool.state()).toMatchObject({ recording: 0, free: 3 });
+  });
+
   it('refuses nonsense sizes with a typed error', () => {
     expect(() => new WorkPool('p', { concurrency: 0 })).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT' }),

@@ -36,6 +36,26 @@ export interface ScheduleStore {
   enqueueTick(tick: ScheduleTick): Promise<EnqueueTickResult>;
   /** Deletes a schedule's row; the commands of its ticks stay. Returns whether there was one. */
   remove(name: string): Promise<boolean>;
+  /**
+   * Stores a schedule added at run time (not paused, no tick yet, active from `now`), with how its
+   * ticks' commands are made; null when a schedule of that name is stored already (nothing changes).
+   * Every instance with an executor for its type enqueues its ticks once it has read it.
+   */
+  add(
+    definition: ScheduleDefinition,
+    settings: RunTimeScheduleSettings,
+    now: Date,
+  ): Promise<ScheduleRecord | null>;
+}
+
+/** How the commands of a schedule added at run time are made (code gives these in its declaration). */
+export interface RunTimeScheduleSettings {
+  /** The payload of every tick's command, as JSON text. */
+  readonly payloadJson: string;
+  /** Ticks missed while no instance could enqueue them: 'none', 'latest' or how many. */
+  readonly catchUp: 'none' | 'latest' | number;
+  /** Retries of each tick's command; null: the executor's, else the runtime's default. */
+  readonly maxRetry: number | null;
 }
 
 /** What a schedule is, as declared in code. */
@@ -56,6 +76,8 @@ export interface ScheduleRecord extends ScheduleDefinition {
   readonly lastTick: Date | null;
   /** Ticks before this (its creation, or its latest resume) are never enqueued. */
   readonly activeFrom: Date;
+  /** How its commands are made, for a schedule added at run time; null for one declared in code. */
+  readonly runTime: RunTimeScheduleSettings | null;
 }
 
 export interface ScheduleTick {
@@ -73,6 +95,26 @@ export interface ScheduleTick {
 export type EnqueueTickResult =
   | { readonly outcome: 'enqueued'; readonly id: CommandId }
   | { readonly outcome: 'duplicate' | 'paused' | 'passed' | 'unknown' };
+
+/** A schedule of that name is stored already (added at run time or declared in code). */
+export class ScheduleExistsError extends AsyncCommandError {
+  constructor(readonly schedule: string) {
+    super('SCHEDULE_EXISTS', `a schedule named ${JSON.stringify(schedule)} exists already`);
+    this.name = 'ScheduleExistsError';
+  }
+}
+
+/** The schedule is declared in code: its instances would declare it again; remove it from the code. */
+export class ScheduleDeclaredInCodeError extends AsyncCommandError {
+  constructor(readonly schedule: string) {
+    super(
+      'SCHEDULE_DECLARED_IN_CODE',
+      `schedule ${JSON.stringify(schedule)} is declared in code (the runtime's \`recurring\` option): ` +
+        'remove it there, or pause it',
+    );
+    this.name = 'ScheduleDeclaredInCodeError';
+  }
+}
 
 /** No schedule of that name is stored. */
 export class ScheduleNotFoundError extends AsyncCommandError {

@@ -4,6 +4,7 @@ import type { CommandNotFoundError, IdempotencyConflictError } from '../errors.j
 import type { CommandStatus } from '../status.js';
 import type { SqlExecutor } from './sql-executor.js';
 import type { FailureOutcome, TransitionError } from '../transitions.js';
+import type { MigrationScript, MigrationScriptOptions } from './migrations.js';
 import type { ScheduleStore } from './schedules.js';
 
 /**
@@ -27,6 +28,13 @@ export interface CommandStore<Tx = unknown> {
 
   /** Creates or upgrades the schema. Idempotent; safe to run from two processes at once. */
   migrate(): Promise<void>;
+
+  /**
+   * The DDL `migrate()` would run here, without running it: the versions this database lacks (all
+   * of them with `all`). Reads only which versions are applied (and, where the DDL depends on it,
+   * what the server supports).
+   */
+  migrationScript?(options?: MigrationScriptOptions): Promise<MigrationScript>;
 
   /**
    * Runs `fn` in a transaction on a connection of the store's and commits, or rolls back if `fn`

@@ -23,7 +23,14 @@ import {
   type PublicStatusOptions,
 } from './public-status.js';
 import { createRequestGuard, type RequestGuardOptions } from './request-guard.js';
-import { readSchedules, schedulesOf, setSchedulePaused, toScheduleView } from './schedules-view.js';
+import {
+  addSchedule,
+  readSchedules,
+  removeSchedule,
+  schedulesOf,
+  setSchedulePaused,
+  toScheduleView,
+} from './schedules-view.js';
 import { readStats } from './stats-view.js';
 import { toStatusResource } from './status-resource.js';
 import { parseListQuery, parseMountPath, parseReason, requireCommandId } from './validation.js';
@@ -47,6 +54,11 @@ export interface AdminHandlerSettings extends RequestGuardOptions {
    */
   readonly linkBase?: string;
   readonly health?: HealthOptions;
+  /**
+   * The command types `POST /schedules/:name/add` accepts (e.g. the runtime's executors'). Default:
+   * any well-formed type — the handler cannot know which types some instance executes.
+   */
+  readonly scheduleTypes?: readonly string[];
   /**
    * The metrics to serve: `createMetrics()` of @asynccmd/runtime/metrics, whose `listener` you
    * subscribe to the runtime's events for the counters and histograms. Default: its gauges read
@@ -169,6 +181,31 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
       sendJson(res, 200, view);
     };
 
+  const addScheduleNamed = async (req: IncomingMessage, res: ServerResponse, name: string): Promise<void> => {
+    const body = await readJsonBody(req);
+    if ('name' in body)
+      throw new InvalidArgumentError('the name of a new schedule is in its path, not its body');
+    const view = await addSchedule(store, { ...body, name }, new Date(), options.scheduleTypes ?? null);
+    logger.info({ schedule: view.name, type: view.type, cron: view.cron }, 'admin schedule added');
+    sendJson(res, 201, view);
+  };
+
+  const removeScheduleNamed = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    name: string,
+  ): Promise<void> => {
+    const extra = Object.keys(await readJsonBody(req))[0];
+    if (extra !== undefined) {
+      throw new InvalidArgumentError(
+        `remove takes no body fields, not ${JSON.stringify(extra.slice(0, 40))}`,
+      );
+    }
+    const result = await removeSchedule(store, name);
+    logger.info({ schedule: result.name }, 'admin schedule removed');
+    sendJson(res, 200, result);
+  };
+
   const showSchedule = async (res: ServerResponse, name: string): Promise<void> => {
     const record = await schedulesOf(store).get(requireScheduleName(name));
     if (record === null) throw new ScheduleNotFoundError(name);
@@ -237,14 +274,19 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
         handle: (_req, res) => showPublicStatus(res, text, statusSecret),
       };
     }
-    const schedule = /^\/schedules\/([^/]+)(?:\/(pause|resume))?$/.exec(path);
+    const schedule = /^\/schedules\/([^/]+)(?:\/(pause|resume|add|remove))?$/.exec(path);
     if (schedule !== null) {
       const name = decodeSegment(schedule[1] ?? '');
       const action = schedule[2];
       if (action === undefined) {
         return { method: 'GET', access: 'protected', handle: (_req, res) => showSchedule(res, name) };
       }
-      const act = scheduleAction(action === 'pause');
+      const act =
+        action === 'add'
+          ? addScheduleNamed
+          : action === 'remove'
+            ? removeScheduleNamed
+            : scheduleAction(action === 'pause');
       return { method: 'POST', access: 'protected', handle: (req, res) => act(req, res, name) };
     }
     const m = /^\/commands\/([^/]+)(?:\/([^/]+))?$/.exec(path);

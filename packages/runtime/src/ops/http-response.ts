@@ -40,6 +40,8 @@ const STATUS_BY_CODE: Readonly<Record<AsyncCommandErrorCode, number>> = {
   NOT_FOUND: 404,
   ILLEGAL_TRANSITION: 409,
   IDEMPOTENCY_CONFLICT: 409,
+  SCHEDULE_EXISTS: 409,
+  SCHEDULE_DECLARED_IN_CODE: 409,
   STALE_CLAIM: 409,
   // Other writers kept changing the command meanwhile; the same request may succeed now.
   STORE_CONTENTION: 409,

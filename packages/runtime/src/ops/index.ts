@@ -14,4 +14,13 @@ export {
   parseType,
   requireCommandId,
 } from './validation.js';
-export { readSchedules, setSchedulePaused, toScheduleView, type ScheduleView } from './schedules-view.js';
+export {
+  addSchedule,
+  parseNewSchedule,
+  readSchedules,
+  removeSchedule,
+  setSchedulePaused,
+  toScheduleView,
+  type NewScheduleInput,
+  type ScheduleView,
+} from './schedules-view.js';

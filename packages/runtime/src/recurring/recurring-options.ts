@@ -88,7 +88,7 @@ export function recurringProblem(value: unknown): string | null {
   return null;
 }
 
-function scheduleProblem(schedule: unknown): string | null {
+export function scheduleProblem(schedule: unknown): string | null {
   if (schedule === null || typeof schedule !== 'object' || Array.isArray(schedule)) {
     return 'must be a schedule ({ name, cron, type, timezone?, payload? | payloadFor?, catchUp?, … })';
   }

@@ -34,12 +34,14 @@ export class LeaseKeeper extends PeriodicService {
     super({ operation: 'heartbeat', intervalMs, runOnStart: false, maxOutageDelayMs: intervalMs }, outage);
   }
 
-  /** Starts keeping `lease` alive; call the returned function once its outcome is recorded. */
-  hold(lease: HeldLease): () => void {
+  /** Starts keeping `lease` alive until `release(lease)` (once its outcome is recorded). */
+  hold(lease: HeldLease): void {
     this.#held.add(lease);
-    return () => {
-      this.#held.delete(lease);
-    };
+  }
+
+  /** Stops keeping `lease` alive. */
+  release(lease: HeldLease): void {
+    this.#held.delete(lease);
   }
 
   get size(): number {

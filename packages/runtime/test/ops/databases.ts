@@ -27,18 +27,21 @@ export async function openSqlite(): Promise<OpsDatabase> {
   };
 }
 
+/** Drops a PostgreSQL schema and what it holds, if it is there. */
+export async function dropPostgresSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** A migrated store in its own PostgreSQL schema, dropped first and on dispose. */
 export async function openPostgres(base: string): Promise<OpsDatabase> {
   const schema = perProcess(base);
-  const dropSchema = async () => {
-    const client = new pg.Client({ connectionString: POSTGRES_URL });
-    await client.connect();
-    try {
-      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    } finally {
-      await client.end();
-    }
-  };
+  const dropSchema = () => dropPostgresSchema(schema);
   await dropSchema();
   const store = createPostgresStore({ connectionString: POSTGRES_URL, schema });
   await store.migrate();

@@ -17,19 +17,22 @@ describe('LeaseKeeper', () => {
     const events = new CommandEvents(silentLogger);
     const keeper = new LeaseKeeper(store, new StoreOutage(events, silentLogger), 1000);
     const lost: string[] = [];
-    const hold = (id: string, leaseMs: number) =>
-      keeper.hold({ ref: ref(id), leaseMs, lost: () => lost.push(id) });
+    const hold = (id: string, leaseMs: number) => {
+      const lease = { ref: ref(id), leaseMs, lost: () => void lost.push(id) };
+      keeper.hold(lease);
+      return lease;
+    };
     hold('1', 8000);
     hold('2', 8000);
     hold('3', 8000);
-    const release4 = hold('4', 30000);
+    const lease4 = hold('4', 30000);
     await keeper.beat();
     expect(calls).toHaveLength(2);
     expect(calls[0]).toEqual({ refs: [ref('1'), ref('2'), ref('3')], leaseMs: 8000 });
     expect(calls[1]).toEqual({ refs: [ref('4')], leaseMs: 30000 });
     expect(lost).toEqual(['2']);
     expect(keeper.size).toBe(3);
-    release4();
+    keeper.release(lease4);
     await keeper.beat();
     expect(calls.slice(2).map((c) => c.refs.map((r) => r.id))).toEqual([['1', '3']]);
     expect(lost).toEqual(['2']);

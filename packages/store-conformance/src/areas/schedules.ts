@@ -62,6 +62,7 @@ export function schedulesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: str
         paused: false,
         lastTick: null,
         activeFrom: at(0),
+        runTime: null,
       });
       await schedules.setPaused(name, true, at(1000));
       const type = uniqueType();
@@ -73,9 +74,34 @@ export function schedulesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: str
         paused: true,
         lastTick: null,
         activeFrom: at(0),
+        runTime: null,
       });
       expect((await schedules.list()).map((s) => s.name)).toContain(name);
       expect(await schedules.get(uniqueName())).toBeNull();
+    });
+
+    it('add stores a run-time schedule with its settings once; a declaration in code takes it over', async () => {
+      const schedules = schedulesOf(ctx.store());
+      const name = uniqueName();
+      const definition: ScheduleDefinition = {
+        name,
+        type: 'report.hourly',
+        cron: '0 * * * *',
+        timezone: 'Asia/Tokyo',
+      };
+      const settings = { payloadJson: '{"scope":"all","n":1}', catchUp: 3, maxRetry: 2 } as const;
+      const expected = { ...definition, paused: false, lastTick: null, activeFrom: at(0), runTime: settings };
+      expect(await schedules.add(definition, settings, at(0))).toEqual(expected);
+      expect(await schedules.get(name)).toEqual(expected);
+      // The name is taken: nothing changes.
+      expect(
+        await schedules.add({ ...definition, cron: '* * * * *' }, { ...settings, maxRetry: null }, at(1)),
+      ).toBeNull();
+      expect(await schedules.get(name)).toEqual(expected);
+      await schedules.declare([{ ...definition, type: 'report.code' }], at(2));
+      expect(await schedules.get(name)).toMatchObject({ type: 'report.code', runTime: null });
+      expect(await schedules.remove(name)).toBe(true);
+      expect(await schedules.get(name)).toBeNull();
     });
 
     it('declaring the same schedules from several instances at once leaves one row each', async () => {
