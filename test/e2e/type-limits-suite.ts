@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CommandStore, NewCommand } from '@asynccmd/core';
-import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
+import type { RuntimeHarness, RuntimeHarnessFactory, WorkerStoreSpec } from './harness.js';
 import { lineOf, spawnWorker, stopWorkers, waitFor } from './worker-processes.js';
 
 const WORKER = fileURLToPath(new URL('./type-limits-worker.mjs', import.meta.url));
@@ -19,6 +19,8 @@ export interface TypeLimitScenario {
   readonly submittedPerWorker: number;
   readonly workers: number;
   readonly limit: number;
+  /** The store worker `w` opens (default: the harness's, for every worker). */
+  readonly workerStoreFor?: (w: number) => WorkerStoreSpec;
 }
 
 async function countOf(store: CommandStore, status: 'RUNNING' | 'SUCCESS'): Promise<number> {
@@ -59,7 +61,7 @@ export function describeTypeLimitE2E<Tx>(
         const child = spawnWorker(
           WORKER,
           {
-            store: harness.workerStore,
+            store: scenario.workerStoreFor?.(w) ?? harness.workerStore,
             type: TYPE,
             limit: scenario.limit,
             log,
@@ -88,21 +90,24 @@ export function describeTypeLimitE2E<Tx>(
         }
       })();
 
-      const batch: NewCommand[] = Array.from({ length: scenario.inserted }, (_, i) => ({
-        type: TYPE,
-        payloadJson: JSON.stringify({ i }),
-        maxRetry: 3,
-      }));
-      await store.transaction((tx) => store.insert(tx, batch));
-      for (const child of children) child.stdin?.write('go\n');
-      await Promise.all(submitted);
-      await waitFor(
-        'every command to succeed',
-        async () => (await countOf(store, 'SUCCESS')) === total,
-        240_000,
-      );
-      done = true;
-      await sampling;
+      try {
+        const batch: NewCommand[] = Array.from({ length: scenario.inserted }, (_, i) => ({
+          type: TYPE,
+          payloadJson: JSON.stringify({ i }),
+          maxRetry: 3,
+        }));
+        await store.transaction((tx) => store.insert(tx, batch));
+        for (const child of children) child.stdin?.write('go\n');
+        await Promise.all(submitted);
+        await waitFor(
+          'every command to succeed',
+          async () => (await countOf(store, 'SUCCESS')) === total,
+          240_000,
+        );
+      } finally {
+        done = true;
+        await sampling;
+      }
       await stopWorkers(children);
 
       const lines = readFileSync(log, 'utf8')

@@ -26,10 +26,20 @@ const runtime = createAsyncCommands({
 });
 runUntilSigterm(runtime);
 // Told to submit: its own commands, one transaction each, claimed by id right after each commit.
+// A transaction the database rolled back (a deadlock; on Galera, a certification conflict) is tried
+// again, as an application would.
 process.stdin.once('data', () => {
   void (async () => {
     for (let i = 0; i < spec.submits; i++) {
-      await runtime.client.transaction((tx, submit) => submit(spec.type, { from: process.pid, i }));
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await runtime.client.transaction((tx, submit) => submit(spec.type, { from: process.pid, i }));
+          break;
+        } catch (error) {
+          if (attempt >= 20) throw error;
+          await sleep(5 * attempt);
+        }
+      }
     }
     process.stdout.write('submitted\n');
   })();
