@@ -42,7 +42,7 @@ import {
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import { KEY_LOCK_SLOTS, migrationScript, runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
-import { claimLimitedDue, MysqlTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
+import { claimLimitedDue, mysqlTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
 import type { TypeLimitSql } from './type-limits.js';
 import { MysqlWakeups } from './wakeups.js';
 import type { CommandRow } from './rows.js';
@@ -87,7 +87,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   private readonly input: StoreInput;
   private closed = false;
   readonly schedules: MysqlScheduleStore;
-  readonly typeLimits: MysqlTypeLimitStore;
+  readonly typeLimits: Port.TypeLimitStore;
   private readonly limitSql: TypeLimitSql;
   /** Other processes' submits, seen by a polled probe (wakeups.ts). */
   readonly wakeups: MysqlWakeups;
@@ -102,7 +102,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     this.sql = mysqlSql(parts.table);
     this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes, textWidths: WIDTHS });
     this.limitSql = typeLimitSql(parts.table);
-    this.typeLimits = new MysqlTypeLimitStore(parts.pool, this.limitSql);
+    this.typeLimits = mysqlTypeLimitStore(parts.pool, this.limitSql);
     this.schedules = new MysqlScheduleStore(parts.pool, parts.table, (c) =>
       insertParams(this.input.command(c), false),
     );

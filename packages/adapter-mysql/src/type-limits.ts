@@ -1,5 +1,6 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import { requireTypeLimits, type TypeLimit, type TypeLimitStore } from '@asynccmd/core';
+import type { TypeLimitStore } from '@asynccmd/core';
+import { typeLimitStore } from '@asynccmd/core/store-kit';
 import type { ClaimStrategy } from './claim-strategies.js';
 import { inTransaction, select, write } from './connection.js';
 import type { CommandRow } from './rows.js';
@@ -82,24 +83,15 @@ export async function claimLimitedDue(
   return (await select<CommandRow>(conn, sql.claimedBy, [r.token])).filter((row) => row.type === r.type);
 }
 
-export class MysqlTypeLimitStore implements TypeLimitStore {
-  constructor(
-    private readonly pool: Pool,
-    private readonly sql: TypeLimitSql,
-  ) {}
-
-  async declare(limits: readonly TypeLimit[]): Promise<void> {
-    const checked = requireTypeLimits(limits);
-    if (checked.length === 0) return;
-    await write(
-      this.pool,
-      this.sql.declare(checked.length),
-      checked.flatMap((l) => [l.type, l.maxRunning]),
-    );
-  }
-
-  async list(): Promise<TypeLimit[]> {
-    const rows = await select<{ type: string; maxRunning: number | string }>(this.pool, this.sql.list);
-    return rows.map((r) => ({ type: r.type, maxRunning: Number(r.maxRunning) }));
-  }
+/** The `<table>_type_limits` rows on the store's pool. */
+export function mysqlTypeLimitStore(pool: Pool, sql: TypeLimitSql): TypeLimitStore {
+  return typeLimitStore(
+    (limits) =>
+      write(
+        pool,
+        sql.declare(limits.length),
+        limits.flatMap((l) => [l.type, l.maxRunning]),
+      ),
+    () => select<{ type: string; maxRunning: number | string }>(pool, sql.list),
+  );
 }

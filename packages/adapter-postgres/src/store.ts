@@ -33,7 +33,7 @@ import {
 } from './executor-insert.js';
 import { appliedVersions, migrate, migrationScript } from './migrations.js';
 import { PostgresScheduleStore } from './schedules.js';
-import { PostgresTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
+import { postgresTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
 import type { TableNames } from './names.js';
 import { arrayLiteral, asText, FAST_COMMIT_STEP, HotStatements } from './pipeline/hot-statements.js';
 import { IdReserve } from './pipeline/id-reserve.js';
@@ -111,7 +111,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   /** Named prepared statements may be used on the pools (false through a transaction pooler). */
   private readonly named: boolean;
   readonly schedules: PostgresScheduleStore;
-  readonly typeLimits: PostgresTypeLimitStore;
+  readonly typeLimits: Port.TypeLimitStore;
   private readonly limitSql: ReturnType<typeof typeLimitSql>;
 
   constructor(parts: PostgresCommandStoreParts) {
@@ -141,7 +141,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     this.sql = buildSql(parts.names);
     this.schedules = new PostgresScheduleStore(this.pool, parts.names, this.input);
     this.limitSql = typeLimitSql(parts.names, parts.names.table);
-    this.typeLimits = new PostgresTypeLimitStore(this.pool, this.limitSql);
+    this.typeLimits = postgresTypeLimitStore(this.pool, this.limitSql);
     // On a durable hot path the claim after COMMIT stays durable too. Its text (so its prepared
     // name) differs from claimById's either way: pipeline/commit.ts and pg's own queries never share a name.
     const claimAfterCommit =

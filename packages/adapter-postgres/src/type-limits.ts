@@ -1,5 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
-import { requireTypeLimits, type TypeLimit, type TypeLimitStore } from '@asynccmd/core';
+import type { TypeLimitStore } from '@asynccmd/core';
+import { typeLimitStore } from '@asynccmd/core/store-kit';
 import type { TableNames } from './names.js';
 import { runInTransaction } from './pipeline/transaction.js';
 
@@ -48,19 +49,10 @@ export function withinTypeLimit<Row>(
   });
 }
 
-export class PostgresTypeLimitStore implements TypeLimitStore {
-  constructor(
-    private readonly pool: Pool,
-    private readonly sql: TypeLimitSql,
-  ) {}
-
-  async declare(limits: readonly TypeLimit[]): Promise<void> {
-    const checked = requireTypeLimits(limits);
-    if (checked.length === 0) return;
-    await this.pool.query(this.sql.declare, [checked.map((l) => l.type), checked.map((l) => l.maxRunning)]);
-  }
-
-  async list(): Promise<TypeLimit[]> {
-    return (await this.pool.query<TypeLimit>(this.sql.list)).rows;
-  }
+/** The `<table>_type_limits` rows on the store's pool. */
+export function postgresTypeLimitStore(pool: Pool, sql: TypeLimitSql): TypeLimitStore {
+  return typeLimitStore(
+    (limits) => pool.query(sql.declare, [limits.map((l) => l.type), limits.map((l) => l.maxRunning)]),
+    async () => (await pool.query<{ type: string; maxRunning: number }>(sql.list)).rows,
+  );
 }

@@ -12,7 +12,6 @@ import {
   requireId,
   requireInt,
   requireToken,
-  requireTypeLimits,
   requireTypes,
   validateIdentifier,
   type MigrationScript,
@@ -29,6 +28,7 @@ import {
   listPage,
   outcomeCountsFromRows,
   StoreInput,
+  typeLimitStore,
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
@@ -99,17 +99,15 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   private readonly context = new AsyncLocalStorage<object>();
   private openTx: { readonly marker: object; readonly done: Promise<void> } | null = null;
   readonly schedules: SqliteScheduleStore;
-  readonly typeLimits: Port.TypeLimitStore = {
-    declare: async (limits) => {
-      const checked = requireTypeLimits(limits);
-      await this.run(() =>
+  readonly typeLimits: Port.TypeLimitStore = typeLimitStore(
+    (limits) =>
+      this.run(() =>
         this.db.transaction(() => {
-          for (const l of checked) this.stmt('typeLimitDeclare').run(l.type, l.maxRunning);
+          for (const l of limits) this.stmt('typeLimitDeclare').run(l.type, l.maxRunning);
         })(),
-      );
-    },
-    list: () => this.run(() => this.stmt('typeLimitList').all() as Port.TypeLimit[]),
-  };
+      ),
+    () => this.run(() => this.stmt('typeLimitList').all() as { type: string; maxRunning: number }[]),
+  );
 
   constructor(options: SqliteStoreOptions) {
     const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);

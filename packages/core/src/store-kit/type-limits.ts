@@ -1,4 +1,5 @@
-import { requireTypes } from '../input-checks.js';
+import { requireTypeLimits, requireTypes } from '../input-checks.js';
+import type { TypeLimit, TypeLimitStore } from '../ports/store.js';
 
 /** The two claims a round with type limits is made of, in the adapter's SQL. */
 export interface LimitedClaimSteps<Row> {
@@ -43,4 +44,23 @@ export function limitedAmong(types: readonly string[], limitedTypes: unknown): s
   if (limitedTypes === undefined) return [];
   const limited = new Set(requireTypes(limitedTypes));
   return [...new Set(types.filter((t) => limited.has(t)))];
+}
+
+/**
+ * A TypeLimitStore over the adapter's two statements: `write` gets checked limits (at least one),
+ * `read` every stored row, its limit as the driver returns it.
+ */
+export function typeLimitStore(
+  write: (limits: readonly TypeLimit[]) => Promise<unknown>,
+  read: () => Promise<readonly { readonly type: string; readonly maxRunning: number | string }[]>,
+): TypeLimitStore {
+  return {
+    async declare(limits) {
+      const checked = requireTypeLimits(limits);
+      if (checked.length > 0) await write(checked);
+    },
+    async list() {
+      return (await read()).map((r) => ({ type: r.type, maxRunning: Number(r.maxRunning) }));
+    },
+  };
 }
