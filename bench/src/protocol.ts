@@ -1,9 +1,17 @@
 /** Messages between the bench orchestrator (main) and its child processes (workers/*.js). */
 
-/** Which queue a child drives. Each kind names a system and where its tables live. */
+/**
+ * Which queue a child drives. Each kind names a system and where its tables live. asynccmd's
+ * `typeLimit`: the runtime's `typeLimits` for the bench type (unset: none).
+ */
 export type SystemSpec =
   /** `queueSize`: the runtime pool's queue of claimed commands waiting for a slot (unset: the runtime's adaptive default). */
-  | { readonly kind: 'asynccmd-pg'; readonly schema: string; readonly queueSize?: number }
+  | {
+      readonly kind: 'asynccmd-pg';
+      readonly schema: string;
+      readonly queueSize?: number;
+      readonly typeLimit?: number;
+    }
   /**
    * `oneRoundTrip`: a submitter sends BEGIN, the INSERT (its payload as a literal) and COMMIT as one
    * simple query — the least any client can do for a one-command transaction.
@@ -23,13 +31,14 @@ export type SystemSpec =
   | { readonly kind: 'pg-boss'; readonly schema: string; readonly batchSize: number }
   /** Sidequest in-process (inline runner, no fork) on MySQL/MariaDB, polling every `pollMs`. */
   | { readonly kind: 'sidequest'; readonly database: string; readonly pollMs: number }
-  | { readonly kind: 'asynccmd-sqlite'; readonly filename: string }
+  | { readonly kind: 'asynccmd-sqlite'; readonly filename: string; readonly typeLimit?: number }
   /** `batch` rows per `UPDATE … RETURNING` claim, completed in one statement. */
   | { readonly kind: 'raw-sqlite'; readonly filename: string; readonly batch: number }
   | {
       readonly kind: 'asynccmd-mysql';
       readonly database: string;
       readonly claimStrategy: 'skip-locked' | 'legacy';
+      readonly typeLimit?: number;
     }
   | { readonly kind: 'raw-mysql'; readonly database: string; readonly batch: number };
 

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CommandStore, NewCommand } from '@asynccmd/core';
 import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
+import { lineOf, spawnWorker, stopWorkers, waitFor } from './worker-processes.js';
 
 const WORKER = fileURLToPath(new URL('./ordering-worker.mjs', import.meta.url));
 const TYPE = 'e2e.keyed';
@@ -14,19 +15,6 @@ export interface OrderingScenario {
   readonly commands: number;
   readonly keys: number;
   readonly workers: number;
-}
-
-/** Polls `condition` every 50 ms; fails with `what` after `timeoutMs`. */
-async function waitFor(
-  what: string,
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 interface Execution {
@@ -80,31 +68,16 @@ export function describeOrderingE2E<Tx>(
       const log = join(dir, 'executions.log');
       const ready: Promise<void>[] = [];
       for (let w = 0; w < scenario.workers; w++) {
-        const child = spawn(process.execPath, [WORKER], {
-          env: {
-            ...process.env,
-            ASYNCCMD_E2E_WORKER: JSON.stringify({
-              store: harness.workerStore,
-              type: TYPE,
-              log,
-              pollIntervalMs: 20,
-              concurrency: 4,
-              workMs: 3,
-            }),
-          },
-          stdio: ['ignore', 'pipe', 'inherit'],
+        const child = spawnWorker(WORKER, {
+          store: harness.workerStore,
+          type: TYPE,
+          log,
+          pollIntervalMs: 20,
+          concurrency: 4,
+          workMs: 3,
         });
         children.push(child);
-        ready.push(
-          new Promise((resolve, reject) => {
-            let out = '';
-            child.stdout?.on('data', (d: Buffer) => {
-              out += d.toString();
-              if (out.includes('ready')) resolve();
-            });
-            child.once('exit', (code) => reject(new Error(`worker exited with ${code} before it was ready`)));
-          }),
-        );
+        ready.push(lineOf(child, 'ready'));
       }
       await Promise.all(ready);
 
@@ -133,15 +106,7 @@ export function describeOrderingE2E<Tx>(
         async () => (await succeeded(store)) === scenario.commands,
         240_000,
       );
-      await Promise.all(
-        children.map(
-          (child) =>
-            new Promise<void>((resolve) => {
-              child.once('exit', () => resolve());
-              child.kill('SIGTERM');
-            }),
-        ),
-      );
+      await stopWorkers(children);
 
       const executions = readLog(log);
       const starts = executions.filter((e) => e.event === 'start');

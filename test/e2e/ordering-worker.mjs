@@ -1,16 +1,10 @@
 // A worker process for the ordering-key end-to-end test: runs the keyed type on the store described
 // in ASYNCCMD_E2E_WORKER (JSON) and appends every execution's start and end to the log file named
-// there (O_APPEND: lines of all processes interleave whole, in the order they happened). Runs built
-// JS (npx tsc -b first).
-import { appendFileSync } from 'node:fs';
+// there (worker-spec.mjs). Runs built JS (npx tsc -b first).
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createAsyncCommands } from '@asynccmd/runtime';
-
-const spec = JSON.parse(process.env.ASYNCCMD_E2E_WORKER ?? '{}');
-const { [spec.store.factory]: openStore } = await import(spec.store.module);
-const store = openStore(spec.store.options);
-const log = (line) => appendFileSync(spec.log, `${line}\n`);
+import { log, runUntilSigterm, spec, store } from './worker-spec.mjs';
 
 const runtime = createAsyncCommands({
   store,
@@ -29,11 +23,4 @@ const runtime = createAsyncCommands({
     },
   ],
 });
-process.once('SIGTERM', () => {
-  void runtime
-    .stop({ timeoutMs: 5_000 })
-    .then(() => store.close())
-    .then(() => process.exit(0));
-});
-runtime.start();
-process.stdout.write('ready\n');
+runUntilSigterm(runtime);

@@ -1,5 +1,5 @@
 import { MYSQL_TABLE, seedFinishedMysql, seedPendingMysql } from '../baselines/raw-sql-mysql.js';
-import { usageUpdate, type FeatureUsage } from './usage.js';
+import { usageTypeLimit, usageUpdate, type FeatureUsage } from './usage.js';
 import { exactlyOnceVerdict } from '../checks.js';
 import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import type { RowDataPacket } from 'mysql2/promise';
@@ -55,7 +55,8 @@ function mysqlTarget(
       await withDb(async (p) => {
         await seedFinishedMysql(p, finishedRows);
         await seedPendingMysql(p, BENCH_TYPE, total);
-        if (usage) await p.query(usageUpdate(MYSQL_TABLE, usage, (a, b) => `CONCAT(${a}, ${b})`));
+        const update = usageUpdate(MYSQL_TABLE, usage, (a, b) => `CONCAT(${a}, ${b})`);
+        if (update) await p.query(update);
       });
       pool = inDb();
     },
@@ -90,7 +91,7 @@ export function asynccmdMysqlTarget(
     admin,
     database,
     `asynccmd (${strategy})`,
-    { kind: 'asynccmd-mysql', database, claimStrategy: strategy },
+    { kind: 'asynccmd-mysql', database, claimStrategy: strategy, typeLimit: usageTypeLimit(usage) },
     finishedRows,
     usage,
   );

@@ -4,7 +4,7 @@ import { dropDatabase, mysqlPool } from '../mysql.js';
 import type { Measurement } from '../report.js';
 import type { Target } from '../stats.js';
 import { peer } from '../versions.js';
-import { usageSettings } from './usage.js';
+import { FEATURE_USAGES, usageSettings, type FeatureUsageKey } from './usage.js';
 import { drainRows, findRow, runDrainRows, shapeLabel, shapesOf, type PlanEntry } from './drain-rows.js';
 import {
   asynccmdMysqlTarget,
@@ -19,8 +19,7 @@ import type { Scenario, Sizes } from './sizes.js';
 const DRAIN = 'MySQL/MariaDB: drain';
 const LATENCY = 'MySQL/MariaDB: commit → start latency';
 
-type MysqlDrainSystem =
-  'skip-locked' | 'legacy' | 'raw-batch' | 'raw-c' | 'sidequest' | 'priorities' | 'ordering-keys';
+type MysqlDrainSystem = 'skip-locked' | 'legacy' | 'raw-batch' | 'raw-c' | 'sidequest' | FeatureUsageKey;
 
 const ASYNCCMD = (strategy: string): string =>
   `runtime defaults: sharedPool { concurrency: C }; store claimStrategy '${strategy}'`;
@@ -64,9 +63,9 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
           ],
         ];
         if (shape.concurrency === sizes.concurrency) {
-          for (const usage of ['priorities', 'ordering keys'] as const)
+          for (const [usage, key] of FEATURE_USAGES)
             entries.push([
-              usage === 'priorities' ? 'priorities' : 'ordering-keys',
+              key,
               `${skip}, ${usage} in use`,
               usageSettings(usage),
               asynccmdMysqlTarget(admin, 'skip-locked', 0, usage),

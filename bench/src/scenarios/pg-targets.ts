@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { graphileJobsLeft, migrateGraphile, seedGraphile } from '../baselines/graphile.js';
 import { PGBOSS_QUEUE, pgBossJobsLeft, preparePgBoss } from '../baselines/pg-boss.js';
 import { rawTable, seedFinished, seedPending } from '../baselines/raw-sql-pg.js';
-import { usageUpdate, type FeatureUsage } from './usage.js';
+import { usageTypeLimit, usageUpdate, type FeatureUsage } from './usage.js';
 import { exactlyOnceVerdict } from '../checks.js';
 import type { DrainTarget } from '../drain.js';
 import type { LatencyTarget } from '../latency.js';
@@ -53,7 +53,8 @@ function commandTableTarget(
       await neverAnalyze(pool, table);
       await seedFinished(pool, table, finishedRows);
       await seedPending(pool, table, BENCH_TYPE, total);
-      if (usage) await pool.query(usageUpdate(table, usage, (a, b) => `${a} || (${b})::text`));
+      const update = usageUpdate(table, usage, (a, b) => `${a} || (${b})::text`);
+      if (update) await pool.query(update);
       await checkpoint(pool); // every system starts from one (see submits.ts)
     },
     consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
@@ -87,7 +88,7 @@ export function asynccmdPgTarget(
     pool,
     schema,
     'asynccmd',
-    { kind: 'asynccmd-pg', schema, queueSize },
+    { kind: 'asynccmd-pg', schema, queueSize, typeLimit: usageTypeLimit(usage) },
     finishedRows,
     usage,
   );

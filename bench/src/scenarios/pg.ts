@@ -8,7 +8,7 @@ import { graphileSettings } from '../baselines/graphile.js';
 import { pgBossSettings } from '../baselines/pg-boss.js';
 import type { Target } from '../stats.js';
 import { peer } from '../versions.js';
-import { usageSettings } from './usage.js';
+import { FEATURE_USAGES, usageSettings, type FeatureUsageKey } from './usage.js';
 import {
   drainRows,
   findRow,
@@ -188,8 +188,7 @@ type PgDrainSystem =
   | 'pg-boss'
   | 'raw-batch'
   | 'raw-c'
-  | 'priorities'
-  | 'ordering-keys';
+  | FeatureUsageKey;
 
 const ASYNCCMD_DEFAULTS = 'runtime defaults: sharedPool { concurrency: C }, everything else default';
 
@@ -232,9 +231,9 @@ function pgDrainRows(sizes: Sizes, rec: Recorder, pool: Pool): DrainRow<PgDrainS
       ],
     ];
     if (shape.concurrency === sizes.concurrency && shape.processes === sizes.processes) {
-      for (const usage of ['priorities', 'ordering keys'] as const)
+      for (const [usage, key] of FEATURE_USAGES)
         entries.push([
-          usage === 'priorities' ? 'priorities' : 'ordering-keys',
+          key,
           `asynccmd, ${usage} in use`,
           usageSettings(usage),
           asynccmdPgTarget(pool, 0, undefined, usage),

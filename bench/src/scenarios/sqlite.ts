@@ -5,7 +5,14 @@ import { createSqliteStore } from '@asynccmd/adapter-sqlite';
 import { openSqlite, seedPendingSqlite, SQLITE_TABLE } from '../baselines/raw-sql-sqlite.js';
 import { countExecutions, exactlyOnceVerdict } from '../checks.js';
 import type { DrainTarget } from '../drain.js';
-import { usageSettings, usageUpdate, type FeatureUsage } from './usage.js';
+import {
+  FEATURE_USAGES,
+  usageSettings,
+  usageTypeLimit,
+  usageUpdate,
+  type FeatureUsage,
+  type FeatureUsageKey,
+} from './usage.js';
 import { runLatency, type LatencyTarget } from '../latency.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import type { Measurement } from '../report.js';
@@ -36,7 +43,8 @@ function sqliteDrainTarget(
       await freshFile(filename);
       db = openSqlite(filename);
       seedPendingSqlite(db, BENCH_TYPE, total);
-      if (usage) db.exec(usageUpdate(SQLITE_TABLE, usage, (a, b) => `${a} || (${b})`));
+      const update = usageUpdate(SQLITE_TABLE, usage, (a, b) => `${a} || (${b})`);
+      if (update) db.exec(update);
     },
     consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
     drained: async () =>
@@ -69,7 +77,7 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
   const defaults =
     'runtime defaults: sharedPool { concurrency: C }; store { filename } (WAL, busy_timeout 5000, synchronous NORMAL)';
   const drains = scenarios.has('drain')
-    ? drainRows<'asynccmd' | 'raw-batch' | 'priorities' | 'ordering-keys'>(
+    ? drainRows<'asynccmd' | 'raw-batch' | FeatureUsageKey>(
         rec,
         DRAIN,
         sizes,
@@ -90,13 +98,18 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
             sqliteDrainTarget(raw, 'raw SQL loop', { kind: 'raw-sqlite', filename: raw, batch }),
             false,
           ],
-          ...(['priorities', 'ordering keys'] as const).map(
-            (usage) =>
+          ...FEATURE_USAGES.map(
+            ([usage, key]) =>
               [
-                usage === 'priorities' ? ('priorities' as const) : ('ordering-keys' as const),
+                key,
                 `asynccmd, ${usage} in use`,
                 usageSettings(usage),
-                sqliteDrainTarget(ours, 'asynccmd', { kind: 'asynccmd-sqlite', filename: ours }, usage),
+                sqliteDrainTarget(
+                  ours,
+                  'asynccmd',
+                  { kind: 'asynccmd-sqlite', filename: ours, typeLimit: usageTypeLimit(usage) },
+                  usage,
+                ),
                 false,
               ] as const,
           ),

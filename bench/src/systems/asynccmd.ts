@@ -41,6 +41,7 @@ export function benchRuntime(
   store: CommandStore,
   pool: PoolOptions,
   executor?: { mode: ExecutionMode; onExecute: OnExecute },
+  typeLimit?: number,
 ): BenchRuntime {
   const executors = executor
     ? [
@@ -56,6 +57,7 @@ export function benchRuntime(
     executors,
     submitOnlyTypes: executor ? [] : [BENCH_TYPE],
     sharedPool: pool,
+    ...(typeLimit === undefined ? {} : { typeLimits: { [BENCH_TYPE]: typeLimit } }),
   });
 }
 

@@ -69,6 +69,7 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
         store,
         { concurrency: spec.concurrency, ...(queueSize === undefined ? {} : { queueSize }) },
         { mode: 'ASYNC_POOL', onExecute },
+        system.typeLimit,
       );
       let rounds = 0;
       let claimingRounds = 0;

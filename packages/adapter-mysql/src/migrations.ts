@@ -158,6 +158,21 @@ export const MIGRATIONS: readonly Migration[] = [
     addsColumn: { tableSuffix: '_schedules', column: 'run_time_settings' },
     statements: (t) => [`ALTER TABLE \`${t}_schedules\` ADD COLUMN run_time_settings LONGTEXT NULL`],
   },
+  {
+    version: 10,
+    name: 'type limits',
+    // One row per limited type: a limited claim locks it, then counts (type-limits.ts). The type
+    // compares as the command table's type column does.
+    statements: (t, collation) => [
+      `CREATE TABLE IF NOT EXISTS \`${t}_type_limits\` (
+         type        VARCHAR(128) NOT NULL,
+         max_running INT          NOT NULL,
+         -- Bumped by every limited claim: its lock is a write (see type-limits.ts).
+         claims      BIGINT       NOT NULL DEFAULT 0,
+         PRIMARY KEY (type)
+       ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = ${collation}`,
+    ],
+  },
 ];
 
 /** Rows of `<table>_key_locks`: keys sharing a slot only wait for each other's submits to commit. */

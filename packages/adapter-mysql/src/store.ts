@@ -11,6 +11,7 @@ import {
   requireTypes,
 } from '@asynccmd/core';
 import {
+  claimWithinLimits,
   guardedTransition,
   inCallersOrder,
   insertIdempotently,
@@ -41,6 +42,8 @@ import {
 import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
 import { KEY_LOCK_SLOTS, migrationScript, runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
+import { claimLimitedDue, mysqlTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
+import type { TypeLimitSql } from './type-limits.js';
 import { MysqlWakeups } from './wakeups.js';
 import type { CommandRow } from './rows.js';
 import { fromUtcText, toRecord, toUtcText } from './rows.js';
@@ -84,6 +87,8 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   private readonly input: StoreInput;
   private closed = false;
   readonly schedules: MysqlScheduleStore;
+  readonly typeLimits: Port.TypeLimitStore;
+  private readonly limitSql: TypeLimitSql;
   /** Other processes' submits, seen by a polled probe (wakeups.ts). */
   readonly wakeups: MysqlWakeups;
 
@@ -96,6 +101,8 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     this.resolved = parts.strategy === 'auto' ? null : parts.strategy;
     this.sql = mysqlSql(parts.table);
     this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes, textWidths: WIDTHS });
+    this.limitSql = typeLimitSql(parts.table);
+    this.typeLimits = mysqlTypeLimitStore(parts.pool, this.limitSql);
     this.schedules = new MysqlScheduleStore(parts.pool, parts.table, (c) =>
       insertParams(this.input.command(c), false),
     );
@@ -265,8 +272,24 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     if (limit === 0 || types.length === 0) return [];
     try {
       const strategy = await this.claimStrategy();
-      const rows = await retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, round));
-      return rows.map(toRecord) as Port.ClaimedCommand[];
+      const claim = (r: typeof round): Promise<Port.ClaimedCommand[]> =>
+        retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, r)).then(
+          (rows) => rows.map(toRecord) as Port.ClaimedCommand[],
+        );
+      if (params.limitedTypes === undefined || params.limitedTypes.length === 0) return await claim(round);
+      return await claimWithinLimits(types, params.limitedTypes, limit, {
+        claimLimited: (type, max) =>
+          retryLockConflicts(() =>
+            withinTypeLimit(this.pool, this.limitSql, type, max, (conn, free) =>
+              claimLimitedDue(conn, this.sql, strategy, { ...round, type, free }),
+            ),
+          ).then((rows) => rows.map(toRecord) as Port.ClaimedCommand[]),
+        // The round's token reads back the limited types' rows too: only the others' here.
+        claimOthers: (others, max) =>
+          claim({ ...round, types: others, limit: max }).then((rows) =>
+            rows.filter((r) => others.includes(r.type)),
+          ),
+      });
     } catch (e) {
       // Races lost on every try (on Galera: other nodes claimed the same rows each time) are
       // contention, not an outage: this round claimed nothing, the next finds what is left.
@@ -293,20 +316,30 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       const [row] = await select<CommandRow>(this.pool, this.sql.claimedRow, [id, token]);
       return row ? (toRecord(row) as Port.ClaimedCommand) : null;
     };
-    const mark = (withoutKey: 0 | 1) =>
-      retryLockConflicts(() =>
-        types === undefined
-          ? write(this.pool, this.sql.claimById, [token, instance, lease, id, now, withoutKey])
-          : write(this.pool, this.sql.claimByIdOfTypes, [token, instance, lease, id, now, types, withoutKey]),
-      );
+    const mark = (db: Queryable, withoutKey: 0 | 1) =>
+      types === undefined
+        ? write(db, this.sql.claimById, [token, instance, lease, id, now, withoutKey])
+        : write(db, this.sql.claimByIdOfTypes, [token, instance, lease, id, now, types, withoutKey]);
+    /** Marks the command claimed on `db`; false when it is not claimable. */
+    const claimOn = async (db: Queryable): Promise<boolean> => {
+      if ((await mark(db, 1)).affectedRows > 0) return true;
+      // Not claimable as a command without a key: perhaps one with a key, first of it.
+      const first = await select(db, this.sql.firstOfKeyById, [id]);
+      return first.length > 0 && (await mark(db, 0)).affectedRows > 0;
+    };
+    const limited = params.limitedTypes === undefined ? [] : requireTypes(params.limitedTypes);
     try {
-      let marked = await mark(1);
-      if (marked.affectedRows === 0) {
-        // Not claimable as a command without a key: perhaps one with a key, first of it.
-        const first = await select(this.pool, this.sql.firstOfKeyById, [id]);
-        if (first.length === 0) return null;
-        marked = await mark(0);
-        if (marked.affectedRows === 0) return null;
+      const [command] =
+        limited.length === 0 ? [] : await select<{ type: string }>(this.pool, this.limitSql.typeOf, [id]);
+      if (command !== undefined && limited.includes(command.type)) {
+        const [claimed] = await retryLockConflicts(() =>
+          withinTypeLimit(this.pool, this.limitSql, command.type, 1, async (conn) =>
+            (await claimOn(conn)) ? [true] : [],
+          ),
+        );
+        if (claimed === undefined) return null;
+      } else if (!(await retryLockConflicts(() => claimOn(this.pool)))) {
+        return null;
       }
     } catch (e) {
       // As in claimDue: the write may have landed before the connection died; the token tells.

@@ -159,6 +159,17 @@ export const MIGRATIONS: readonly Migration[] = [
     // NULL for a schedule declared in code; the JSON settings of one added at run time.
     statements: (n) => [`ALTER TABLE ${schedulesTable(n)} ADD COLUMN IF NOT EXISTS run_time_settings TEXT`],
   },
+  {
+    version: 10,
+    name: 'type limits',
+    // One row per limited type: a limited claim locks it, then counts (type-limits.ts).
+    statements: (n) => [
+      `CREATE TABLE IF NOT EXISTS ${n.typeLimits} (
+         type        TEXT    PRIMARY KEY,
+         max_running INTEGER NOT NULL
+       )`,
+    ],
+  },
 ];
 
 export interface MigrateSettings {

@@ -11,6 +11,7 @@ import {
 } from '@asynccmd/core';
 import {
   byClaimOrder,
+  claimWithinLimits,
   compareIds,
   guardedTransition,
   inCallersOrder,
@@ -32,6 +33,7 @@ import {
 } from './executor-insert.js';
 import { appliedVersions, migrate, migrationScript } from './migrations.js';
 import { PostgresScheduleStore } from './schedules.js';
+import { postgresTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
 import type { TableNames } from './names.js';
 import { arrayLiteral, asText, FAST_COMMIT_STEP, HotStatements } from './pipeline/hot-statements.js';
 import { IdReserve } from './pipeline/id-reserve.js';
@@ -109,6 +111,8 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   /** Named prepared statements may be used on the pools (false through a transaction pooler). */
   private readonly named: boolean;
   readonly schedules: PostgresScheduleStore;
+  readonly typeLimits: Port.TypeLimitStore;
+  private readonly limitSql: ReturnType<typeof typeLimitSql>;
 
   constructor(parts: PostgresCommandStoreParts) {
     this.pool = parts.pool;
@@ -136,6 +140,8 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes });
     this.sql = buildSql(parts.names);
     this.schedules = new PostgresScheduleStore(this.pool, parts.names, this.input);
+    this.limitSql = typeLimitSql(parts.names, parts.names.table);
+    this.typeLimits = postgresTypeLimitStore(this.pool, this.limitSql);
     // On a durable hot path the claim after COMMIT stays durable too. Its text (so its prepared
     // name) differs from claimById's either way: pipeline/commit.ts and pg's own queries never share a name.
     const claimAfterCommit =
@@ -242,6 +248,23 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
       optionalInstance(p.instance),
     ];
     if (limit === 0 || types.length === 0) return [];
+    if (p.limitedTypes === undefined || p.limitedTypes.length === 0) return this.claimUnlimited(values);
+    return claimWithinLimits(types, p.limitedTypes, limit, {
+      claimLimited: (type, max) =>
+        withinTypeLimit(this.pool, this.limitSql, type, max, async (client, free) => {
+          const claimed = await client.query<CommandRow>({
+            text: this.sql.claimDue,
+            types: RAW_TYPES,
+            values: [values[0], [type], free, ...values.slice(3)],
+          });
+          return claimed.rows.map(toRecord).sort(byClaimOrder) as Port.ClaimedCommand[];
+        }),
+      claimOthers: (others, max) => this.claimUnlimited([values[0], others, max, ...values.slice(3)]),
+    });
+  }
+
+  /** claimDue's values: now, types, limit, token, lease ms, instance. */
+  private async claimUnlimited(values: unknown[]): Promise<Port.ClaimedCommand[]> {
     // The claim that follows a notification runs on the LISTEN connection that just delivered it.
     // That connection is always a direct one: its statements may be prepared.
     const lent = this.wakeups.lendAfterWake((on) =>
@@ -255,14 +278,21 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   async claimById(p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
     const v = claimByIdValues(p);
     if (v === null) return null;
-    const [row] = await this.hot<CommandRow>(this.sql.claimById, [
-      v.id,
-      v.now,
-      v.token,
-      v.leaseMs,
-      v.types,
-      v.instance,
-    ]);
+    const values = [v.id, v.now, v.token, v.leaseMs, v.types, v.instance];
+    const limited = p.limitedTypes === undefined ? [] : requireTypes(p.limitedTypes);
+    if (limited.length > 0) {
+      const [command] = (await this.pool.query<{ type: string }>(this.limitSql.typeOf, [v.id])).rows;
+      if (command === undefined) return null;
+      if (limited.includes(command.type)) {
+        const [claimed] = await withinTypeLimit(this.pool, this.limitSql, command.type, 1, (client) =>
+          client
+            .query<CommandRow>({ text: this.sql.claimById, values, types: RAW_TYPES })
+            .then((r) => r.rows),
+        );
+        return claimed ? (toRecord(claimed) as Port.ClaimedCommand) : null;
+      }
+    }
+    const [row] = await this.hot<CommandRow>(this.sql.claimById, values);
     return row ? (toRecord(row) as Port.ClaimedCommand) : null;
   }
 
@@ -271,6 +301,8 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
    * null when `tx` is not an open transaction of this store's transaction() or already has one.
    */
   claimByIdOnCommit(tx: ClientBase, p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> | null {
+    // A claim within type limits takes a transaction of its own: claimById after commit does it.
+    if (p.limitedTypes !== undefined && p.limitedTypes.length > 0) return null;
     const v = claimByIdValues(p);
     // No types to claim: settled at once, like claimById's null.
     if (v === null) return Promise.resolve(null);

@@ -128,6 +128,17 @@ export const MIGRATIONS: readonly Migration[] = [
     // NULL for a schedule declared in code; the JSON settings of one added at run time.
     statements: (t) => [`ALTER TABLE ${t}_schedules ADD COLUMN run_time_settings TEXT`],
   },
+  {
+    version: 10,
+    name: 'type limits',
+    // One row per limited type; claims read it (see sql.ts claimDueLimited).
+    statements: (t) => [
+      `CREATE TABLE IF NOT EXISTS ${t}_type_limits (
+        type        TEXT    PRIMARY KEY,
+        max_running INTEGER NOT NULL
+      )`,
+    ],
+  },
 ];
 
 /**

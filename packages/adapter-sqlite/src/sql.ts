@@ -38,6 +38,14 @@ const withAttempt = (t: string, outcome: string, error: string): string =>
  */
 const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 
+/**
+ * The places a type's stored limit leaves free: the limit less its RUNNING commands (read from the
+ * partial lease index), 0 without a stored limit; may be negative once a limit was lowered.
+ */
+const freePlaces = (t: string, type: string): string =>
+  `(COALESCE((SELECT max_running FROM ${t}_type_limits WHERE type = ${type}), 0)
+    - (SELECT count(*) FROM ${t} AS running INDEXED BY ${t}_lease WHERE status = 'RUNNING' AND type = ${type}))`;
+
 /** The rescue a reclaim would add passes the limit, counted since the latest admin retry. */
 const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > :maxRescues';
 
@@ -64,6 +72,26 @@ const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ?, 
 
 /** JSON text `[[id, "token"], …]` matched against (id, claim_token). */
 const REFS = `(id, claim_token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:refs))`;
+
+/** The due claim of the PENDING rows of `types` (a condition), at most `limit` (an expression). */
+const claimDue = (t: string, types: string, limit: string): string => `UPDATE ${t} NOT INDEXED
+       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
+           started_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE status = 'PENDING' AND id IN (
+         SELECT id FROM ${t} AS due INDEXED BY ${t}_claim
+         WHERE status = 'PENDING' AND next_run_at <= :now
+           AND ${types} AND ${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}
+         ORDER BY priority, next_run_at, id
+         LIMIT ${limit})
+       RETURNING ${COLUMNS}`;
+
+/** The claim of one row by id; `more` is what it must also meet. */
+const claimById = (t: string, more: string): string => `UPDATE ${t}
+       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
+           started_at = ${DB_NOW}, updated_at = ${DB_NOW}
+       WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
+         AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))) AND ${firstOfKey(t, t)}${more}
+       RETURNING ${COLUMNS}`;
 
 /**
  * The hot paths name their index (INDEXED BY): without ANALYZE statistics the planner prefers the
@@ -97,22 +125,23 @@ export function sqliteSql(t: string) {
      * In claim order (priority, due time, id); one statement, and SQLite has a single writer, so no
      * row is claimed twice.
      */
-    claimDue: `UPDATE ${t} NOT INDEXED
-       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
-           started_at = ${DB_NOW}, updated_at = ${DB_NOW}
-       WHERE status = 'PENDING' AND id IN (
-         SELECT id FROM ${t} AS due INDEXED BY ${t}_claim
-         WHERE status = 'PENDING' AND next_run_at <= :now
-           AND type IN (SELECT value FROM json_each(:types)) AND ${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}
-         ORDER BY priority, next_run_at, id
-         LIMIT :limit)
-       RETURNING ${COLUMNS}`,
-    claimById: `UPDATE ${t}
-       SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
-           started_at = ${DB_NOW}, updated_at = ${DB_NOW}
-       WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
-         AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))) AND ${firstOfKey(t, t)}
-       RETURNING ${COLUMNS}`,
+    claimDue: claimDue(t, 'type IN (SELECT value FROM json_each(:types))', ':limit'),
+    claimById: claimById(t, ''),
+    /**
+     * claimDue of one limited type (:type) within its stored limit: at most the limit less its
+     * RUNNING commands, none without a stored limit. One statement under SQLite's single writer, so
+     * no other claim can run between the count and the write.
+     */
+    claimDueLimited: claimDue(t, 'type = :type', `MIN(:limit, MAX(0, ${freePlaces(t, ':type')}))`),
+    /** claimById, where a command of one of :limited types is claimed only within its stored limit. */
+    claimByIdLimited: claimById(
+      t,
+      `
+         AND (type NOT IN (SELECT value FROM json_each(:limited)) OR ${freePlaces(t, `${t}.type`)} > 0)`,
+    ),
+    typeLimitDeclare: `INSERT INTO ${t}_type_limits (type, max_running) VALUES (?, ?)
+       ON CONFLICT (type) DO UPDATE SET max_running = excluded.max_running`,
+    typeLimitList: `SELECT type, max_running AS maxRunning FROM ${t}_type_limits ORDER BY type`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
     heartbeat: `UPDATE ${t} NOT INDEXED SET lease_until = ${DB_NOW} + :leaseMs, updated_at = ${DB_NOW}

@@ -19,6 +19,7 @@ import {
 } from '@asynccmd/core';
 import {
   byClaimOrder,
+  claimWithinLimits,
   compareIds,
   guardedTransition,
   inCallersOrder,
@@ -27,6 +28,7 @@ import {
   listPage,
   outcomeCountsFromRows,
   StoreInput,
+  typeLimitStore,
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
@@ -97,6 +99,15 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   private readonly context = new AsyncLocalStorage<object>();
   private openTx: { readonly marker: object; readonly done: Promise<void> } | null = null;
   readonly schedules: SqliteScheduleStore;
+  readonly typeLimits: Port.TypeLimitStore = typeLimitStore(
+    (limits) =>
+      this.run(() =>
+        this.db.transaction(() => {
+          for (const l of limits) this.stmt('typeLimitDeclare').run(l.type, l.maxRunning);
+        })(),
+      ),
+    () => this.run(() => this.stmt('typeLimitList').all() as { type: string; maxRunning: number }[]),
+  );
 
   constructor(options: SqliteStoreOptions) {
     const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);
@@ -222,10 +233,20 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       instance: optionalInstance(params.instance),
     };
     if (limit === 0 || types.length === 0) return [];
-    return this.run(() => {
-      const rows = this.stmt('claimDue').raw(true).all(claim) as unknown[][];
-      return rows.map(toRecordFromValues).sort(byClaimOrder) as Port.ClaimedCommand[];
+    if (params.limitedTypes === undefined || params.limitedTypes.length === 0) {
+      return this.run(() => this.claimRows('claimDue', claim));
+    }
+    return claimWithinLimits(types, params.limitedTypes, limit, {
+      claimLimited: (type, max) =>
+        this.run(() => this.claimRows('claimDueLimited', { ...claim, type, limit: max })),
+      claimOthers: (others, max) =>
+        this.run(() => this.claimRows('claimDue', { ...claim, types: JSON.stringify(others), limit: max })),
     });
+  }
+
+  private claimRows(statement: 'claimDue' | 'claimDueLimited', claim: object): Port.ClaimedCommand[] {
+    const rows = this.stmt(statement).raw(true).all(claim) as unknown[][];
+    return rows.map(toRecordFromValues).sort(byClaimOrder) as Port.ClaimedCommand[];
   }
 
   async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
@@ -237,8 +258,15 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       types: params.types === undefined ? null : JSON.stringify(requireTypes(params.types)),
       instance: optionalInstance(params.instance),
     };
+    const limited = params.limitedTypes === undefined ? [] : requireTypes(params.limitedTypes);
     return this.run(() => {
-      const row = this.stmt('claimById').raw(true).get(claim) as unknown[] | undefined;
+      const row = (
+        limited.length === 0
+          ? this.stmt('claimById').raw(true).get(claim)
+          : this.stmt('claimByIdLimited')
+              .raw(true)
+              .get({ ...claim, limited: JSON.stringify(limited) })
+      ) as unknown[] | undefined;
       return row ? (toRecordFromValues(row) as Port.ClaimedCommand) : null;
     });
   }

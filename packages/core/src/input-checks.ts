@@ -9,6 +9,8 @@ import type { FailureOutcome } from './transitions.js';
 import {
   MAX_HEALTH_PROBE_DEAD_LETTERS,
   MAX_OUTCOME_LATENCY_BOUNDS,
+  MAX_TYPE_LIMIT,
+  type TypeLimit,
   type HealthProbeParams,
   type OutcomeCountParams,
 } from './ports/store.js';
@@ -277,4 +279,29 @@ export function decodeListCursor(cursor: unknown): ListPosition {
     throw new InvalidArgumentError('the list cursor is not one this store handed out');
   }
   return { createdAt: new Date(ms), id: id.right };
+}
+
+/** The longest type name a type limit stores (the narrowest type column of the adapters). */
+export const MAX_LIMITED_TYPE_CHARS = 128;
+
+/**
+ * The limits a TypeLimitStore declares: each a command type (1..MAX_LIMITED_TYPE_CHARS characters,
+ * no NUL) given once, with a limit that is an integer in 1..MAX_TYPE_LIMIT.
+ */
+export function requireTypeLimits(limits: unknown): TypeLimit[] {
+  if (!Array.isArray(limits))
+    throw new InvalidArgumentError('type limits must be an array of { type, maxRunning }');
+  const seen = new Set<string>();
+  return (limits as unknown[]).map((l) => {
+    const { type, maxRunning } = (typeof l === 'object' && l !== null ? l : {}) as Record<string, unknown>;
+    if (typeof type !== 'string' || type.length === 0 || [...type].length > MAX_LIMITED_TYPE_CHARS) {
+      throw new InvalidArgumentError(
+        `a type limit needs a command type of 1 to ${MAX_LIMITED_TYPE_CHARS} characters, got ${JSON.stringify(type)}`,
+      );
+    }
+    refuseNul('a command type', type);
+    if (seen.has(type)) throw new InvalidArgumentError(`type "${type}" has two limits`);
+    seen.add(type);
+    return { type, maxRunning: requireInt(`the limit of type "${type}"`, maxRunning, 1, MAX_TYPE_LIMIT) };
+  });
 }

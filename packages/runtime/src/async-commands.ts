@@ -44,6 +44,7 @@ import { RecurringSchedules } from './recurring/recurring-control.js';
 import { RecurringService } from './recurring/recurring-service.js';
 import { pause, StoreOutage } from './store-outage.js';
 import { toNewCommand } from './submit-validation.js';
+import { DeclaredTypeLimits } from './type-limits.js';
 
 export type RuntimeStatus = 'idle' | 'running' | 'stopping' | 'stopped';
 
@@ -118,6 +119,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     this.#outcomes = new OutcomeWriter(store, this.#outage);
     const shared = {
       store,
+      typeLimits: new DeclaredTypeLimits(store, options.typeLimits ?? {}),
       registry: this.registry,
       events: this.events,
       clock: this.clock,

@@ -10,6 +10,7 @@ import type { CommandRunner } from './command-runner.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { ExecutorRegistry } from './executor-registry.js';
 import type { StoreOutage } from './store-outage.js';
+import type { DeclaredTypeLimits } from './type-limits.js';
 
 export interface ImmediateDispatchDeps {
   readonly store: CommandStore;
@@ -21,6 +22,8 @@ export interface ImmediateDispatchDeps {
   readonly outage: StoreOutage;
   /** This runtime's name in its claims. */
   readonly instance: string;
+  /** The `typeLimits` option: a command of these types is claimed by id only within its limit. */
+  readonly typeLimits: DeclaredTypeLimits;
   /** False before start and once stopping: then the poll loop (here or elsewhere) runs them. */
   readonly accepting: () => boolean;
 }
@@ -41,6 +44,8 @@ export interface ClaimOnCommit {
 export class ImmediateDispatch {
   readonly #types: string[];
   readonly #leaseMs: number;
+  /** The IMMEDIATE types with a limit; null when none has one (claims by id stay plain). */
+  readonly #limitedTypes: string[] | null;
 
   constructor(private readonly deps: ImmediateDispatchDeps) {
     const entries = deps.registry.entries().filter((e) => e.mode === 'IMMEDIATE');
@@ -48,6 +53,7 @@ export class ImmediateDispatch {
     // One claim statement per id must pick one lease; the longest is safe, and the next heartbeat
     // sets each command's own.
     this.#leaseMs = Math.max(0, ...entries.map((e) => e.leaseMs));
+    this.#limitedTypes = deps.typeLimits.among(this.#types);
   }
 
   /**
@@ -101,7 +107,7 @@ export class ImmediateDispatch {
 
   #params(id: CommandId): ClaimByIdParams {
     const { clock, tokens, instance } = this.deps;
-    return {
+    const params = {
       id,
       now: clock.now(),
       token: tokens.next(),
@@ -109,5 +115,7 @@ export class ImmediateDispatch {
       types: this.#types,
       instance,
     };
+    // Before the limits are stored, a limited command is refused (no stored limit) and stays PENDING.
+    return this.#limitedTypes === null ? params : { ...params, limitedTypes: this.#limitedTypes };
   }
 }

@@ -3,6 +3,8 @@ import {
   EXECUTION_MODES,
   InvalidArgumentError,
   MAX_INSTANCE_CHARS,
+  MAX_LIMITED_TYPE_CHARS,
+  MAX_TYPE_LIMIT,
   PRIORITY_RANGE,
 } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
@@ -140,6 +142,19 @@ const typePriorities: Check = (v) => {
   return null;
 };
 
+/** Command type → the most of it RUNNING at once. */
+const typeLimits: Check = (v) => {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    return `must map command types to limits of RUNNING commands, not ${describe(v)}`;
+  }
+  const limit = integer(1, MAX_TYPE_LIMIT);
+  for (const [type, value] of Object.entries(v)) {
+    const problem = text(MAX_LIMITED_TYPE_CHARS)(type) ?? limit(value);
+    if (problem) return `type "${type}": ${problem}`;
+  }
+  return null;
+};
+
 const pools: Check = (v) => {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) {
     return `must map pool names to pool options, not ${describe(v)}`;
@@ -198,6 +213,7 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   maxPayloadBytes: integer(1, 2 ** 31 - 1),
   defaultMaxRetry: integer(0, MAX_RETRY_LIMIT),
   typePriorities,
+  typeLimits,
   backoff: backoffPolicy,
   leaseMs: integer(MIN_LEASE_MS, MAX_TIMER_MS),
   heartbeatIntervalMs: integer(10, MAX_TIMER_MS),

@@ -58,6 +58,13 @@ export interface AsyncCommandsOptions<Tx = unknown> {
    * claimed first). Types not listed: core DEFAULT_PRIORITY (0).
    */
   readonly typePriorities?: Readonly<Record<string, number>>;
+  /**
+   * At most this many commands of each listed type RUNNING at once, across every instance
+   * (1..core MAX_TYPE_LIMIT), enforced by the claims in the database. Stored in
+   * `<table>_type_limits` before this runtime's first claim of the type: the last instance to start
+   * sets the value every instance's claims then read. Declare it on every instance that runs the type.
+   */
+  readonly typeLimits?: Readonly<Record<string, number>>;
   /** Retry delays when the executor has none. Default: core exponentialBackoff() — min(60 s·2ⁿ, 1 h). */
   readonly backoff?: BackoffPolicy;
   /** Lease of a claim, renewed by heartbeats; executors may override. Default 8 s. */

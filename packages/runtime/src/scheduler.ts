@@ -6,6 +6,7 @@ import type { ExecutorRegistry } from './executor-registry.js';
 import type { PoolSet } from './pool-set.js';
 import type { PoolState, WorkPool } from './work-pool.js';
 import { outageDelayMs, type StoreOutage } from './store-outage.js';
+import type { DeclaredTypeLimits } from './type-limits.js';
 import { WakeSignal, type WakeReason } from './wake-signal.js';
 
 export interface SchedulerOptions {
@@ -26,6 +27,8 @@ export interface SchedulerDeps {
   readonly outage: StoreOutage;
   /** This runtime's name in its claims. */
   readonly instance: string;
+  /** The `typeLimits` option: claims of these types stay within their stored limits. */
+  readonly typeLimits: DeclaredTypeLimits;
 }
 
 export interface RoundResult {
@@ -55,6 +58,8 @@ interface ClaimGroup {
   readonly pool: WorkPool | null;
   readonly leaseMs: number;
   readonly types: string[];
+  /** Those of `types` with a limit (claimed within it); null when none has one. */
+  limitedTypes: string[] | null;
   /**
    * Work is probably waiting: the last claim came back full, or there was no room to look. A
    * refill round claims only for hungry groups.
@@ -92,6 +97,7 @@ export class Scheduler {
     readonly options: SchedulerOptions,
   ) {
     this.#groups = claimGroups(deps.registry, deps.pools);
+    for (const group of this.#groups) group.limitedTypes = deps.typeLimits.among(group.types);
   }
 
   /** The hung reclaimer took `count` back, `due` of them claimable now: the next round reports them. */
@@ -137,7 +143,10 @@ export class Scheduler {
         now ??= clock.now();
         if (pool) this.#disarmTopUp(pool); // claiming for it now; if still short, re-armed below
         const claimStarted = performance.now();
-        const rows = await store.claimDue({ types, limit, now, token: tokens.next(), leaseMs, instance });
+        const params = { types, limit, now, token: tokens.next(), leaseMs, instance };
+        const limitedTypes = group.limitedTypes;
+        if (limitedTypes !== null) await this.deps.typeLimits.ready();
+        const rows = await store.claimDue(limitedTypes === null ? params : { ...params, limitedTypes });
         pool?.claimTook(performance.now() - claimStarted);
         budget.set(pool, limit - rows.length);
         claimed += rows.length;
@@ -299,7 +308,13 @@ function claimGroups(registry: ExecutorRegistry, pools: PoolSet): ClaimGroup[] {
     if (group) group.types.push(entry.type);
     else {
       const pool = entry.pool === null ? null : pools.get(entry.pool);
-      groups.set(key, { pool, leaseMs: entry.leaseMs, types: [entry.type], hungry: true });
+      groups.set(key, {
+        pool,
+        leaseMs: entry.leaseMs,
+        types: [entry.type],
+        limitedTypes: null,
+        hungry: true,
+      });
     }
   }
   return [...groups.values()];

@@ -41,6 +41,7 @@ const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[
   ['maxPayloadBytes', [0, -1, 1.5, NaN, Infinity, '65536', 2 ** 31]],
   ['defaultMaxRetry', [-1, 1.5, 1001, NaN, '5']],
   ['typePriorities', [null, 5, [1], { a: 1.5 }, { a: 32768 }, { a: '1' }]],
+  ['typeLimits', [null, 5, [1], { a: 0 }, { a: -1 }, { a: 1.5 }, { a: 100_001 }, { a: '2' }, { '': 1 }]],
   ['backoff', [fn, null, {}, { delayMs: 100 }, exponentialBackoff]],
   ['leaseMs', [0, 199, 1000.5, NaN, 2 ** 31, '8000']],
   ['heartbeatIntervalMs', [0, 9, 10.5, 8_000, 60_000, NaN, '2000']],
@@ -149,10 +150,20 @@ describe('options are validated when the runtime is built', () => {
         scheduledBatchSize: 10,
         reclaimBatchSize: 100,
         maxRescues: 0,
+        typeLimits: { 'order.ship': 2 },
         retention: { olderThanMs: 7 * 86_400_000, includeDead: true, batchSize: 500, intervalMs: 600_000 },
       }),
     ).toBeNull();
     expect(refusal({ ...good(), retention: { olderThanMs: 0 } })).toBeNull();
+  });
+
+  it('refuses `typeLimits` on a store that keeps none', () => {
+    const r = refusal({
+      ...good(),
+      store: stubStore({ typeLimits: undefined }),
+      typeLimits: { 'order.ship': 2 },
+    });
+    expect(r).toEqual({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('`typeLimits`') });
   });
 
   it('refuses options that are not an object', () => {

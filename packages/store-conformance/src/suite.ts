@@ -17,6 +17,7 @@ import { readArea } from './areas/read.js';
 import { reclaimArea } from './areas/reclaim.js';
 import { schedulesArea } from './areas/schedules.js';
 import { statsArea } from './areas/stats.js';
+import { typeLimitsArea } from './areas/type-limits.js';
 
 export type { StoreHarness, StoreHarnessFactory } from './harness.js';
 
@@ -35,6 +36,7 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     claimArea(factory, name);
     priorityArea(factory, name);
     orderingArea(factory, name);
+    typeLimitsArea(factory, name);
     outcomesArea(factory, name);
     reclaimArea(factory, name);
     adminArea(factory, name);

@@ -196,6 +196,13 @@ export interface CommandStore<Tx = unknown> {
    */
   readonly schedules?: ScheduleStore;
 
+  /**
+   * The per-type limits of RUNNING commands kept in the database (`<table>_type_limits`), where the
+   * adapter has them (every adapter of this repository does; the runtime refuses `typeLimits`
+   * without them). Claims honour a type's limit only when they name it in `limitedTypes`.
+   */
+  readonly typeLimits?: TypeLimitStore;
+
   /** Closes the store's own connections (never the caller's). */
   close(): Promise<void>;
 }
@@ -255,6 +262,15 @@ export interface InsertResult {
 
 export interface ClaimDueParams {
   readonly types: readonly string[];
+  /**
+   * Those of `types` whose stored limit (see `typeLimits`) this claim honours. For each, in a
+   * transaction of its own, the claim locks the type's limit row, counts its RUNNING commands (in a
+   * statement that sees every claim committed before the lock was granted) and takes at most the
+   * free places; a listed type without a stored limit is not claimed at all. Limited types are
+   * claimed first, then the other types fill what is left of `limit`, each part in claim order.
+   * Absent or empty: the claim is exactly the one without limits (no lock, no count).
+   */
+  readonly limitedTypes?: readonly string[];
   readonly limit: number;
   readonly now: Date;
   readonly token: string;
@@ -271,6 +287,34 @@ export interface ClaimByIdParams {
   readonly types?: readonly string[];
   /** As in ClaimDueParams. */
   readonly instance?: string;
+  /**
+   * As in ClaimDueParams: a command of one of these types is claimed only within its limit (else
+   * null, and it stays PENDING). Non-empty, it costs a look-up of the command's type first, and a
+   * store's commit-riding claimById declines.
+   */
+  readonly limitedTypes?: readonly string[];
+}
+
+/** The most RUNNING commands a type limit allows. */
+export const MAX_TYPE_LIMIT = 100_000;
+
+/** A type's limit of RUNNING commands, as stored. */
+export interface TypeLimit {
+  readonly type: string;
+  /** 1..MAX_TYPE_LIMIT. */
+  readonly maxRunning: number;
+}
+
+/** The `<table>_type_limits` rows: one per limited type, shared by every instance. */
+export interface TypeLimitStore {
+  /**
+   * Stores each given limit, replacing the type's stored one (the last declaration wins for every
+   * instance, whose claims read the row); rows of other types stay. A limit that is not an integer
+   * in 1..MAX_TYPE_LIMIT, or a bad type name, is refused (INVALID_ARGUMENT) before anything is written.
+   */
+  declare(limits: readonly TypeLimit[]): Promise<void>;
+  /** Every stored limit, by type. */
+  list(): Promise<TypeLimit[]>;
 }
 
 export interface ReclaimParams {

@@ -9,3 +9,4 @@ export * from './guarded-transition.js';
 export * from './rows.js';
 export * from './schedules.js';
 export * from './executor.js';
+export * from './type-limits.js';

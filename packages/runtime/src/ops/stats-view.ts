@@ -1,4 +1,10 @@
-import { COMMAND_STATUSES, type CommandStatus, type CommandStore, type StatsRow } from '@asynccmd/core';
+import {
+  COMMAND_STATUSES,
+  type CommandStatus,
+  type CommandStore,
+  type StatsRow,
+  type TypeLimit,
+} from '@asynccmd/core';
 import { readSchedules, type ScheduleView } from './schedules-view.js';
 
 /** Counts by status and by type, and the age of the backlog, as /stats and `asynccmd stats` show them. */
@@ -16,6 +22,8 @@ export interface StatsView {
   readonly oldestPendingAgeMs: number | null;
   /** The recurring schedules, with their last and next ticks (next after `now`); empty when none. */
   readonly schedules: readonly ScheduleView[];
+  /** The stored type limits (the values every instance's claims enforce); empty when none. */
+  readonly typeLimits: readonly TypeLimit[];
 }
 
 export function zeroCounts(): Record<CommandStatus, number> {
@@ -28,7 +36,11 @@ export function zeroCounts(): Record<CommandStatus, number> {
  */
 export async function readStats(store: CommandStore): Promise<StatsView> {
   const now = await store.now();
-  const [stats, schedules] = await Promise.all([store.stats(now), readSchedules(store, now)]);
+  const [stats, schedules, typeLimits] = await Promise.all([
+    store.stats(now),
+    readSchedules(store, now),
+    store.typeLimits?.list() ?? [],
+  ]);
   const byStatus = zeroCounts();
   const byType: Record<string, Record<CommandStatus, number>> = {};
   let total = 0;
@@ -47,5 +59,6 @@ export async function readStats(store: CommandStore): Promise<StatsView> {
     oldestPendingAgeMs:
       stats.oldestDueAt === null ? null : Math.max(0, now.getTime() - stats.oldestDueAt.getTime()),
     schedules,
+    typeLimits,
   };
 }
