@@ -33,12 +33,38 @@ process.once('exit', () => {
   for (const child of running) killGroup(child, 'SIGKILL');
 });
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   try {
     process.kill(-child.pid!, signal);
   } catch {
     // already gone
   }
+}
+
+/**
+ * Starts `command` under the guard, in its own process group (so a crash takes every process of
+ * the server at once), as `as` when given; the guard takes it down should this process end without
+ * stopping it, and it is killed at this process's exit at the latest.
+ */
+export function spawnGuarded(
+  command: string,
+  args: readonly string[],
+  as: { uid?: number; gid?: number },
+  stdout: 'pipe' | 'ignore',
+): ChildProcess {
+  const child = spawn(process.execPath, [GUARD, command, ...args], {
+    detached: true,
+    stdio: ['pipe', stdout, 'pipe'],
+    env: {
+      ...process.env,
+      ...(as.uid === undefined
+        ? {}
+        : { ASYNCCMD_GUARD_UID: String(as.uid), ASYNCCMD_GUARD_GID: String(as.gid) }),
+    },
+  });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
 }
 
 export async function freePort(): Promise<number> {
@@ -99,30 +125,12 @@ abstract class ProcessServer implements TempServer {
     const current = this.#child;
     if (current && current.exitCode === null && current.signalCode === null) return;
     const [command, args] = this.command();
-    const as = serverUser(this.kind);
-    // Its own process group, so a crash takes every process of the server at once; the guard
-    // takes the server down should this process end without stopping it.
-    const child = spawn(process.execPath, [GUARD, command, ...args], {
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        ...(as.uid === undefined
-          ? {}
-          : { ASYNCCMD_GUARD_UID: String(as.uid), ASYNCCMD_GUARD_GID: String(as.gid) }),
-      },
-    });
-    running.add(child);
+    const child = spawnGuarded(command, args, serverUser(this.kind), 'pipe');
     this.#child = child;
     const keep = (d: Buffer) => (this.#log = (this.#log + d.toString()).slice(-4_000));
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
-    this.#exited = new Promise((resolve) =>
-      child.once('exit', () => {
-        running.delete(child);
-        resolve();
-      }),
-    );
+    this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
     const until = Date.now() + 60_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${this.kind} server exited at start: ${this.#log}`);

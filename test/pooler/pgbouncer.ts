@@ -1,13 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { freePort, serverUser } from '../faults/temp-servers.js';
+import { freePort, killGroup, serverUser, spawnGuarded } from '../faults/temp-servers.js';
 
-const GUARD = fileURLToPath(new URL('../faults/server-guard.mjs', import.meta.url));
 const PGBOUNCER = process.env.ASYNCCMD_PGBOUNCER ?? '/usr/sbin/pgbouncer';
 /** The PostgreSQL server PgBouncer forwards to: the shared one. */
 const UPSTREAM = new URL(process.env.ASYNCCMD_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
@@ -73,18 +71,7 @@ export class PgBouncer {
     );
     for (const file of ['userlist.txt', 'pgbouncer.ini'])
       if (as.uid !== undefined && as.gid !== undefined) chownSync(join(dir, file), as.uid, as.gid);
-    const child = spawn(process.execPath, [GUARD, PGBOUNCER, join(dir, 'pgbouncer.ini')], {
-      detached: true,
-      stdio: ['pipe', 'ignore', 'pipe'],
-      env: {
-        ...process.env,
-        ...(as.uid === undefined
-          ? {}
-          : { ASYNCCMD_GUARD_UID: String(as.uid), ASYNCCMD_GUARD_GID: String(as.gid) }),
-      },
-    });
-    running.add(child);
-    child.once('exit', () => running.delete(child));
+    const child = spawnGuarded(PGBOUNCER, [join(dir, 'pgbouncer.ini')], as, 'ignore');
     const bouncer = new PgBouncer(dir, port, child);
     try {
       await bouncer.#ready();
@@ -140,18 +127,5 @@ export class PgBouncer {
         await sleep(50);
       }
     }
-  }
-}
-
-const running = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const child of running) killGroup(child, 'SIGKILL');
-});
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-child.pid!, signal);
-  } catch {
-    // already gone
   }
 }
