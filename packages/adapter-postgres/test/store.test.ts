@@ -150,6 +150,7 @@ describe('PostgresCommandStore', () => {
         'async_command_outcome_idx',
         'async_command_schedule_tick',
         'async_command_schedules_pkey',
+        'async_command_type_limits_pkey',
       ].sort(),
     );
   });
