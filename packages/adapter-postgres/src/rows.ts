@@ -1,5 +1,5 @@
 import { recordFromRow } from '@asynccmd/core/store-kit';
-import type { RowDecoding, StoredCommandRow } from '@asynccmd/core/store-kit';
+import type { CheckedCommand, RowDecoding, StoredCommandRow } from '@asynccmd/core/store-kit';
 import type { CommandRecord } from '@asynccmd/core';
 import type { CustomTypesConfig } from 'pg';
 
@@ -87,4 +87,22 @@ function digitsAt(t: string, from: number, to: number): number {
     value = value * 10 + digit;
   }
   return value;
+}
+
+/**
+ * One command's values in the order of the single-row insert statements' parameters ($1–$9: the
+ * store's inserts and the schedules' tick insert, which adds its own after them).
+ */
+export function rowParams(v: CheckedCommand): unknown[] {
+  return [
+    v.type,
+    v.bizKey,
+    v.payloadJson,
+    v.maxRetry,
+    v.runAt?.toISOString() ?? null,
+    v.owner,
+    v.headersJson,
+    v.priority,
+    v.orderingKey,
+  ];
 }

@@ -14,6 +14,7 @@ import type { Pool } from 'pg';
 import { decodeRunTimeSettings, runTimeScheduleValues, tickRefusal } from '@asynccmd/core/store-kit';
 import type { StoreInput } from '@asynccmd/core/store-kit';
 import type { TableNames } from './names.js';
+import { rowParams } from './rows.js';
 import { runInTransaction } from './pipeline/transaction.js';
 
 interface ScheduleRow {
@@ -96,17 +97,9 @@ export class PostgresScheduleStore implements ScheduleStore {
       const refused = tickRefusal(row === undefined ? null : toSchedule(row), at);
       if (refused) return refused;
       const inserted = await client.query<{ id: string }>(this.#sql.insertTick, [
-        v.type,
-        v.bizKey,
-        v.payloadJson,
-        v.maxRetry,
-        v.runAt?.toISOString() ?? null,
-        v.owner,
-        v.headersJson,
+        ...rowParams(v),
         name,
         at.toISOString(),
-        v.priority,
-        v.orderingKey,
       ]);
       const id = inserted.rows[0]?.id;
       if (id === undefined) return { outcome: 'duplicate' };
@@ -161,7 +154,7 @@ function scheduleSql(n: TableNames) {
     insertTick: `INSERT INTO ${n.table} (type, biz_key, payload, max_retry, next_run_at, owner, headers,
          created_at, updated_at, schedule_name, schedule_tick, priority, ordering_key)
        VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, ${NOW}, ${NOW},
-         $8, $9::timestamptz, $10::smallint, $11)
+         $10, $11::timestamptz, $8::smallint, $9)
        ON CONFLICT (schedule_name, schedule_tick) WHERE schedule_name IS NOT NULL DO NOTHING
        RETURNING id::text AS id`,
     advance: `UPDATE ${s} SET last_tick = $1::timestamptz

@@ -38,7 +38,7 @@ import type { TableNames } from './names.js';
 import { arrayLiteral, asText, FAST_COMMIT_STEP, HotStatements } from './pipeline/hot-statements.js';
 import { IdReserve } from './pipeline/id-reserve.js';
 import { throughTransactionPooler } from './pipeline/transaction-statements.js';
-import { RAW_TYPES, toDate, toRecord } from './rows.js';
+import { RAW_TYPES, rowParams, toDate, toRecord } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
@@ -653,21 +653,6 @@ function columnArrays(values: readonly CheckedCommand[]): unknown[][] {
     values.map((v) => v.headersJson),
     values.map((v) => v.priority),
     values.map((v) => v.orderingKey),
-  ];
-}
-
-/** One command's values in the order of the single-row insert statements' parameters. */
-function rowParams(v: CheckedCommand): unknown[] {
-  return [
-    v.type,
-    v.bizKey,
-    v.payloadJson,
-    v.maxRetry,
-    v.runAt?.toISOString() ?? null,
-    v.owner,
-    v.headersJson,
-    v.priority,
-    v.orderingKey,
   ];
 }
 
