@@ -185,6 +185,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
             ? 'oldest due pending: none waiting'
             : `oldest due pending: waiting ${formatDuration(stats.oldestPendingAgeMs ?? 0)} (due ${stats.oldestDueAt})`,
         );
+        // The stored limits every instance's claims enforce, beside what runs of each type now.
+        if (stats.typeLimits.length > 0) {
+          out('');
+          out(
+            renderTable(
+              ['LIMITED TYPE', 'MAX RUNNING', 'RUNNING'],
+              stats.typeLimits.map((l) => [
+                l.type,
+                String(l.maxRunning),
+                String(stats.byType[l.type]?.RUNNING ?? 0),
+              ]),
+            ),
+          );
+        }
       }),
     );
 

@@ -49,6 +49,17 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect(json.byStatus.DEAD).toBeGreaterThanOrEqual(1);
     });
 
+    it('stats prints the stored type limits beside what runs of each type', async () => {
+      await store.typeLimits?.declare([{ type: 'cli.limited', maxRunning: 3 }]);
+      await claim(store, await submit(store, 'cli.limited'));
+      const human = await run('stats');
+      expect(human.code).toBe(0);
+      expect(human.out).toMatch(/^LIMITED TYPE\s+MAX RUNNING\s+RUNNING$/m);
+      expect(human.out).toMatch(/^cli\.limited\s+3\s+1$/m);
+      const json = JSON.parse((await run('stats', '--json')).out);
+      expect(json.typeLimits).toContainEqual({ type: 'cli.limited', maxRunning: 3 });
+    });
+
     it('list --status DEAD --type T: table and --json; bad filters exit 2', async () => {
       const dead = await makeDead(store, 'cli.list', 'payment gateway timed out');
       await submit(store, 'cli.list');
