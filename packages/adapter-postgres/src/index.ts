@@ -101,16 +101,30 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
   const ownsPool = options.pool === undefined;
   const fast = options.durableClaims !== true;
   const ownPool = (extraOptions: string): Pool => {
+    // The date format is one of the few settings PgBouncer keeps per client and restores on every
+    // server connection it lends, so a session-level SET holds; the rest goes into each transaction.
+    // pg-pool 3.14+ (pg 8.23) awaits onConnect before lending the client; older ones only emit
+    // 'connect', where the SET is queued ahead of the borrower's first query.
+    const datesSet = new WeakSet<object>();
     const own = new pg.Pool({
       ...poolConfig,
       ...(connectionString === undefined ? {} : { connectionString }),
       // Whatever the server's defaults: READ COMMITTED, as the claim statements need, and ISO dates.
       // Set at connection start-up, so it costs no round trip. A transaction pooler refuses them.
-      ...(pooled ? {} : { options: sessionOptions(poolConfig?.options, extraOptions) }),
+      ...(pooled
+        ? {
+            onConnect: async (client: pg.ClientBase) => {
+              datesSet.add(client);
+              await client.query(ISO_DATES);
+            },
+          }
+        : { options: sessionOptions(poolConfig?.options, extraOptions) }),
     });
-    // The date format is one of the few settings PgBouncer keeps per client and restores on every
-    // server connection it lends, so a session-level SET holds; the rest goes into each transaction.
-    if (pooled) own.on('connect', (client) => void client.query(ISO_DATES).catch(() => undefined));
+    if (pooled) {
+      own.on('connect', (client) => {
+        if (!datesSet.has(client)) void client.query(ISO_DATES).catch(() => undefined);
+      });
+    }
     return own;
   };
   const pool = options.pool ?? ownPool('');
