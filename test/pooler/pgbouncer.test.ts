@@ -1,6 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPostgresStore, type PostgresCommandStore } from '@asynccmd/adapter-postgres';
 import type { CommandRecord, NewCommand } from '@asynccmd/core';
@@ -146,6 +148,36 @@ describe('PostgreSQL through PgBouncer (pool_mode = transaction)', () => {
       await Promise.all([a, b, c, d].map((s) => s.close()));
       await ignoring.stop();
     }
+  });
+
+  it('the asynccmd CLI through the pooler: refused as a direct connection, working with --pooler transaction', () => {
+    const main = join(dirname(fileURLToPath(import.meta.url)), '../../packages/cli/dist/main.js');
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, [main, '--db', bouncer.url, '--schema', SCHEMA, ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, ASYNCCMD_PG_POOLER: '' },
+      });
+    const direct = cli('stats', '--json');
+    expect(direct.status).toBe(1);
+    expect(direct.stderr).toContain('cannot reach the database');
+    for (const args of [
+      ['--pooler', 'transaction', 'migrate'],
+      ['--pooler', 'transaction', 'stats', '--json'],
+      ['--pooler', 'transaction', 'list', '--json'],
+    ]) {
+      const r = cli(...args);
+      expect({ args, status: r.status, stderr: r.stderr }).toEqual({ args, status: 0, stderr: '' });
+    }
+    const viaEnvironment = spawnSync(
+      process.execPath,
+      [main, '--db', bouncer.url, '--schema', SCHEMA, 'stats', '--json'],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, ASYNCCMD_PG_POOLER: 'transaction' },
+      },
+    );
+    expect(viaEnvironment.status).toBe(0);
+    expect(JSON.parse(viaEnvironment.stdout)).toHaveProperty('byStatus');
   });
 
   it(`${SIZES.drain.processes} worker processes drain over ${SIZES.drain.commands} commands submitted every way: 0 lost, 0 twice`, async () => {

@@ -16,7 +16,13 @@ export interface StoreLocation {
   readonly mustExist?: boolean;
   /** Connections the PostgreSQL or MySQL pool may open. Default 2: one CLI command needs one. */
   readonly poolSize?: number;
+  /** PostgreSQL: `transaction` when the URL reaches a transaction pooler (PgBouncer and the like). */
+  readonly pooler?: string;
+  /** PostgreSQL: a direct connection URL for LISTEN (wake-ups) when the URL is a transaction pooler. */
+  readonly listenUrl?: string;
 }
+
+const POOLER_MODES = ['none', 'transaction'] as const;
 
 /** The adapter package of each database, and the driver package it imports. */
 const ADAPTERS = {
@@ -34,9 +40,22 @@ type AdapterPackage = (typeof ADAPTERS)[keyof typeof ADAPTERS];
  * reach any SQL.
  */
 export async function openStore(location: StoreLocation): Promise<CommandStore> {
-  const { url, table, schema } = location;
+  const { url, table, schema, pooler, listenUrl } = location;
   const poolSize = location.poolSize ?? 2;
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  const postgres = scheme === 'postgres' || scheme === 'postgresql';
+  if (!postgres && (pooler !== undefined || listenUrl !== undefined)) {
+    throw new InvalidArgumentError('--pooler and --listen-db apply to PostgreSQL only');
+  }
+  const poolerMode = POOLER_MODES.find((mode) => mode === pooler);
+  if (pooler !== undefined && poolerMode === undefined) {
+    throw new InvalidArgumentError(
+      `--pooler takes none or transaction, not ${JSON.stringify(pooler.slice(0, 40))}`,
+    );
+  }
+  if (listenUrl !== undefined && !/^postgres(ql)?:\/\//i.test(listenUrl)) {
+    throw new InvalidArgumentError('--listen-db takes a postgres:// URL of a direct connection');
+  }
   switch (scheme) {
     case 'sqlite': {
       if (schema !== undefined) throw new InvalidArgumentError('--schema applies to PostgreSQL only');
@@ -72,6 +91,8 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
         connectionString: url,
         // A small pool keeps a busy database's slots free.
         poolConfig: { max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
+        ...(poolerMode !== undefined ? { pooler: poolerMode } : {}),
+        ...(listenUrl !== undefined ? { listenConnection: listenUrl } : {}),
         ...(schema !== undefined ? { schema } : {}),
         ...(table !== undefined ? { table } : {}),
       });

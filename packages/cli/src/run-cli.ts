@@ -73,6 +73,8 @@ interface GlobalOptions {
   readonly db?: string;
   readonly table?: string;
   readonly schema?: string;
+  readonly pooler?: string;
+  readonly listenDb?: string;
 }
 
 /** Runs `asynccmd <argv…>` and resolves to its exit code; never calls process.exit. */
@@ -88,6 +90,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .option('--db <url>', 'database URL: sqlite:PATH, postgres://…, mysql://… (default: $ASYNCCMD_DB)')
     .option('--table <name>', 'command table (default async_command)')
     .option('--schema <name>', 'PostgreSQL schema (default public)')
+    .option(
+      '--pooler <mode>',
+      'PostgreSQL: transaction when --db is a transaction pooler such as PgBouncer (default: $ASYNCCMD_PG_POOLER, else none)',
+    )
+    .option(
+      '--listen-db <url>',
+      'PostgreSQL: direct connection for LISTEN wake-ups when --db is a transaction pooler (default: $ASYNCCMD_PG_LISTEN_DB)',
+    )
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showHelpAfterError('(run asynccmd --help for usage)');
@@ -118,6 +128,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       ...(g.schema !== undefined ? { schema: g.schema } : {}),
       mustExist: !create,
       ...(poolSize !== undefined ? { poolSize } : {}),
+      ...optional('pooler', g.pooler ?? env['ASYNCCMD_PG_POOLER']),
+      ...optional('listenUrl', g.listenDb ?? env['ASYNCCMD_PG_LISTEN_DB']),
     }).catch(unreachable);
     try {
       await store.ping().catch(unreachable);
@@ -546,6 +558,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     io.stderr(`asynccmd: ${describeFailure(e)}\n`);
     return EXIT_FAILED;
   }
+}
+
+/** `{ [key]: value }` for a value given and not blank, else nothing (an empty variable is unset). */
+function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return value === undefined || value.trim() === '' ? {} : ({ [key]: value.trim() } as { [P in K]?: string });
 }
 
 function scheduleRow(v: ScheduleView): string[] {

@@ -308,6 +308,21 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect((await run('purge', '--older-than', '0d')).err).toContain('"0d" must be a positive duration');
     });
 
+    it('--pooler and --listen-db: PostgreSQL only, and only the modes there are', async () => {
+      const r = await run('--pooler', 'session', 'stats');
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(
+        store.dialect === 'postgres'
+          ? /--pooler takes none or transaction, not "session"/
+          : /PostgreSQL only/,
+      );
+      const listen = await run('--listen-db', 'mysql://x', 'stats');
+      expect(listen.code).toBe(2);
+      expect(listen.err).toMatch(store.dialect === 'postgres' ? /postgres:\/\/ URL/ : /PostgreSQL only/);
+      // Spelled out, the default changes nothing on a direct connection.
+      if (store.dialect === 'postgres') expect((await run('--pooler', 'none', 'stats')).code).toBe(0);
+    });
+
     it('refuses a hostile table name before touching the database', async () => {
       const r = await run('--table', 'x; DROP TABLE y', 'stats');
       expect(r.code).toBe(2);
