@@ -159,7 +159,9 @@ describe('PostgreSQL through PgBouncer (pool_mode = transaction)', () => {
       });
     const direct = cli('stats', '--json');
     expect(direct.status).toBe(1);
-    expect(direct.stderr).toContain('cannot reach the database');
+    expect(direct.stderr).toMatch(
+      /cannot reach the database .*: the server refused the connection's start-up settings, as a transaction pooler \(PgBouncer\) does: pass --pooler transaction\n$/,
+    );
     for (const args of [
       ['--pooler', 'transaction', 'migrate'],
       ['--pooler', 'transaction', 'stats', '--json'],

@@ -69,6 +69,13 @@ export function databaseFailure(error: unknown, context: FailureContext, prefix 
       EXIT_FAILED,
     );
   }
+  if (isRefusedStartupOptions(error, code)) {
+    return new CliFailure(
+      `${prefix}the server refused the connection's start-up settings, as a transaction pooler ` +
+        '(PgBouncer) does: pass --pooler transaction',
+      EXIT_FAILED,
+    );
+  }
   const known = code === undefined ? undefined : BY_CODE[code];
   const sentence =
     known ??
@@ -83,6 +90,11 @@ function errorCode(error: unknown): string | undefined {
   if (typeof e?.code === 'string') return e.code;
   // Connecting to a name with several addresses fails with one error per address.
   return Array.isArray(e?.errors) ? errorCode(e.errors[0]) : undefined;
+}
+
+/** PgBouncer answers a start-up packet with `options` by a protocol violation naming the parameter. */
+function isRefusedStartupOptions(error: unknown, code: string | undefined): boolean {
+  return code === '08P01' && /unsupported startup parameter/i.test((error as Error).message);
 }
 
 function isMissingTable(error: unknown, code: string | undefined): boolean {
