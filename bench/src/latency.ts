@@ -2,6 +2,7 @@ import { Child, sleep, startAll, stopAll } from './fleet.js';
 import { joinSamples, type LatencyResult } from './checks.js';
 import { consumerCost } from './drain.js';
 import type { ConsumerSpec, SystemSpec } from './protocol.js';
+import { serverCpuWindow, type ServerCpu } from './server-cpu.js';
 
 /** One system set up for a commit → start latency run, its consumer and submitter in two processes. */
 export interface LatencyTarget {
@@ -15,7 +16,9 @@ export interface LatencyTarget {
 /**
  * Starts the consumer, lets it settle (listening, polling), then a submitter in another process
  * commits `warmup + count` commands one every `intervalMs`. Each sample joins a command's commit
- * time (taken when COMMIT returned in the submitter) with its start time in the executor.
+ * time (taken when COMMIT returned in the submitter) with its start time in the executor. With a
+ * `server` meter, the database server's CPU from the consumer's go to its exit is divided by the
+ * commands run (warm-up included, as the consumer's own CPU); it includes the submitter's inserts.
  */
 export async function runLatency(
   target: LatencyTarget,
@@ -23,12 +26,14 @@ export async function runLatency(
   intervalMs: number,
   warmup: number,
   timeoutMs: number,
+  server?: ServerCpu,
 ): Promise<StartLatency> {
   await target.prepare();
   const total = warmup + count;
   const [consumer] = await startAll('consumer', [target.consumer]);
   let submitter: Child | undefined;
   try {
+    const serverCpu = await serverCpuWindow(server);
     consumer!.send({ type: 'go' });
     await sleep(500);
     submitter = Child.start('submitter', {
@@ -49,7 +54,10 @@ export async function runLatency(
     await stopAll([consumer!, submitter]);
     const executions = await consumer!.waitFor('executions', 5_000);
     const { seqs, starts } = executions;
-    const cost = consumerCost([executions], seqs.length);
+    const cost = {
+      ...consumerCost([executions], seqs.length),
+      dbCpuUsPerCommand: await serverCpu(seqs.length),
+    };
     return {
       fromCommit: { ...joinSamples(commits.seqs, commits.commits, seqs, starts, warmup), ...cost },
       fromBegin: { ...joinSamples(commits.seqs, commits.begins ?? [], seqs, starts, warmup), ...cost },

@@ -139,11 +139,13 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
       if (!noted) {
         noted = true;
         for (const section of [drains.length > 0 ? DRAIN : null, lat ? LATENCY : null])
-          if (section)
+          if (section) {
             rec.note(
               section,
               'no Sidequest row: @sidequest/sqlite-backend does not install (see docs/performance.md)',
             );
+            rec.note(section, 'DB CPU µs/cmd: — (SQLite runs inside the consumer: its CPU is in CPU µs/cmd)');
+          }
       }
       await runDrainRows(rec, sizes, drains);
       if (lat)
