@@ -101,3 +101,68 @@ export async function runImmediateLatency(
     child.kill();
   }
 }
+
+/**
+ * Several rounds' results of one system pooled: samples concatenated (percentiles are then taken
+ * over all of them), per-command costs averaged over the rounds, the largest peak RSS.
+ */
+export function pooledLatency(rounds: readonly LatencyResult[]): LatencyResult {
+  const mean = (pick: (r: LatencyResult) => number | undefined): number =>
+    rounds.reduce((n, r) => n + (pick(r) ?? Number.NaN), 0) / rounds.length;
+  return {
+    samples: rounds.flatMap((r) => r.samples),
+    check: roundsCheck(rounds.map((r) => r.check)),
+    cpuUsPerCommand: mean((r) => r.cpuUsPerCommand),
+    dbCpuUsPerCommand: mean((r) => r.dbCpuUsPerCommand),
+    peakRssMb: Math.max(...rounds.map((r) => r.peakRssMb ?? Number.NaN)),
+  };
+}
+
+function roundsCheck(checks: readonly string[]): string {
+  const distinct = [...new Set(checks)].join('; ');
+  return checks.length > 1 ? `${checks.length} rounds, each ${distinct}` : distinct;
+}
+
+/** The rounds of one target: their results, or the failure that ended them. */
+export type RoundsOutcome<R> = { readonly results: R[] } | { readonly error: unknown };
+
+/**
+ * Runs each target `rounds` times, the targets taking turns and round r starting with target
+ * r mod n (A B, B A, …): every system's samples then come from the same stretches of machine load,
+ * instead of one system's whole run meeting a busy minute the other missed. A target that fails a
+ * round is not run again.
+ */
+export async function interleavedRounds<T, R>(
+  targets: readonly T[],
+  rounds: number,
+  run: (target: T) => Promise<R>,
+): Promise<RoundsOutcome<R>[]> {
+  const outcomes: RoundsOutcome<R>[] = targets.map(() => ({ results: [] }));
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < targets.length; k++) {
+      const i = (round + k) % targets.length;
+      const outcome = outcomes[i]!;
+      if (!('results' in outcome)) continue;
+      try {
+        outcome.results.push(await run(targets[i]!));
+      } catch (error) {
+        outcomes[i] = { error };
+      }
+    }
+  }
+  return outcomes;
+}
+
+/** A target's pooled rounds as the promise the recorder takes: rejected with the round's failure. */
+export async function pooledRounds<R, P>(outcome: RoundsOutcome<R>, pool: (results: R[]) => P): Promise<P> {
+  if ('error' in outcome) throw outcome.error;
+  return pool(outcome.results);
+}
+
+/** Both figures of StartLatency pooled over rounds. */
+export function pooledStartLatency(rounds: readonly StartLatency[]): StartLatency {
+  return {
+    fromCommit: pooledLatency(rounds.map((r) => r.fromCommit)),
+    fromBegin: pooledLatency(rounds.map((r) => r.fromBegin)),
+  };
+}

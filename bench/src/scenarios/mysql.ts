@@ -1,5 +1,11 @@
 import { sidequestSettings } from '../baselines/sidequest-settings.js';
-import { runLatency, type LatencyTarget } from '../latency.js';
+import {
+  interleavedRounds,
+  pooledLatency,
+  pooledRounds,
+  runLatency,
+  type LatencyTarget,
+} from '../latency.js';
 import { dropDatabase, mysqlPool } from '../mysql.js';
 import type { Measurement } from '../report.js';
 import { mysqlServerCpu, serverCpuOnce } from '../server-cpu.js';
@@ -146,10 +152,15 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
       const server = await serverCpu();
       await runDrainRows(rec, sizes, drains, server);
       if (lat) {
-        for (const [row, target] of latencyTargets()) {
-          await rec.latency(
-            row,
-            async () => (await runLatency(target, n, every, warm, limit, server)).fromCommit,
+        const targets = latencyTargets();
+        const outcomes = await interleavedRounds(
+          targets.map(([, target]) => target),
+          sizes.latencyRounds,
+          (target) => runLatency(target, Math.ceil(n / sizes.latencyRounds), every, warm, limit, server),
+        );
+        for (const [i, [row]] of targets.entries()) {
+          await rec.latency(row, () =>
+            pooledRounds(outcomes[i]!, (rounds) => pooledLatency(rounds.map((r) => r.fromCommit))),
           );
         }
       }

@@ -1,4 +1,11 @@
-import { runImmediateLatency, runLatency, type StartLatency } from '../latency.js';
+import {
+  interleavedRounds,
+  pooledRounds,
+  pooledStartLatency,
+  runImmediateLatency,
+  runLatency,
+  type StartLatency,
+} from '../latency.js';
 import { runDrain } from '../drain.js';
 import type { Measurement } from '../report.js';
 import { dropSchema, pgPool } from '../pg.js';
@@ -83,6 +90,7 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
       }
     : null;
   const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
+  const perRound = Math.ceil(n / sizes.latencyRounds);
   const { submits, submitClients: clients, submitWarmup: warmSubmits, submitRounds } = sizes;
 
   const memory = scenarios.has('memory')
@@ -123,16 +131,13 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
         );
       }
       if (lat) {
-        await recordLatency(
-          rec,
-          lat.asynccmd,
-          runLatency(asynccmdPgLatencyTarget(pool), n, every, warm, limit, server),
+        const [ours, theirs] = await interleavedRounds(
+          [asynccmdPgLatencyTarget(pool), graphileLatencyTarget(pool)],
+          sizes.latencyRounds,
+          (target) => runLatency(target, perRound, every, warm, limit, server),
         );
-        await recordLatency(
-          rec,
-          lat.graphile,
-          runLatency(graphileLatencyTarget(pool), n, every, warm, limit, server),
-        );
+        await recordLatency(rec, lat.asynccmd, pooledRounds(ours!, pooledStartLatency));
+        await recordLatency(rec, lat.graphile, pooledRounds(theirs!, pooledStartLatency));
         await recordLatency(
           rec,
           lat.immediate,

@@ -13,7 +13,13 @@ import {
   type FeatureUsage,
   type FeatureUsageKey,
 } from './usage.js';
-import { runLatency, type LatencyTarget } from '../latency.js';
+import {
+  interleavedRounds,
+  pooledLatency,
+  pooledRounds,
+  runLatency,
+  type LatencyTarget,
+} from '../latency.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import type { Measurement } from '../report.js';
 import { drainRows, findRow, runDrainRows, shapeLabel, shapesOf } from './drain-rows.js';
@@ -148,11 +154,14 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
           }
       }
       await runDrainRows(rec, sizes, drains);
-      if (lat)
-        await rec.latency(
-          lat,
-          async () => (await runLatency(latencyTarget, n, every, warm, limit)).fromCommit,
+      if (lat) {
+        const [rounds] = await interleavedRounds([latencyTarget], sizes.latencyRounds, (target) =>
+          runLatency(target, Math.ceil(n / sizes.latencyRounds), every, warm, limit),
         );
+        await rec.latency(lat, () =>
+          pooledRounds(rounds!, (results) => pooledLatency(results.map((r) => r.fromCommit))),
+        );
+      }
     },
     finish: async () => {
       for (const shape of shapesOf(drains)) {
