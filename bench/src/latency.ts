@@ -2,6 +2,7 @@ import { Child, sleep, startAll, stopAll } from './fleet.js';
 import { joinSamples, type LatencyResult } from './checks.js';
 import { consumerCost } from './drain.js';
 import type { ConsumerSpec, SystemSpec } from './protocol.js';
+import type { Sizes } from './scenarios/sizes.js';
 import { serverCpuWindow, type ServerCpu } from './server-cpu.js';
 
 /** One system set up for a commit → start latency run, its consumer and submitter in two processes. */
@@ -165,4 +166,30 @@ export function pooledStartLatency(rounds: readonly StartLatency[]): StartLatenc
     fromCommit: pooledLatency(rounds.map((r) => r.fromCommit)),
     fromBegin: pooledLatency(rounds.map((r) => r.fromBegin)),
   };
+}
+
+/** The sizes a latency scenario runs with. */
+export type LatencySizes = Pick<
+  Sizes,
+  'latencySamples' | 'latencyRounds' | 'latencyWarmup' | 'latencyIntervalMs' | 'runTimeoutMs'
+>;
+
+/**
+ * Each target's start latency from another process, in the sizes' interleaved rounds, pooled over
+ * its rounds: one promise per target, rejected with the failure of its failed round.
+ */
+export async function latencyInRounds(
+  targets: readonly LatencyTarget[],
+  sizes: LatencySizes,
+  server?: ServerCpu,
+): Promise<Promise<StartLatency>[]> {
+  const perRound = Math.ceil(sizes.latencySamples / sizes.latencyRounds);
+  const outcomes = await interleavedRounds(targets, sizes.latencyRounds, (target) =>
+    runLatency(target, perRound, sizes.latencyIntervalMs, sizes.latencyWarmup, sizes.runTimeoutMs, server),
+  );
+  return outcomes.map((outcome) => {
+    const pooled = pooledRounds(outcome, pooledStartLatency);
+    pooled.catch(() => undefined); // the caller records it as the row's failure
+    return pooled;
+  });
 }

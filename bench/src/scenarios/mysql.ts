@@ -1,11 +1,5 @@
 import { sidequestSettings } from '../baselines/sidequest-settings.js';
-import {
-  interleavedRounds,
-  pooledLatency,
-  pooledRounds,
-  runLatency,
-  type LatencyTarget,
-} from '../latency.js';
+import { latencyInRounds, type LatencyTarget } from '../latency.js';
 import { dropDatabase, mysqlPool } from '../mysql.js';
 import type { Measurement } from '../report.js';
 import { mysqlServerCpu, serverCpuOnce } from '../server-cpu.js';
@@ -138,7 +132,6 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
       ],
     ];
   };
-  const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
   const serverCpu = serverCpuOnce(
     () => mysqlServerCpu(admin),
     (why) => {
@@ -153,15 +146,13 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
       await runDrainRows(rec, sizes, drains, server);
       if (lat) {
         const targets = latencyTargets();
-        const outcomes = await interleavedRounds(
+        const results = await latencyInRounds(
           targets.map(([, target]) => target),
-          sizes.latencyRounds,
-          (target) => runLatency(target, Math.ceil(n / sizes.latencyRounds), every, warm, limit, server),
+          sizes,
+          server,
         );
         for (const [i, [row]] of targets.entries()) {
-          await rec.latency(row, () =>
-            pooledRounds(outcomes[i]!, (rounds) => pooledLatency(rounds.map((r) => r.fromCommit))),
-          );
+          await rec.latency(row, async () => (await results[i]!).fromCommit);
         }
       }
     },

@@ -1,11 +1,4 @@
-import {
-  interleavedRounds,
-  pooledRounds,
-  pooledStartLatency,
-  runImmediateLatency,
-  runLatency,
-  type StartLatency,
-} from '../latency.js';
+import { latencyInRounds, runImmediateLatency, type StartLatency } from '../latency.js';
 import { runDrain } from '../drain.js';
 import type { Measurement } from '../report.js';
 import { dropSchema, pgPool } from '../pg.js';
@@ -90,7 +83,6 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
       }
     : null;
   const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
-  const perRound = Math.ceil(n / sizes.latencyRounds);
   const { submits, submitClients: clients, submitWarmup: warmSubmits, submitRounds } = sizes;
 
   const memory = scenarios.has('memory')
@@ -131,13 +123,13 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
         );
       }
       if (lat) {
-        const [ours, theirs] = await interleavedRounds(
+        const [ours, theirs] = await latencyInRounds(
           [asynccmdPgLatencyTarget(pool), graphileLatencyTarget(pool)],
-          sizes.latencyRounds,
-          (target) => runLatency(target, perRound, every, warm, limit, server),
+          sizes,
+          server,
         );
-        await recordLatency(rec, lat.asynccmd, pooledRounds(ours!, pooledStartLatency));
-        await recordLatency(rec, lat.graphile, pooledRounds(theirs!, pooledStartLatency));
+        await recordLatency(rec, lat.asynccmd, ours!);
+        await recordLatency(rec, lat.graphile, theirs!);
         await recordLatency(
           rec,
           lat.immediate,

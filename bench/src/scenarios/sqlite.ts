@@ -13,13 +13,7 @@ import {
   type FeatureUsage,
   type FeatureUsageKey,
 } from './usage.js';
-import {
-  interleavedRounds,
-  pooledLatency,
-  pooledRounds,
-  runLatency,
-  type LatencyTarget,
-} from '../latency.js';
+import { latencyInRounds, type LatencyTarget } from '../latency.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import type { Measurement } from '../report.js';
 import { drainRows, findRow, runDrainRows, shapeLabel, shapesOf } from './drain-rows.js';
@@ -137,7 +131,6 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
     consumer: { system: { kind: 'asynccmd-sqlite', filename: ours }, concurrency: 10, recordStarts: true },
     submitter: { kind: 'asynccmd-sqlite', filename: ours },
   };
-  const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
   let noted = false;
   return {
     name: 'SQLite',
@@ -155,12 +148,8 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
       }
       await runDrainRows(rec, sizes, drains);
       if (lat) {
-        const [rounds] = await interleavedRounds([latencyTarget], sizes.latencyRounds, (target) =>
-          runLatency(target, Math.ceil(n / sizes.latencyRounds), every, warm, limit),
-        );
-        await rec.latency(lat, () =>
-          pooledRounds(rounds!, (results) => pooledLatency(results.map((r) => r.fromCommit))),
-        );
+        const [result] = await latencyInRounds([latencyTarget], sizes);
+        await rec.latency(lat, async () => (await result!).fromCommit);
       }
     },
     finish: async () => {
