@@ -3,6 +3,7 @@ import { joinSamples, type LatencyResult } from './checks.js';
 import { consumerCost } from './drain.js';
 import type { ConsumerSpec, SystemSpec } from './protocol.js';
 import type { Sizes } from './scenarios/sizes.js';
+import { percentile } from './stats.js';
 import { serverCpuWindow, type ServerCpu } from './server-cpu.js';
 
 /** One system set up for a commit → start latency run, its consumer and submitter in two processes. */
@@ -116,8 +117,15 @@ export function pooledLatency(rounds: readonly LatencyResult[]): LatencyResult {
     cpuUsPerCommand: mean((r) => r.cpuUsPerCommand),
     dbCpuUsPerCommand: mean((r) => r.dbCpuUsPerCommand),
     peakRssMb: Math.max(...rounds.map((r) => r.peakRssMb ?? Number.NaN)),
+    diagnostics: [
+      `p50 / p99 per round: ${rounds
+        .map((r) => `${fmt(percentile(r.samples, 50))} / ${fmt(percentile(r.samples, 99))}`)
+        .join(', ')} ms`,
+    ],
   };
 }
+
+const fmt = (ms: number): string => ms.toFixed(2);
 
 function roundsCheck(checks: readonly string[]): string {
   const distinct = [...new Set(checks)].join('; ');

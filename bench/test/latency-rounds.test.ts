@@ -36,6 +36,7 @@ describe('latency rounds', () => {
       cpuUsPerCommand: 15,
       dbCpuUsPerCommand: 5,
       peakRssMb: 80,
+      diagnostics: ['p50 / p99 per round: 1.00 / 2.00, 3.00 / 3.00 ms'],
     });
   });
 });

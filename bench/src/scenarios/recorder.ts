@@ -83,11 +83,13 @@ export class Recorder {
       cpuUsPerCommand?: number;
       peakRssMb?: number;
       dbCpuUsPerCommand?: number;
+      diagnostics?: string[];
     }>,
   ): Promise<void> {
     const label = `${m.section} / ${m.scenario} / ${m.system}`;
     try {
       const r = await run();
+      if (r.diagnostics && r.diagnostics.length > 0) m.diagnostics.push(r.diagnostics.join(' | '));
       const pooled = [...(this.#samples.get(m) ?? []), ...r.samples];
       this.#samples.set(m, pooled);
       m.latency = summariseLatency(pooled);
@@ -98,7 +100,7 @@ export class Recorder {
       if (!m.checks.includes(r.check)) m.checks.push(r.check);
       const s = summariseLatency(r.samples);
       this.log(
-        `  ${label}: p50 ${s.p50.toFixed(2)} p99 ${s.p99.toFixed(2)} max ${s.max.toFixed(2)} ms (${r.check})`,
+        `  ${label}: p50 ${s.p50.toFixed(2)} p99 ${s.p99.toFixed(2)} max ${s.max.toFixed(2)} ms (${[r.check, ...(r.diagnostics ?? [])].join('; ')})`,
       );
     } catch (err) {
       m.runs.push(Number.NaN);
