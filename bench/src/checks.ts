@@ -57,6 +57,10 @@ export interface LatencyResult {
   readonly cpuUsPerCommand?: number;
   /** The consumer process's peak RSS, MiB. */
   readonly peakRssMb?: number;
+  /** The database server's CPU over the run per command, µs (submitter's inserts included). */
+  readonly dbCpuUsPerCommand?: number;
+  /** Notes for the JSON, e.g. each round's p50 and p99 when the samples are pooled rounds. */
+  readonly diagnostics?: string[];
 }
 
 /** Joins commit and start times by sequence number; a command started twice fails the run. */

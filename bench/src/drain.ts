@@ -1,5 +1,7 @@
 import { sleep, startAll, stopAll, type Child } from './fleet.js';
 import type { ConsumerSpec } from './protocol.js';
+import type { ServerCpu } from './server-cpu.js';
+import { serverCpuWindow } from './server-cpu.js';
 import { rate } from './stats.js';
 
 /** One system set up for a drain run: how to seed it, run it, and check it afterwards. */
@@ -29,6 +31,8 @@ export interface DrainResult {
   readonly cpuUsPerCommand: number;
   /** The largest peak RSS of any one consumer process, MiB. */
   readonly peakRssMb: number;
+  /** CPU of the database server from go to the consumers' exit, per command run, µs (NaN: not measured). */
+  readonly dbCpuUsPerCommand: number;
 }
 
 /** How long the database may take to show a finished drain, and children to stop. */
@@ -39,7 +43,8 @@ const SETTLE_MS = 60_000;
  * times from "go" until the executions reach `total` and the database confirms the drain. A drain
  * still running after `capMs` is stopped there: its figure is the rate until then, and the check
  * is that what ran ran exactly once while the rest went back to PENDING. The cap keeps a slow
- * system (or a loaded machine) from blowing the bench's time budget.
+ * system (or a loaded machine) from blowing the bench's time budget. With a `server` meter, the
+ * database server's CPU over the same window (go to the consumers' exit) is reported too.
  */
 export async function runDrain(
   target: DrainTarget,
@@ -47,6 +52,7 @@ export async function runDrain(
   processes: number,
   concurrency: number,
   capMs: number,
+  server?: ServerCpu,
 ): Promise<DrainResult> {
   await target.prepare(total);
   const children = await startAll(
@@ -54,6 +60,7 @@ export async function runDrain(
     Array.from({ length: processes }, () => target.consumer(concurrency)),
   );
   try {
+    const serverCpu = await serverCpuWindow(server);
     const t0 = performance.now();
     for (const c of children) c.send({ type: 'go' });
     while (sum(children) < total && performance.now() - t0 < capMs) {
@@ -73,6 +80,7 @@ export async function runDrain(
     }
     const elapsedMs = performance.now() - t0;
     await stopAll(children);
+    const dbCpuUsPerCommand = await serverCpu(executed);
     failFast(children);
     const seqs = children.flatMap((c) => c.received('executions').flatMap((e) => e.seqs));
     const check = await target.verify(total, seqs, complete);
@@ -85,6 +93,7 @@ export async function runDrain(
       check,
       diagnostics,
       ...consumerCost(reports, executed),
+      dbCpuUsPerCommand,
     };
   } finally {
     for (const c of children) c.kill();

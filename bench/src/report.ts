@@ -22,6 +22,11 @@ export interface Measurement {
   readonly cpuUsPerCommand: number[];
   /** Per repeat: the largest peak RSS of a consumer process, MiB. */
   readonly peakRssMb: number[];
+  /**
+   * Per repeat: CPU of the database server per command, µs (NaN where not measured: SQLite runs
+   * inside the consumer, or the server's processes are not visible in /proc).
+   */
+  readonly dbCpuUsPerCommand: number[];
   /** The settings the system ran with, printed under the section's table. */
   readonly settings: string;
 }
@@ -68,6 +73,7 @@ export function measurement(
     diagnostics: [],
     cpuUsPerCommand: [],
     peakRssMb: [],
+    dbCpuUsPerCommand: [],
   };
 }
 
@@ -183,13 +189,17 @@ export function renderReport(
       fmtValue(m),
       fmtRuns(m),
       fmtCost(m.cpuUsPerCommand, 0),
+      fmtCost(m.dbCpuUsPerCommand, 0),
       fmtCost(m.peakRssMb, 0),
       // The first line only: a stack trace stays in the JSON.
       [...m.checks, ...m.errors.map((e) => `ERROR: ${e.split('\n')[0] ?? e}`)].join('; '),
     ]);
     if (rows.length > 0)
       out.push(
-        table([['scenario', 'system', 'median', 'runs', 'CPU µs/cmd', 'peak RSS MiB', 'checks'], ...rows]),
+        table([
+          ['scenario', 'system', 'median', 'runs', 'CPU µs/cmd', 'DB CPU µs/cmd', 'peak RSS MiB', 'checks'],
+          ...rows,
+        ]),
       );
     const settings = new Map<string, string>();
     for (const m of inSection) if (m.settings !== '') settings.set(m.system, m.settings);
@@ -226,6 +236,7 @@ export async function writeJson(
       ...m,
       median: repeated(m.runs).median,
       cpuUsPerCommandMedian: repeated(m.cpuUsPerCommand).median,
+      dbCpuUsPerCommandMedian: repeated(m.dbCpuUsPerCommand).median,
       peakRssMbMedian: repeated(m.peakRssMb).median,
     })),
     comparisons,

@@ -1,5 +1,6 @@
 import { runDrain, type DrainTarget } from '../drain.js';
 import type { Measurement } from '../report.js';
+import type { ServerCpu } from '../server-cpu.js';
 import type { Recorder } from './recorder.js';
 import type { DrainShape, Sizes } from './sizes.js';
 
@@ -53,10 +54,11 @@ export async function runDrainRows<S extends string>(
   rec: Recorder,
   sizes: Sizes,
   rows: readonly DrainRow<S>[],
+  server?: ServerCpu,
 ): Promise<void> {
   for (const d of rows) {
     await rec.throughput(d.row, () =>
-      runDrain(d.target, sizes.drainTotal, d.shape.processes, d.shape.concurrency, sizes.drainCapMs),
+      runDrain(d.target, sizes.drainTotal, d.shape.processes, d.shape.concurrency, sizes.drainCapMs, server),
     );
   }
 }

@@ -1,7 +1,8 @@
 import { sidequestSettings } from '../baselines/sidequest-settings.js';
-import { runLatency, type LatencyTarget } from '../latency.js';
+import { latencyInRounds, type LatencyTarget } from '../latency.js';
 import { dropDatabase, mysqlPool } from '../mysql.js';
 import type { Measurement } from '../report.js';
+import { mysqlServerCpu, serverCpuOnce } from '../server-cpu.js';
 import type { Target } from '../stats.js';
 import { peer } from '../versions.js';
 import { FEATURE_USAGES, usageSettings, type FeatureUsageKey } from './usage.js';
@@ -131,14 +132,27 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
       ],
     ];
   };
-  const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
+  const serverCpu = serverCpuOnce(
+    () => mysqlServerCpu(admin),
+    (why) => {
+      for (const section of [drains.length > 0 ? DRAIN : null, lat ? LATENCY : null])
+        if (section) rec.note(section, `DB CPU µs/cmd not measured: ${why}`);
+    },
+  );
   return {
     name: 'MySQL/MariaDB',
     repeat: async () => {
-      await runDrainRows(rec, sizes, drains);
+      const server = await serverCpu();
+      await runDrainRows(rec, sizes, drains, server);
       if (lat) {
-        for (const [row, target] of latencyTargets()) {
-          await rec.latency(row, async () => (await runLatency(target, n, every, warm, limit)).fromCommit);
+        const targets = latencyTargets();
+        const results = await latencyInRounds(
+          targets.map(([, target]) => target),
+          sizes,
+          server,
+        );
+        for (const [i, [row]] of targets.entries()) {
+          await rec.latency(row, async () => (await results[i]!).fromCommit);
         }
       }
     },

@@ -1,4 +1,4 @@
-import { runImmediateLatency, runLatency, type StartLatency } from '../latency.js';
+import { latencyInRounds, runImmediateLatency, type StartLatency } from '../latency.js';
 import { runDrain } from '../drain.js';
 import type { Measurement } from '../report.js';
 import { dropSchema, pgPool } from '../pg.js';
@@ -6,6 +6,7 @@ import { runSubmits, type SubmitTarget } from '../submits.js';
 import type { Pool } from 'pg';
 import { graphileSettings } from '../baselines/graphile.js';
 import { pgBossSettings } from '../baselines/pg-boss.js';
+import { postgresServerCpu, serverCpuOnce } from '../server-cpu.js';
 import type { Target } from '../stats.js';
 import { peer } from '../versions.js';
 import { FEATURE_USAGES, usageSettings, type FeatureUsageKey } from './usage.js';
@@ -94,29 +95,41 @@ export function postgresSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySe
       )
     : null;
   let memoryRepeat = 0;
+  const serverCpu = serverCpuOnce(
+    () => postgresServerCpu(pool),
+    (why) => {
+      for (const section of [drains.length > 0 ? DRAIN : null, memory ? MEMORY : null, lat ? LATENCY : null])
+        if (section) rec.note(section, `DB CPU µs/cmd not measured: ${why}`);
+    },
+  );
 
   let submitRepeat = 0;
   return {
     name: 'PostgreSQL',
     repeat: async () => {
-      await runDrainRows(rec, sizes, drains);
+      const server = await serverCpu();
+      await runDrainRows(rec, sizes, drains, server);
       // Minutes long: once per bench run, whatever the repeats.
       if (memory && memoryRepeat++ === 0) {
         await rec.throughput(memory, () =>
-          runDrain(asynccmdPgTarget(pool, 0), sizes.memoryTotal, 1, sizes.concurrency, sizes.memoryCapMs),
+          runDrain(
+            asynccmdPgTarget(pool, 0),
+            sizes.memoryTotal,
+            1,
+            sizes.concurrency,
+            sizes.memoryCapMs,
+            server,
+          ),
         );
       }
       if (lat) {
-        await recordLatency(
-          rec,
-          lat.asynccmd,
-          runLatency(asynccmdPgLatencyTarget(pool), n, every, warm, limit),
+        const [ours, theirs] = await latencyInRounds(
+          [asynccmdPgLatencyTarget(pool), graphileLatencyTarget(pool)],
+          sizes,
+          server,
         );
-        await recordLatency(
-          rec,
-          lat.graphile,
-          runLatency(graphileLatencyTarget(pool), n, every, warm, limit),
-        );
+        await recordLatency(rec, lat.asynccmd, ours!);
+        await recordLatency(rec, lat.graphile, theirs!);
         await recordLatency(
           rec,
           lat.immediate,

@@ -45,6 +45,7 @@ export class Recorder {
       diagnostics?: string[];
       cpuUsPerCommand?: number;
       peakRssMb?: number;
+      dbCpuUsPerCommand?: number;
     }>,
   ): Promise<void> {
     const label = `${m.section} / ${m.scenario} / ${m.system}`;
@@ -53,6 +54,7 @@ export class Recorder {
       m.runs.push(r.rate);
       m.cpuUsPerCommand.push(r.cpuUsPerCommand ?? Number.NaN);
       m.peakRssMb.push(r.peakRssMb ?? Number.NaN);
+      m.dbCpuUsPerCommand.push(r.dbCpuUsPerCommand ?? Number.NaN);
       if (!m.checks.includes(r.check)) m.checks.push(r.check);
       if (r.diagnostics && r.diagnostics.length > 0) m.diagnostics.push(r.diagnostics.join(' | '));
       const notes = r.diagnostics && r.diagnostics.length > 0 ? `; ${r.diagnostics.join(' | ')}` : '';
@@ -61,6 +63,7 @@ export class Recorder {
       m.runs.push(Number.NaN);
       m.cpuUsPerCommand.push(Number.NaN);
       m.peakRssMb.push(Number.NaN);
+      m.dbCpuUsPerCommand.push(Number.NaN);
       m.errors.push(message(err));
       this.log(`  ${label}: FAILED ${message(err)}`);
     }
@@ -74,26 +77,36 @@ export class Recorder {
   /** Runs one repeat of a latency figure: its p99 is the run's value, its samples are pooled. */
   async latency(
     m: Measurement,
-    run: () => Promise<{ samples: number[]; check: string; cpuUsPerCommand?: number; peakRssMb?: number }>,
+    run: () => Promise<{
+      samples: number[];
+      check: string;
+      cpuUsPerCommand?: number;
+      peakRssMb?: number;
+      dbCpuUsPerCommand?: number;
+      diagnostics?: string[];
+    }>,
   ): Promise<void> {
     const label = `${m.section} / ${m.scenario} / ${m.system}`;
     try {
       const r = await run();
+      if (r.diagnostics && r.diagnostics.length > 0) m.diagnostics.push(r.diagnostics.join(' | '));
       const pooled = [...(this.#samples.get(m) ?? []), ...r.samples];
       this.#samples.set(m, pooled);
       m.latency = summariseLatency(pooled);
       m.runs.push(percentile(r.samples, 99));
       m.cpuUsPerCommand.push(r.cpuUsPerCommand ?? Number.NaN);
       m.peakRssMb.push(r.peakRssMb ?? Number.NaN);
+      m.dbCpuUsPerCommand.push(r.dbCpuUsPerCommand ?? Number.NaN);
       if (!m.checks.includes(r.check)) m.checks.push(r.check);
       const s = summariseLatency(r.samples);
       this.log(
-        `  ${label}: p50 ${s.p50.toFixed(2)} p99 ${s.p99.toFixed(2)} max ${s.max.toFixed(2)} ms (${r.check})`,
+        `  ${label}: p50 ${s.p50.toFixed(2)} p99 ${s.p99.toFixed(2)} max ${s.max.toFixed(2)} ms (${[r.check, ...(r.diagnostics ?? [])].join('; ')})`,
       );
     } catch (err) {
       m.runs.push(Number.NaN);
       m.cpuUsPerCommand.push(Number.NaN);
       m.peakRssMb.push(Number.NaN);
+      m.dbCpuUsPerCommand.push(Number.NaN);
       m.errors.push(message(err));
       this.log(`  ${label}: FAILED ${message(err)}`);
     }

@@ -32,8 +32,15 @@ export interface Sizes {
   readonly rawBatch: number;
   /** Sidequest's dispatcher polling interval, ms. */
   readonly sidequestPollMs: number;
+  /** Commit → start samples per system and repeat, over all its rounds. */
   readonly latencySamples: number;
-  /** Leading samples dropped (connections, JIT, plan caches warming up). */
+  /**
+   * Each repeat's latency runs are split into this many rounds, the systems taking turns (each
+   * round a fresh consumer and submitter), so that machine load falls on all systems alike; the
+   * percentiles are taken over the rounds' samples pooled.
+   */
+  readonly latencyRounds: number;
+  /** Leading samples of each round dropped (connections, JIT, plan caches warming up). */
   readonly latencyWarmup: number;
   readonly latencyIntervalMs: number;
   readonly submits: number;
@@ -74,8 +81,9 @@ export const FULL: Sizes = {
   sqliteShapes: [{ processes: 1, concurrency: 10 }],
   rawBatch: 500,
   sidequestPollMs: 50,
-  latencySamples: 1_000,
-  latencyWarmup: 1_000,
+  latencySamples: 1_600,
+  latencyRounds: 4,
+  latencyWarmup: 200,
   latencyIntervalMs: 10,
   submits: 4_000,
   submitWarmup: 2_000,
@@ -97,8 +105,9 @@ export const QUICK: Sizes = {
     { processes: 4, concurrency: 10 },
   ],
   mysqlShapes: [{ processes: 1, concurrency: 10 }],
-  latencySamples: 100,
-  latencyWarmup: 100,
+  latencySamples: 200,
+  latencyRounds: 2,
+  latencyWarmup: 50,
   submits: 800,
   submitWarmup: 200,
   submitRounds: 1,

@@ -13,7 +13,7 @@ import {
   type FeatureUsage,
   type FeatureUsageKey,
 } from './usage.js';
-import { runLatency, type LatencyTarget } from '../latency.js';
+import { latencyInRounds, type LatencyTarget } from '../latency.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import type { Measurement } from '../report.js';
 import { drainRows, findRow, runDrainRows, shapeLabel, shapesOf } from './drain-rows.js';
@@ -131,7 +131,6 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
     consumer: { system: { kind: 'asynccmd-sqlite', filename: ours }, concurrency: 10, recordStarts: true },
     submitter: { kind: 'asynccmd-sqlite', filename: ours },
   };
-  const { latencySamples: n, latencyIntervalMs: every, latencyWarmup: warm, runTimeoutMs: limit } = sizes;
   let noted = false;
   return {
     name: 'SQLite',
@@ -139,18 +138,19 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
       if (!noted) {
         noted = true;
         for (const section of [drains.length > 0 ? DRAIN : null, lat ? LATENCY : null])
-          if (section)
+          if (section) {
             rec.note(
               section,
               'no Sidequest row: @sidequest/sqlite-backend does not install (see docs/performance.md)',
             );
+            rec.note(section, 'DB CPU µs/cmd: — (SQLite runs inside the consumer: its CPU is in CPU µs/cmd)');
+          }
       }
       await runDrainRows(rec, sizes, drains);
-      if (lat)
-        await rec.latency(
-          lat,
-          async () => (await runLatency(latencyTarget, n, every, warm, limit)).fromCommit,
-        );
+      if (lat) {
+        const [result] = await latencyInRounds([latencyTarget], sizes);
+        await rec.latency(lat, async () => (await result!).fromCommit);
+      }
     },
     finish: async () => {
       for (const shape of shapesOf(drains)) {

@@ -10,16 +10,21 @@ import { payloadLimitFunction, submitFunctions } from './submit-function.js';
 /**
  * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
  * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
- * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys). Every statement is idempotent (`IF NOT EXISTS`, `OR REPLACE`),
- * so a half-applied version re-runs cleanly; versions run in one transaction
- * under an advisory lock, so two processes migrating at once take turns instead of racing on the
- * catalog.
+ * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys, 9 = schedules added
+ * at run time, 10 = type limits; 11, PostgreSQL only: the claim function in PL/pgSQL). Every
+ * statement is idempotent (`IF NOT EXISTS`, `OR REPLACE`), so a half-applied version re-runs
+ * cleanly; versions run in one transaction under an advisory lock, so two processes migrating at
+ * once take turns instead of racing on the catalog.
  */
 export interface Migration {
   readonly version: number;
   readonly name: string;
   statements(n: TableNames): string[];
 }
+
+/** What a due PENDING row must also meet to be claimed, and the claim order, since migration 8. */
+const CLAIMABLE_SINCE_8 = (n: TableNames): string => `${NOT_HELD_BACK} AND ${firstOfKey(n.table, n.table)}`;
+const CLAIM_ORDER_SINCE_8 = 'priority, next_run_at, id';
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -100,7 +105,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 5,
     name: 'claim plan independent of statistics',
     // The claim's pick of due ids as a function with its own planner settings (claim-plan.ts).
-    statements: (n) => [dueIdsFunctionDdl(n, NOT_HELD_BACK, 'next_run_at, id')],
+    statements: (n) => [dueIdsFunctionDdl(n, NOT_HELD_BACK, 'next_run_at, id', 'sql')],
   },
   {
     version: 6,
@@ -145,11 +150,7 @@ export const MIGRATIONS: readonly Migration[] = [
       // The earlier commands of a key that hold it back: a command without a key is not in it.
       `CREATE INDEX IF NOT EXISTS ${n.index('keyed_idx')} ON ${n.table} (ordering_key, id)
          WHERE ordering_key IS NOT NULL AND status IN ${KEY_HOLDING}`,
-      dueIdsFunctionDdl(
-        n,
-        `${NOT_HELD_BACK} AND ${firstOfKey(n.table, n.table)}`,
-        'priority, next_run_at, id',
-      ),
+      dueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n), CLAIM_ORDER_SINCE_8, 'sql'),
       ...submitFunctions(n),
     ],
   },
@@ -169,6 +170,12 @@ export const MIGRATIONS: readonly Migration[] = [
          max_running INTEGER NOT NULL
        )`,
     ],
+  },
+  {
+    version: 11,
+    name: 'claim plan kept per session',
+    // Migration 8's claim function again, in PL/pgSQL: planned once per session (claim-plan.ts).
+    statements: (n) => [dueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n), CLAIM_ORDER_SINCE_8, 'plpgsql')],
   },
 ];
 
