@@ -117,11 +117,37 @@ export function mysqlSql(t: string) {
     insertMany: (rows: number) =>
       `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${Array.from({ length: rows }, () => INSERT_ROW).join(', ')}`,
     /**
+     * The idempotent insert of onPending 'replace' (`withRunAt`) or 'replace-keep-run-at', one
+     * statement: on the active key's duplicate it writes the holder if that is PENDING and leaves
+     * it as it is otherwise (RUNNING: its executor read the old payload). The update X-locks the
+     * holder, so concurrent replacing submits queue on it and the last to write wins. What it did
+     * is left in LAST_INSERT_ID() (see `lastInsertIdSigned`): the new id when it inserted, minus the
+     * holder's id when the holder took the contents, 0 when the holder was left alone. Parameters:
+     * INSERT_ROW's, then payload, max_retry, headers, priority and (`withRunAt`) run_at (null: now).
+     */
+    insertReplacingPending: (withRunAt: boolean) =>
+      `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${INSERT_ROW}
+       ON DUPLICATE KEY UPDATE
+         payload = IF(status = 'PENDING', ?, payload),
+         max_retry = IF(status = 'PENDING', ?, max_retry),
+         headers = IF(status = 'PENDING', ?, headers),
+         priority = IF(status = 'PENDING', ?, priority),${
+           withRunAt
+             ? `
+         next_run_at = IF(status = 'PENDING', COALESCE(?, ${DB_NOW}), next_run_at),`
+             : ''
+         }
+         updated_at = IF(LAST_INSERT_ID(IF(status = 'PENDING', -CAST(id AS SIGNED), 0)) = 0, updated_at, ${DB_NOW})`,
+    /** LAST_INSERT_ID() as signed text: insertReplacingPending sets it below zero for a replace. */
+    lastInsertIdSigned: 'SELECT CAST(CAST(LAST_INSERT_ID() AS SIGNED) AS CHAR) AS id',
+    /**
      * The unfinished idempotent command holding (type, bizKey): the generated active_key column. A
      * locking read sees the latest committed holder whatever the caller's snapshot, on the caller's
      * own connection (the refused insert already share-locked that index entry).
      */
     activeHolder: `SELECT id FROM ${table} WHERE type = ? AND active_key = ? LOCK IN SHARE MODE`,
+    /** activeHolder and its status: a replacing submit asks again when the holder it left alone is PENDING by now. */
+    activeHolderStatus: `SELECT id, status FROM ${table} WHERE type = ? AND active_key = ? LOCK IN SHARE MODE`,
 
     /** The `n` key-lock slots of a keyed submit (bound one by one), locked to the end of its transaction. */
     lockKeySlots: (n: number) =>

@@ -39,7 +39,13 @@ import {
   select,
   write,
 } from './connection.js';
-import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
+import {
+  insertIdempotentThroughExecutor,
+  insertThroughExecutor,
+  leftAlone,
+  replaceIdempotentThroughExecutor,
+  replacingOutcome,
+} from './executor-insert.js';
 import { KEY_LOCK_SLOTS, migrationScript, runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
 import { claimLimitedDue, mysqlTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
@@ -207,8 +213,10 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   async insertIdempotent(
     tx: Connection | Port.SqlExecutor,
     command: Port.NewCommand & { readonly bizKey: string },
+    options?: Port.IdempotentInsertOptions,
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
+    const onPending = this.input.onPending(options);
     const params = insertParams(checked, true);
     const slots = keySlots([checked]);
     if (slots.length > 0) {
@@ -217,22 +225,33 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       } else {
         return this.inOneTransaction(tx, async () => {
           await this.lockKeySlots(tx, slots);
-          return this.insertIdempotentRow(tx, checked, params);
+          return this.insertIdempotentRow(tx, checked, params, onPending);
         });
       }
     }
-    return this.insertIdempotentRow(tx, checked, params);
+    return this.insertIdempotentRow(tx, checked, params, onPending);
   }
 
   private insertIdempotentRow(
     tx: Connection | Port.SqlExecutor,
     checked: CheckedCommand & { readonly bizKey: string },
     params: InsertParams,
+    onPending: Port.OnPending,
   ): Promise<Port.InsertResult> {
+    const key = { type: checked.type, bizKey: checked.bizKey };
+    if (onPending !== 'keep') {
+      const statement = this.sql.insertReplacingPending(onPending === 'replace');
+      const values = [...params, ...replacingParams(checked, onPending)];
+      return insertIdempotently(checked, async () => {
+        if (isSqlExecutor(tx)) {
+          return replaceIdempotentThroughExecutor(tx, statement, this.sql, values, key);
+        }
+        return this.insertReplacingRow(tx, statement, values, key);
+      });
+    }
     // The holder may finish between the refused insert and the look-up: then insert again.
     return insertIdempotently(checked, async () => {
       if (isSqlExecutor(tx)) {
-        const key = { type: checked.type, bizKey: checked.bizKey };
         return insertIdempotentThroughExecutor(
           tx,
           this.sql.insertMany(1),
@@ -243,7 +262,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       }
       try {
         const [id] = await this.insertChunk(tx, [params]);
-        return { id: id as Port.CommandId, duplicate: false };
+        return { id: id as Port.CommandId, duplicate: false, replaced: false };
       } catch (e) {
         if (!isDuplicateKey(e)) throw e;
       }
@@ -254,8 +273,33 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         checked.type,
         checked.bizKey,
       ]);
-      return holder ? { id: String(holder.id), duplicate: true } : null;
+      return holder ? { id: String(holder.id), duplicate: true, replaced: false } : null;
     });
+  }
+
+  /** One insertReplacingPending on the caller's connection; null when it has to be tried again (see leftAlone). */
+  private async insertReplacingRow(
+    tx: Connection,
+    statement: string,
+    values: readonly unknown[],
+    key: { readonly type: string; readonly bizKey: string },
+  ): Promise<Port.InsertResult | null> {
+    const header = await write(tx, statement, values);
+    // The OK packet carries LAST_INSERT_ID(); read it exactly when the driver's number cannot.
+    const lastId =
+      typeof header.insertId === 'number' && Number.isSafeInteger(header.insertId)
+        ? String(header.insertId)
+        : String((await select<{ id: string }>(tx, this.sql.lastInsertIdSigned))[0]?.id);
+    const outcome = replacingOutcome(lastId);
+    if (outcome !== null) {
+      if (!outcome.duplicate) this.wakeups.insertedHere(outcome.id);
+      return outcome;
+    }
+    const [holder] = await select<{ id: string; status: string }>(tx, this.sql.activeHolderStatus, [
+      key.type,
+      key.bizKey,
+    ]);
+    return leftAlone(holder);
   }
 
   async claimDue(params: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
@@ -774,6 +818,13 @@ function insertParams(c: CheckedCommand, idempotent: boolean): InsertParams {
     c.priority,
     c.orderingKey,
   ];
+}
+
+/** insertReplacingPending's parameters after the row's: the contents a PENDING holder takes. */
+function replacingParams(c: CheckedCommand, onPending: 'replace' | 'replace-keep-run-at'): unknown[] {
+  const contents: unknown[] = [c.payloadJson, c.maxRetry, c.headersJson, c.priority];
+  if (onPending === 'replace') contents.push(c.runAt === null ? null : toUtcText(c.runAt));
+  return contents;
 }
 
 /** A point in time only compared with (never stored), clamped into DATETIME's range. */
