@@ -3,6 +3,7 @@ import {
   isSqlExecutor,
   IdempotencyConflictError,
   InvalidArgumentError,
+  TransactionRolledBackError,
   optionalInstance,
   refuseNul,
   requireInstant as coreRequireInstant,
@@ -30,6 +31,7 @@ import type { Queryable } from './connection.js';
 import {
   inTransaction,
   isConnectionLost,
+  isDeadlock,
   isDuplicateKey,
   isLockConflict,
   LostRaceError,
@@ -42,10 +44,10 @@ import {
 import {
   insertIdempotentThroughExecutor,
   insertThroughExecutor,
-  leftAlone,
-  replaceIdempotentThroughExecutor,
-  replacingOutcome,
+  replaceIdempotently,
+  statementsThrough,
 } from './executor-insert.js';
+import type { RunStatement } from './executor-insert.js';
 import { KEY_LOCK_SLOTS, migrationScript, runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
 import { claimLimitedDue, mysqlTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
@@ -217,6 +219,27 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
     const onPending = this.input.onPending(options);
+    try {
+      return await this.insertIdempotentChecked(tx, checked, onPending);
+    } catch (e) {
+      // A submit finds the key's holder through its active_key entry, then the row; a holder's
+      // outcome write locks the row, then that entry: when both meet, InnoDB rolls one of the
+      // transactions back whole. The caller's business writes went with it.
+      // (Some ORMs wrap the driver's error.)
+      if (isDeadlock(e) || isDeadlock((e as { cause?: unknown } | null)?.cause)) {
+        throw new TransactionRolledBackError(
+          'the transaction was rolled back: the database broke a deadlock between this idempotent submit and the command holding its key as it finished; run the transaction again',
+        );
+      }
+      throw e;
+    }
+  }
+
+  private async insertIdempotentChecked(
+    tx: Connection | Port.SqlExecutor,
+    checked: CheckedCommand & { readonly bizKey: string },
+    onPending: Port.OnPending,
+  ): Promise<Port.InsertResult> {
     const params = insertParams(checked, true);
     const slots = keySlots([checked]);
     if (slots.length > 0) {
@@ -240,13 +263,15 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   ): Promise<Port.InsertResult> {
     const key = { type: checked.type, bizKey: checked.bizKey };
     if (onPending !== 'keep') {
-      const statement = this.sql.insertReplacingPending(onPending === 'replace');
-      const values = [...params, ...replacingParams(checked, onPending)];
+      const withRunAt = onPending === 'replace';
+      const contents = replacingParams(checked, withRunAt);
+      const run: RunStatement = isSqlExecutor(tx)
+        ? statementsThrough(tx)
+        : (text, values) => select<Record<string, unknown>>(tx, text, values);
       return insertIdempotently(checked, async () => {
-        if (isSqlExecutor(tx)) {
-          return replaceIdempotentThroughExecutor(tx, statement, this.sql, values, key);
-        }
-        return this.insertReplacingRow(tx, statement, values, key);
+        const result = await replaceIdempotently(run, this.sql, key, withRunAt, contents, params);
+        if (result !== null && !result.duplicate && !isSqlExecutor(tx)) this.wakeups.insertedHere(result.id);
+        return result;
       });
     }
     // The holder may finish between the refused insert and the look-up: then insert again.
@@ -275,31 +300,6 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       ]);
       return holder ? { id: String(holder.id), duplicate: true, replaced: false } : null;
     });
-  }
-
-  /** One insertReplacingPending on the caller's connection; null when it has to be tried again (see leftAlone). */
-  private async insertReplacingRow(
-    tx: Connection,
-    statement: string,
-    values: readonly unknown[],
-    key: { readonly type: string; readonly bizKey: string },
-  ): Promise<Port.InsertResult | null> {
-    const header = await write(tx, statement, values);
-    // The OK packet carries LAST_INSERT_ID(); read it exactly when the driver's number cannot.
-    const lastId =
-      typeof header.insertId === 'number' && Number.isSafeInteger(header.insertId)
-        ? String(header.insertId)
-        : String((await select<{ id: string }>(tx, this.sql.lastInsertIdSigned))[0]?.id);
-    const outcome = replacingOutcome(lastId);
-    if (outcome !== null) {
-      if (!outcome.duplicate) this.wakeups.insertedHere(outcome.id);
-      return outcome;
-    }
-    const [holder] = await select<{ id: string; status: string }>(tx, this.sql.activeHolderStatus, [
-      key.type,
-      key.bizKey,
-    ]);
-    return leftAlone(holder);
   }
 
   async claimDue(params: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
@@ -820,10 +820,10 @@ function insertParams(c: CheckedCommand, idempotent: boolean): InsertParams {
   ];
 }
 
-/** insertReplacingPending's parameters after the row's: the contents a PENDING holder takes. */
-function replacingParams(c: CheckedCommand, onPending: 'replace' | 'replace-keep-run-at'): unknown[] {
+/** A replacing submit's contents, as replaceHolder and insertReplacingPending bind them. */
+function replacingParams(c: CheckedCommand, withRunAt: boolean): unknown[] {
   const contents: unknown[] = [c.payloadJson, c.maxRetry, c.headersJson, c.priority];
-  if (onPending === 'replace') contents.push(c.runAt === null ? null : toUtcText(c.runAt));
+  if (withRunAt) contents.push(c.runAt === null ? null : toUtcText(c.runAt));
   return contents;
 }
 
