@@ -109,15 +109,17 @@ export function buildSql(n: TableNames) {
     keys: string,
   ): string => `SELECT count(pg_advisory_xact_lock(hashtext('${t}'), h)) AS locks
         FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(${keys}) AS k WHERE k IS NOT NULL ORDER BY h) AS s`;
-  const idempotentInsert = (keyed: boolean): string => `
-      WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
+  /** The idempotent insert's first step, `inserted`: the row, unless the key has an unfinished holder. */
+  const insertedUnlessHeld = (keyed: boolean): string => `WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
         INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
                           idempotent, created_at, updated_at)
         ${keyed ? 'SELECT' : 'VALUES ('} $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}),
           $6::text, $7::json, $8::smallint, $9::text, TRUE, ${NOW}, ${NOW} ${keyed ? 'FROM locked' : ')'}
         ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
         RETURNING id
-      )
+      )`;
+  const idempotentInsert = (keyed: boolean): string => `
+      ${insertedUnlessHeld(keyed)}
       SELECT id, FALSE AS duplicate FROM inserted
       UNION ALL
       (SELECT id, TRUE FROM ${t}
@@ -131,14 +133,7 @@ export function buildSql(n: TableNames) {
    * time, 'replace-keep-run-at' keeps it. Status, counters, ordering key and id stay.
    */
   const replacingIdempotentInsert = (keyed: boolean): string => `
-      WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
-        INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
-                          idempotent, created_at, updated_at)
-        ${keyed ? 'SELECT' : 'VALUES ('} $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}),
-          $6::text, $7::json, $8::smallint, $9::text, TRUE, ${NOW}, ${NOW} ${keyed ? 'FROM locked' : ')'}
-        ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
-        RETURNING id
-      ), replaced AS (
+      ${insertedUnlessHeld(keyed)}, replaced AS (
         UPDATE ${t} AS c SET payload = $3::json, max_retry = $4::integer, headers = $7::json,
           priority = $8::smallint, updated_at = ${NOW},
           next_run_at = CASE WHEN $10::text = 'replace' THEN COALESCE($5::timestamptz, ${NOW}) ELSE c.next_run_at END
