@@ -98,7 +98,7 @@ async function lastOutcome(run: RunStatement, sql: ReplacingSql): Promise<Insert
  * The answer of a replacing insert that left the key's holder alone: RUNNING, not replaced; null
  * (ask again) when it finished, or became PENDING again (a released or failed attempt) meanwhile.
  */
-export function leftAlone(
+function leftAlone(
   holder: { readonly id: unknown; readonly status: unknown } | undefined,
 ): InsertResult | null {
   if (holder === undefined || holder.status !== 'RUNNING') return null;
