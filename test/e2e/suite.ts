@@ -764,7 +764,7 @@ export function describeRuntimeE2E<Tx>(
         client.submitIdempotent(tx, 'e2e.once', 'order-9', { orderId: '9' }),
       );
       expect(first.duplicate).toBe(false);
-      expect(again).toEqual({ id: first.id, duplicate: true });
+      expect(again).toEqual({ id: first.id, duplicate: true, replaced: false });
       runtime.start();
       await waitFor('the command to run', () => kinds(events, 'succeeded').length === 1);
       // Finished: the key is free again, so a new command is accepted.
@@ -775,6 +775,80 @@ export function describeRuntimeE2E<Tx>(
       expect(later.id).not.toBe(first.id);
       await waitFor('the second command to run', () => kinds(events, 'succeeded').length === 2);
       expect(runs).toBe(2);
+    });
+
+    it("debounced submit (onPending 'replace'): a PENDING command takes each submit's payload and due time, then runs once with the last", async () => {
+      const seen: number[] = [];
+      const release = gate();
+      const debounced = defineExecutor<'e2e.debounced', { v: number }>({
+        type: 'e2e.debounced',
+        async execute({ v }) {
+          seen.push(v);
+          await release.promise;
+        },
+      });
+      const { client, events, runtime, store } = await instance([debounced], {}, { start: false });
+      const submitV = (v: number, runAt?: Date) =>
+        client.transaction((tx) =>
+          client.submitIdempotent(
+            tx,
+            'e2e.debounced',
+            'doc-1',
+            { v },
+            {
+              onPending: 'replace',
+              ...(runAt ? { runAt } : {}),
+            },
+          ),
+        );
+      const first = await submitV(1, new Date(Date.now() + 60_000));
+      const pushed = new Date(Date.now() + 120_000);
+      expect(await submitV(2, pushed)).toEqual({ id: first.id, duplicate: true, replaced: true });
+      expect((await store.get(first.id))?.nextRunAt.getTime()).toBe(pushed.getTime());
+      // The last submit is due now: the command runs once, with it.
+      expect(await submitV(3)).toEqual({ id: first.id, duplicate: true, replaced: true });
+      runtime.start();
+      await waitFor('it to start', () => kinds(events, 'started').length === 1);
+      // Running: its executor has the payload, so a submit no longer replaces it, and says so.
+      expect(await submitV(4)).toEqual({ id: first.id, duplicate: true, replaced: false });
+      expect((await store.get(first.id))?.payload).toEqual({ v: 3 });
+      release.open();
+      await waitFor('it to succeed', () => kinds(events, 'succeeded').length === 1);
+      expect(seen).toEqual([3]);
+      expect((await store.list({ type: 'e2e.debounced' })).items).toHaveLength(1);
+    });
+
+    it("'replace-keep-run-at' keeps the due time; a bad onPending is refused before anything is written", async () => {
+      const once = defineExecutor<'e2e.throttled', { v: number }>({
+        type: 'e2e.throttled',
+        execute: () => undefined,
+      });
+      const { client, store } = await instance([once], {}, { start: false });
+      const due = new Date(Date.now() + 60_000);
+      const first = await client.transaction((tx) =>
+        client.submitIdempotent(tx, 'e2e.throttled', 'k', { v: 1 }, { runAt: due }),
+      );
+      const next = await client.transaction((tx) =>
+        client.submitIdempotent(tx, 'e2e.throttled', 'k', { v: 2 }, { onPending: 'replace-keep-run-at' }),
+      );
+      expect(next).toEqual({ id: first.id, duplicate: true, replaced: true });
+      const row = await store.get(first.id);
+      expect(row?.payload).toEqual({ v: 2 });
+      expect(row?.nextRunAt.getTime()).toBe(due.getTime());
+      await expect(
+        client.transaction((tx) =>
+          client.submitIdempotent(
+            tx,
+            'e2e.throttled',
+            'k2',
+            { v: 1 },
+            {
+              onPending: 'overwrite' as 'replace',
+            },
+          ),
+        ),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', name: 'InvalidArgumentError' });
+      expect((await store.list({ type: 'e2e.throttled', bizKey: 'k2' })).items).toEqual([]);
     });
   });
 }

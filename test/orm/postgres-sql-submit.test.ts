@@ -326,7 +326,7 @@ describe('PostgreSQL: submitting from SQL', () => {
     const viaStore = await store.transaction((tx) =>
       store.insertIdempotent(tx, { type: 'sql.elsewhere', bizKey: 'once-1', payloadJson: '{}', maxRetry: 1 }),
     );
-    expect(viaStore).toEqual({ id: first!.id, duplicate: true });
+    expect(viaStore).toEqual({ id: first!.id, duplicate: true, replaced: false });
     // Finished, the key is free again: a new command takes it.
     await store.cancel(first!.id, 'done with it');
     const third = await inTransaction(() => once('sql.elsewhere', 'once-1', 'third'));

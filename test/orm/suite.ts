@@ -270,6 +270,46 @@ export function describeOrm<Trx>(
       expect(await ordersWith(place, note)).toBe(0);
     });
 
+    it('replacing idempotent submits (onPending) through the ORM: a PENDING command takes the contents, and a rollback undoes it', async () => {
+      const bizKey = `debounce-${dialect}`;
+      const submitOnce = (
+        trx: Trx,
+        orderNote: string,
+        options: Parameters<typeof commands.client.submitIdempotent>[4],
+      ) => commands.client.submitIdempotent(orm.executor(trx), 'orm.ship', bizKey, { orderNote }, options);
+      // Due later: the IMMEDIATE dispatch at commit finds it not yet due, and it stays PENDING.
+      const firstDue = new Date(Date.now() + 60_000);
+      const first = await orm.transaction((trx) => submitOnce(trx, 'n1', { runAt: firstDue }));
+      expect(first).toMatchObject({ duplicate: false, replaced: false });
+      const pushed = new Date(Date.now() + 120_000);
+      expect(
+        await orm.transaction((trx) => submitOnce(trx, 'n2', { runAt: pushed, onPending: 'replace' })),
+      ).toEqual({
+        id: first.id,
+        duplicate: true,
+        replaced: true,
+      });
+      await expect(
+        orm.transaction(async (trx) => {
+          await submitOnce(trx, 'n3', { onPending: 'replace' });
+          throw new Error('business rule failed');
+        }),
+      ).rejects.toThrow('business rule failed');
+      const afterRollback = await store.get(first.id);
+      expect(afterRollback?.payload).toEqual({ orderNote: 'n2' });
+      expect(afterRollback?.nextRunAt.getTime()).toBe(pushed.getTime());
+      expect(
+        await orm.transaction((trx) =>
+          submitOnce(trx, 'n4', { runAt: new Date(), onPending: 'replace-keep-run-at' }),
+        ),
+      ).toEqual({ id: first.id, duplicate: true, replaced: true });
+      const kept = await store.get(first.id);
+      expect(kept).toMatchObject({ status: 'PENDING', payload: { orderNote: 'n4' } });
+      expect(kept?.nextRunAt.getTime()).toBe(pushed.getTime());
+      expect((await store.list({ type: 'orm.ship', bizKey })).items).toHaveLength(1);
+      await store.cancel(first.id);
+    });
+
     it('an unknown type or an oversize payload throws inside the transaction before anything is written', async () => {
       const note = `refused-${dialect}`;
       const before = (await store.list({})).items.length;

@@ -64,7 +64,7 @@ describe('the SQLite store through an SqlExecutor', () => {
     db.exec('COMMIT');
     expect([one, ...many, first.id]).toEqual(['1', '2', '3', '4']);
     expect(first.duplicate).toBe(false);
-    expect(again).toEqual({ id: '4', duplicate: true });
+    expect(again).toEqual({ id: '4', duplicate: true, replaced: false });
     expect((await store.list({})).items.map((c) => c.payload)).toEqual([
       { n: 4 },
       { n: 3 },

@@ -217,6 +217,11 @@ export function isLockConflict(e: unknown): boolean {
   return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT || e instanceof LostRaceError;
 }
 
+/** The server rolled the whole transaction back to break a deadlock (or, on Galera, another node's write won). */
+export function isDeadlock(e: unknown): boolean {
+  return driverError(e).errno === ER_LOCK_DEADLOCK;
+}
+
 /** A Galera node in the middle of a cluster change: rolled back, worth a few tries a little later. */
 export function isClusterChange(e: unknown): boolean {
   const { errno } = driverError(e);

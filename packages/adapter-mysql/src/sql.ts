@@ -41,6 +41,23 @@ const withAttempt = (outcome: string, error: string): string =>
      '$', JSON_OBJECT('startedAt', ${epochMs('started_at')}, 'finishedAt', ${epochMs(DB_NOW)},
                       'instance', claimed_by, 'outcome', ${outcome}, 'error', ${error}))`;
 
+/**
+ * The SET of a replacing submit's write of the key's holder: this submit's contents when the
+ * holder is PENDING, its own otherwise; last, LAST_INSERT_ID() set to minus its id when written,
+ * else to `leftAlone`.
+ */
+const replacingSet = (withRunAt: boolean, leftAlone: string): string => `
+         payload = IF(status = 'PENDING', ?, payload),
+         max_retry = IF(status = 'PENDING', ?, max_retry),
+         headers = IF(status = 'PENDING', ?, headers),
+         priority = IF(status = 'PENDING', ?, priority),${
+           withRunAt
+             ? `\n         next_run_at = IF(status = 'PENDING', COALESCE(?, ${DB_NOW}), next_run_at),`
+             : ''
+         }
+         updated_at = IF(LAST_INSERT_ID(IF(status = 'PENDING', -CAST(id AS SIGNED), ${leftAlone})) < 0,
+                         ${DB_NOW}, updated_at)`;
+
 /** The rescue a reclaim would add passes the limit (bound), counted since the latest admin retry. */
 const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > ?';
 
@@ -116,12 +133,45 @@ export function mysqlSql(t: string) {
     /** `rows` commands in one statement; InnoDB gives a simple multi-row insert consecutive ids. */
     insertMany: (rows: number) =>
       `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${Array.from({ length: rows }, () => INSERT_ROW).join(', ')}`,
+    /*
+     * A replacing idempotent submit (onPending 'replace' or 'replace-keep-run-at') locks the
+     * holder's primary key first, as outcome writes do (they lock the row, then its active_key
+     * entry as it goes NULL): a submit locking the active_key entry first, then the row, would
+     * deadlock with a holder finishing at that moment. So it finds the holder with a plain read
+     * (no lock), then writes it by id; only when no holder is found does it insert. Each writing
+     * statement leaves what it did in LAST_INSERT_ID(), read back by `lastInsertIdSigned`.
+     */
+    /** LAST_INSERT_ID() zeroed, and the holder of (type, active_key) as the caller's snapshot sees it (no lock). */
+    replacingHolderSeen: `SELECT LAST_INSERT_ID(0) AS zeroed,
+       (SELECT CAST(id AS CHAR) FROM ${table} WHERE type = ? AND active_key = ?) AS id`,
+    /**
+     * The holder seen, by id, if it still holds the key: written when PENDING, left as it is
+     * otherwise (RUNNING: its executor read the old payload). LAST_INSERT_ID(): minus its id when
+     * written, its id when left alone, still 0 when it holds the key no more. Parameters: payload,
+     * max_retry, headers, priority, (`withRunAt`: run_at, null: now,) id, type, biz_key.
+     */
+    replaceHolder: (withRunAt: boolean) =>
+      `UPDATE ${table} FORCE INDEX (PRIMARY) SET ${replacingSet(withRunAt, 'CAST(id AS SIGNED)')}
+       WHERE id = ? AND type = ? AND active_key = ?`,
+    /**
+     * The insert when no holder was found: on the active key's duplicate (a holder committed
+     * meanwhile) it writes that holder as replaceHolder would. LAST_INSERT_ID(): the new id when it
+     * inserted, minus the holder's id when written, 0 when left alone. Parameters: INSERT_ROW's,
+     * then replaceHolder's up to its id.
+     */
+    insertReplacingPending: (withRunAt: boolean) =>
+      `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${INSERT_ROW}
+       ON DUPLICATE KEY UPDATE ${replacingSet(withRunAt, '0')}`,
+    /** LAST_INSERT_ID() as signed text: the replacing statements set it below zero for a write. */
+    lastInsertIdSigned: 'SELECT CAST(CAST(LAST_INSERT_ID() AS SIGNED) AS CHAR) AS id',
     /**
      * The unfinished idempotent command holding (type, bizKey): the generated active_key column. A
      * locking read sees the latest committed holder whatever the caller's snapshot, on the caller's
      * own connection (the refused insert already share-locked that index entry).
      */
     activeHolder: `SELECT id FROM ${table} WHERE type = ? AND active_key = ? LOCK IN SHARE MODE`,
+    /** activeHolder and its status: a replacing submit asks again when the holder it left alone is PENDING by now. */
+    activeHolderStatus: `SELECT id, status FROM ${table} WHERE type = ? AND active_key = ? LOCK IN SHARE MODE`,
 
     /** The `n` key-lock slots of a keyed submit (bound one by one), locked to the end of its transaction. */
     lockKeySlots: (n: number) =>

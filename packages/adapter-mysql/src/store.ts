@@ -3,6 +3,7 @@ import {
   isSqlExecutor,
   IdempotencyConflictError,
   InvalidArgumentError,
+  TransactionRolledBackError,
   optionalInstance,
   refuseNul,
   requireInstant as coreRequireInstant,
@@ -30,6 +31,7 @@ import type { Queryable } from './connection.js';
 import {
   inTransaction,
   isConnectionLost,
+  isDeadlock,
   isDuplicateKey,
   isLockConflict,
   LostRaceError,
@@ -39,7 +41,13 @@ import {
   select,
   write,
 } from './connection.js';
-import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
+import {
+  insertIdempotentThroughExecutor,
+  insertThroughExecutor,
+  replaceIdempotently,
+  statementsThrough,
+} from './executor-insert.js';
+import type { RunStatement } from './executor-insert.js';
 import { KEY_LOCK_SLOTS, migrationScript, runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
 import { claimLimitedDue, mysqlTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
@@ -207,8 +215,31 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   async insertIdempotent(
     tx: Connection | Port.SqlExecutor,
     command: Port.NewCommand & { readonly bizKey: string },
+    options?: Port.IdempotentInsertOptions,
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
+    const onPending = this.input.onPending(options);
+    try {
+      return await this.insertIdempotentChecked(tx, checked, onPending);
+    } catch (e) {
+      // A submit finds the key's holder through its active_key entry, then the row; a holder's
+      // outcome write locks the row, then that entry: when both meet, InnoDB rolls one of the
+      // transactions back whole. The caller's business writes went with it.
+      // (Some ORMs wrap the driver's error.)
+      if (isDeadlock(e) || isDeadlock((e as { cause?: unknown } | null)?.cause)) {
+        throw new TransactionRolledBackError(
+          'the transaction was rolled back: the database broke a deadlock between this idempotent submit and the command holding its key as it finished; run the transaction again',
+        );
+      }
+      throw e;
+    }
+  }
+
+  private async insertIdempotentChecked(
+    tx: Connection | Port.SqlExecutor,
+    checked: CheckedCommand & { readonly bizKey: string },
+    onPending: Port.OnPending,
+  ): Promise<Port.InsertResult> {
     const params = insertParams(checked, true);
     const slots = keySlots([checked]);
     if (slots.length > 0) {
@@ -217,22 +248,35 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       } else {
         return this.inOneTransaction(tx, async () => {
           await this.lockKeySlots(tx, slots);
-          return this.insertIdempotentRow(tx, checked, params);
+          return this.insertIdempotentRow(tx, checked, params, onPending);
         });
       }
     }
-    return this.insertIdempotentRow(tx, checked, params);
+    return this.insertIdempotentRow(tx, checked, params, onPending);
   }
 
   private insertIdempotentRow(
     tx: Connection | Port.SqlExecutor,
     checked: CheckedCommand & { readonly bizKey: string },
     params: InsertParams,
+    onPending: Port.OnPending,
   ): Promise<Port.InsertResult> {
+    const key = { type: checked.type, bizKey: checked.bizKey };
+    if (onPending !== 'keep') {
+      const withRunAt = onPending === 'replace';
+      const contents = replacingParams(checked, withRunAt);
+      const run: RunStatement = isSqlExecutor(tx)
+        ? statementsThrough(tx)
+        : (text, values) => select<Record<string, unknown>>(tx, text, values);
+      return insertIdempotently(checked, async () => {
+        const result = await replaceIdempotently(run, this.sql, key, withRunAt, contents, params);
+        if (result !== null && !result.duplicate && !isSqlExecutor(tx)) this.wakeups.insertedHere(result.id);
+        return result;
+      });
+    }
     // The holder may finish between the refused insert and the look-up: then insert again.
     return insertIdempotently(checked, async () => {
       if (isSqlExecutor(tx)) {
-        const key = { type: checked.type, bizKey: checked.bizKey };
         return insertIdempotentThroughExecutor(
           tx,
           this.sql.insertMany(1),
@@ -243,7 +287,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       }
       try {
         const [id] = await this.insertChunk(tx, [params]);
-        return { id: id as Port.CommandId, duplicate: false };
+        return { id: id as Port.CommandId, duplicate: false, replaced: false };
       } catch (e) {
         if (!isDuplicateKey(e)) throw e;
       }
@@ -254,7 +298,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         checked.type,
         checked.bizKey,
       ]);
-      return holder ? { id: String(holder.id), duplicate: true } : null;
+      return holder ? { id: String(holder.id), duplicate: true, replaced: false } : null;
     });
   }
 
@@ -774,6 +818,13 @@ function insertParams(c: CheckedCommand, idempotent: boolean): InsertParams {
     c.priority,
     c.orderingKey,
   ];
+}
+
+/** A replacing submit's contents, as replaceHolder and insertReplacingPending bind them. */
+function replacingParams(c: CheckedCommand, withRunAt: boolean): unknown[] {
+  const contents: unknown[] = [c.payloadJson, c.maxRetry, c.headersJson, c.priority];
+  if (withRunAt) contents.push(c.runAt === null ? null : toUtcText(c.runAt));
+  return contents;
 }
 
 /** A point in time only compared with (never stored), clamped into DATETIME's range. */

@@ -89,6 +89,6 @@ describe('insert on a caller connection', () => {
       bizKey: 'b',
     });
     await conn.query('COMMIT');
-    expect(again).toEqual({ id: holder.id, duplicate: true });
+    expect(again).toEqual({ id: holder.id, duplicate: true, replaced: false });
   });
 });

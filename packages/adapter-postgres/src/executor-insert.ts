@@ -38,7 +38,12 @@ export async function insertIdempotentThroughExecutor(
 ): Promise<InsertResult | null> {
   const [row] = await run(executor, insertIdempotent, values);
   if (!row) return null;
-  return { id: idText(row.id), duplicate: row.duplicate === true || row.duplicate === 't' };
+  return { id: idText(row.id), duplicate: isTrue(row.duplicate), replaced: isTrue(row.replaced) };
+}
+
+/** A boolean column as an ORM hands it back: parsed, or PostgreSQL's text form. */
+function isTrue(value: unknown): boolean {
+  return value === true || value === 't';
 }
 
 async function run(

@@ -109,19 +109,45 @@ export function buildSql(n: TableNames) {
     keys: string,
   ): string => `SELECT count(pg_advisory_xact_lock(hashtext('${t}'), h)) AS locks
         FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(${keys}) AS k WHERE k IS NOT NULL ORDER BY h) AS s`;
-  const idempotentInsert = (keyed: boolean): string => `
-      WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
+  /** The idempotent insert's first step, `inserted`: the row, unless the key has an unfinished holder. */
+  const insertedUnlessHeld = (keyed: boolean): string => `WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
         INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
                           idempotent, created_at, updated_at)
         ${keyed ? 'SELECT' : 'VALUES ('} $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}),
           $6::text, $7::json, $8::smallint, $9::text, TRUE, ${NOW}, ${NOW} ${keyed ? 'FROM locked' : ')'}
         ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
         RETURNING id
-      )
+      )`;
+  const idempotentInsert = (keyed: boolean): string => `
+      ${insertedUnlessHeld(keyed)}
       SELECT id, FALSE AS duplicate FROM inserted
       UNION ALL
       (SELECT id, TRUE FROM ${t}
         WHERE type = $1 AND biz_key = $2 AND idempotent AND ${active()} AND NOT EXISTS (SELECT 1 FROM inserted)
+        LIMIT 1)`;
+  /**
+   * idempotentInsert that hands a PENDING holder this submit's contents instead: when the insert
+   * yields, the UPDATE of the same statement writes the holder if it is still PENDING (a row a
+   * claimer is taking meanwhile is waited for and then, RUNNING, left alone); else the holder is
+   * only read, as idempotentInsert reads it. $10 the onPending choice: 'replace' also sets the due
+   * time, 'replace-keep-run-at' keeps it. Status, counters, ordering key and id stay.
+   */
+  const replacingIdempotentInsert = (keyed: boolean): string => `
+      ${insertedUnlessHeld(keyed)}, replaced AS (
+        UPDATE ${t} AS c SET payload = $3::json, max_retry = $4::integer, headers = $7::json,
+          priority = $8::smallint, updated_at = ${NOW},
+          next_run_at = CASE WHEN $10::text = 'replace' THEN COALESCE($5::timestamptz, ${NOW}) ELSE c.next_run_at END
+        WHERE c.type = $1 AND c.biz_key = $2 AND c.idempotent AND ${active('c.')} AND c.status = 'PENDING'
+          AND NOT EXISTS (SELECT 1 FROM inserted)
+        RETURNING c.id
+      )
+      SELECT id, FALSE AS duplicate, FALSE AS replaced FROM inserted
+      UNION ALL
+      SELECT id, TRUE, TRUE FROM replaced
+      UNION ALL
+      (SELECT id, TRUE, FALSE FROM ${t}
+        WHERE type = $1 AND biz_key = $2 AND idempotent AND ${active()}
+          AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (SELECT 1 FROM replaced)
         LIMIT 1)`;
   const batchInsert = (keyed: boolean): string => `
       WITH ${keyed ? `locked AS (${keyLocks('$9::text[]')}),` : ''} input AS (
@@ -192,6 +218,12 @@ export function buildSql(n: TableNames) {
     insertIdempotent: idempotentInsert(false),
     /** insertIdempotent of a command with an ordering key: the key's lock first (see insertKeyed). */
     insertIdempotentKeyed: idempotentInsert(true),
+    /**
+     * insertIdempotent with onPending 'replace' or 'replace-keep-run-at' ($10): a PENDING holder
+     * takes the contents instead. Same parameters as insertIdempotent, then $10; answers `replaced`.
+     */
+    insertIdempotentReplacing: replacingIdempotentInsert(false),
+    insertIdempotentReplacingKeyed: replacingIdempotentInsert(true),
 
     /**
      * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in claim

@@ -223,16 +223,30 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   async insertIdempotent(
     tx: ClientBase | Port.SqlExecutor,
     command: Port.NewCommand & { readonly bizKey: string },
+    options?: Port.IdempotentInsertOptions,
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
+    const onPending = this.input.onPending(options);
+    const keyed = checked.orderingKey !== null;
     const params = rowParams(checked);
+    if (onPending !== 'keep') params.push(onPending);
     const statement =
-      checked.orderingKey === null ? this.sql.insertIdempotent : this.sql.insertIdempotentKeyed;
+      onPending === 'keep'
+        ? keyed
+          ? this.sql.insertIdempotentKeyed
+          : this.sql.insertIdempotent
+        : keyed
+          ? this.sql.insertIdempotentReplacingKeyed
+          : this.sql.insertIdempotentReplacing;
     return insertIdempotently(checked, async () => {
       if (isSqlExecutor(tx)) return insertIdempotentThroughExecutor(tx, statement, params);
-      const [row] = await this.prepared<{ id: string; duplicate: string }>(tx, statement, params);
+      const [row] = await this.prepared<{ id: string; duplicate: string; replaced?: string }>(
+        tx,
+        statement,
+        params,
+      );
       // Nothing back: the key's holder committed after this statement began, or finished since.
-      return row ? { id: row.id, duplicate: row.duplicate === 't' } : null;
+      return row ? { id: row.id, duplicate: row.duplicate === 't', replaced: row.replaced === 't' } : null;
     });
   }
 

@@ -28,9 +28,22 @@ export async function insertIdempotentThroughExecutor(
   key: { readonly type: string; readonly bizKey: string },
 ): Promise<InsertResult | null> {
   const [inserted] = await run(executor, insertIdempotent, values);
-  if (inserted) return { id: idText(inserted.id), duplicate: false };
+  if (inserted) return { id: idText(inserted.id), duplicate: false, replaced: false };
   const [holder] = await run(executor, activeHolder, [key.type, key.bizKey]);
-  return holder ? { id: idText(holder.id), duplicate: true } : null;
+  return holder ? { id: idText(holder.id), duplicate: true, replaced: false } : null;
+}
+
+/**
+ * A replacing submit's replacePending through the executor; null when no PENDING holder matched
+ * (then the insert or look-up follows in the same transaction, under the write lock this took).
+ */
+export async function replacePendingThroughExecutor(
+  executor: SqlExecutor,
+  replacePending: string,
+  values: readonly SqlValue[],
+): Promise<InsertResult | null> {
+  const [replaced] = await run(executor, replacePending, values);
+  return replaced ? { id: idText(replaced.id), duplicate: true, replaced: true } : null;
 }
 
 const run = (executor: SqlExecutor, text: string, params: readonly SqlValue[]) =>

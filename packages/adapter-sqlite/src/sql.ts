@@ -120,6 +120,20 @@ export function sqliteSql(t: string) {
        RETURNING CAST(id AS TEXT) AS id`,
     activeHolder: `SELECT CAST(id AS TEXT) AS id FROM ${t}
        WHERE type = ? AND biz_key = ? AND idempotent = 1 AND status IN ('PENDING', 'RUNNING')`,
+    /**
+     * A replacing idempotent submit's first statement: the PENDING holder of (type, biz_key), if
+     * any, takes the submit's contents (and, `withRunAt`, its due time: null is now). Its write
+     * lock is held to the end of the transaction, so the insert or look-up that follows when
+     * nothing matched sees the same table. Parameters: payload, max_retry, headers, priority,
+     * (run_at,) type, biz_key.
+     */
+    replacePending: (withRunAt: boolean) =>
+      `UPDATE ${t} SET payload = ?, max_retry = ?, headers = ?, priority = ?,${
+        withRunAt ? ` next_run_at = COALESCE(?, ${DB_NOW}),` : ''
+      } updated_at = ${DB_NOW}
+       WHERE type = ? AND biz_key = ? AND idempotent = 1 AND status IN ('PENDING', 'RUNNING')
+         AND status = 'PENDING'
+       RETURNING CAST(id AS TEXT) AS id`,
 
     /**
      * In claim order (priority, due time, id); one statement, and SQLite has a single writer, so no

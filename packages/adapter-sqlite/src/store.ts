@@ -32,7 +32,11 @@ import {
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
-import { insertIdempotentThroughExecutor, insertThroughExecutor } from './executor-insert.js';
+import {
+  insertIdempotentThroughExecutor,
+  insertThroughExecutor,
+  replacePendingThroughExecutor,
+} from './executor-insert.js';
 import { appliedVersions, migrationScript, runMigrations } from './migrations.js';
 import { SqliteScheduleStore } from './schedules.js';
 import { toRecord, toRecordFromValues } from './rows.js';
@@ -201,24 +205,48 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   async insertIdempotent(
     tx: SqliteDatabase | Port.SqlExecutor,
     command: Port.NewCommand & { readonly bizKey: string },
+    options?: Port.IdempotentInsertOptions,
   ): Promise<Port.InsertResult> {
     const checked = this.input.idempotentCommand(command);
+    const onPending = this.input.onPending(options);
     const params = insertParams(checked);
+    const replacing =
+      onPending === 'keep'
+        ? null
+        : {
+            statement: this.sql.replacePending(onPending === 'replace'),
+            values: replaceParams(checked, onPending),
+          };
     if (isSqlExecutor(tx)) {
       const { insertIdempotent, activeHolder } = this.sql;
-      return insertIdempotently(checked, () =>
-        insertIdempotentThroughExecutor(tx, insertIdempotent, activeHolder, params, checked),
-      );
+      return insertIdempotently(checked, async () => {
+        if (replacing !== null) {
+          const replaced = await replacePendingThroughExecutor(tx, replacing.statement, replacing.values);
+          if (replaced !== null) return replaced;
+        }
+        return insertIdempotentThroughExecutor(tx, insertIdempotent, activeHolder, params, checked);
+      });
     }
     const insert = this.prepare(tx, 'insertIdempotent', () => this.sql.insertIdempotent).pluck();
     const holder = this.prepare(tx, 'activeHolder', () => this.sql.activeHolder).pluck();
-    // Outside a transaction the holder may finish between the two statements: then insert again.
-    return insertIdempotently(checked, async () => {
+    const insertOrFind = (): Port.InsertResult | null => {
       const id = insert.get(...params) as string | undefined;
-      if (id !== undefined) return { id, duplicate: false };
+      if (id !== undefined) return { id, duplicate: false, replaced: false };
       const existing = holder.get(checked.type, checked.bizKey) as string | undefined;
-      return existing === undefined ? null : { id: existing, duplicate: true };
-    });
+      return existing === undefined ? null : { id: existing, duplicate: true, replaced: false };
+    };
+    if (replacing !== null) {
+      const replace = this.prepare(tx, `replacePending:${onPending}`, () => replacing.statement).pluck();
+      // The replace, then the insert or look-up when nothing PENDING matched, under one write lock
+      // (a savepoint inside the caller's transaction): no other writer comes in between.
+      const replaceOrInsert = tx.transaction((): Port.InsertResult | null => {
+        const id = replace.get(...replacing.values) as string | undefined;
+        return id !== undefined ? { id, duplicate: true, replaced: true } : insertOrFind();
+      });
+      return insertIdempotently(checked, async () => replaceOrInsert.immediate());
+    }
+    // Outside a transaction the holder may finish between the two statements: then insert again.
+    return insertIdempotently(checked, async () => insertOrFind());
   }
 
   async claimDue(params: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
@@ -611,6 +639,15 @@ function insertParams(c: CheckedCommand): (string | number | null)[] {
     c.priority,
     c.orderingKey,
   ];
+}
+
+/** replacePending's parameters: the contents a PENDING holder takes, then its key. */
+function replaceParams(
+  c: CheckedCommand & { readonly bizKey: string },
+  onPending: 'replace' | 'replace-keep-run-at',
+): (string | number | null)[] {
+  const runAt = onPending === 'replace' ? [c.runAt?.getTime() ?? null] : [];
+  return [c.payloadJson, c.maxRetry, c.headersJson, c.priority, ...runAt, c.type, c.bizKey];
 }
 
 /** `[[id, "token"], …]` for the fenced batch statements; ids are checked digits. */

@@ -10,6 +10,8 @@ import {
   MAX_HEALTH_PROBE_DEAD_LETTERS,
   MAX_OUTCOME_LATENCY_BOUNDS,
   MAX_TYPE_LIMIT,
+  ON_PENDING_CHOICES,
+  type OnPending,
   type TypeLimit,
   type HealthProbeParams,
   type OutcomeCountParams,
@@ -32,6 +34,18 @@ export function requireInt(what: string, value: unknown, min: number, max = Numb
     throw new InvalidArgumentError(`${what} must be an integer in [${min}, ${max}], got ${String(value)}`);
   }
   return value;
+}
+
+/** An idempotent submit's `onPending` choice; absent means 'keep'. */
+export function requireOnPending(value: unknown): OnPending {
+  if (value === undefined) return 'keep';
+  const choice = ON_PENDING_CHOICES.find((c) => c === value);
+  if (choice === undefined) {
+    throw new InvalidArgumentError(
+      `onPending must be one of ${ON_PENDING_CHOICES.map((c) => `'${c}'`).join(', ')}`,
+    );
+  }
+  return choice;
 }
 
 /** A health probe's parameters; the adapter formats `now` for its own column type. */

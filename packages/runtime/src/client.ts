@@ -1,5 +1,12 @@
-import type { CommandEvent, CommandId, CommandStore, InsertResult, SqlExecutor } from '@asynccmd/core';
-import { InvalidArgumentError, isSqlExecutor } from '@asynccmd/core';
+import type {
+  CommandEvent,
+  CommandId,
+  CommandStore,
+  InsertResult,
+  OnPending,
+  SqlExecutor,
+} from '@asynccmd/core';
+import { InvalidArgumentError, isSqlExecutor, requireOnPending } from '@asynccmd/core';
 import type { CommandEvents } from './command-events.js';
 import type { CommandTypeMap } from './executor.js';
 import type { ExecutorRegistry } from './executor-registry.js';
@@ -12,6 +19,20 @@ type TypeOf<TM> = keyof TM & string;
 export type SubmitItem<TM extends CommandTypeMap> = {
   [K in TypeOf<TM>]: { readonly type: K; readonly payload: TM[K] } & SubmitOptions;
 }[TypeOf<TM>];
+
+/** Options of `submitIdempotent`: a submit's (its bizKey is an argument) and what to do with a PENDING holder. */
+export interface IdempotentSubmitOptions extends Omit<SubmitOptions, 'bizKey'> {
+  /**
+   * When the (type, bizKey) is held by a command that is still PENDING: 'keep' it as it is (the
+   * default); 'replace' its payload, headers, priority, maxRetry and due time (runAt, default now)
+   * with this submit's, so each submit pushes the run back (a debounce); 'replace-keep-run-at'
+   * replaces all but the due time. It keeps its id, owner, ordering key and place, history and
+   * retry counters (one waiting for a retry is PENDING too: replaced, its retryCount kept). A
+   * RUNNING holder is never changed (`replaced: false`): its executor has read the old payload;
+   * submit again once it has finished if the new contents must run.
+   */
+  readonly onPending?: OnPending;
+}
 
 /** The `submit` handed to `client.transaction` callbacks: bound to the transaction. */
 export type TxSubmit<TM extends CommandTypeMap> = <K extends TypeOf<TM>>(
@@ -90,22 +111,31 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
 
   /**
    * Inserts a command unless an unfinished one with the same (type, bizKey) exists; then returns
-   * that one's id with `duplicate: true`.
+   * that one's id with `duplicate: true`. With `onPending` 'replace' or 'replace-keep-run-at', an
+   * existing command that is still PENDING takes this submit's contents instead (`replaced: true`;
+   * see IdempotentSubmitOptions); a RUNNING one is never changed (`replaced: false`).
    */
   async submitIdempotent<K extends TypeOf<TM>>(
     tx: Tx | SqlExecutor,
     type: K,
     bizKey: string,
     payload: TM[K],
-    options?: Omit<SubmitOptions, 'bizKey'>,
+    options?: IdempotentSubmitOptions,
   ): Promise<InsertResult> {
     if (typeof bizKey !== 'string' || bizKey.length === 0) {
       throw new InvalidArgumentError('submitIdempotent needs a non-empty bizKey');
     }
-    const row = toNewCommand(this.deps.rules, type, payload, { ...options, bizKey });
+    const { onPending, ...submitOptions } = options ?? {};
+    const choice = requireOnPending(onPending);
+    const row = toNewCommand(this.deps.rules, type, payload, { ...submitOptions, bizKey });
     this.#requireExecutorSupport(tx);
-    const result = await this.deps.store.insertIdempotent(tx, { ...row, bizKey });
-    this.#submitted(tx, result.id, type, result.duplicate);
+    const result = await this.deps.store.insertIdempotent(
+      tx,
+      { ...row, bizKey },
+      choice === 'keep' ? undefined : { onPending: choice },
+    );
+    // A replaced command may be due sooner than it was: dispatched and announced as a new one is.
+    this.#submitted(tx, result.id, type, result.duplicate, result.replaced);
     return result;
   }
 
@@ -222,8 +252,9 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
     return open;
   }
 
-  #submitted(tx: Tx | SqlExecutor, id: CommandId, type: string, duplicate: boolean): void {
-    if (!duplicate) {
+  #submitted(tx: Tx | SqlExecutor, id: CommandId, type: string, duplicate: boolean, replaced = false): void {
+    const dispatch = !duplicate || replaced;
+    if (dispatch) {
       this.#typeOf.set(id, type);
       if (this.#typeOf.size > REMEMBERED_TYPES) {
         const oldest = this.#typeOf.keys().next();
@@ -234,7 +265,7 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
     const open = isSqlExecutor(tx) ? this.#executorTransaction(tx) : this.#open.get(tx);
     if (!open) return this.deps.events.emit(event);
     // Inside client.transaction (or an executor's that reports its commit): report and dispatch only once it has committed.
-    if (!duplicate) open.ids.push(id);
+    if (dispatch) open.ids.push(id);
     open.events.push(event);
   }
 }

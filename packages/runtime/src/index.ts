@@ -19,7 +19,7 @@ export { createAsyncCommands } from './create-async-commands.js';
 export { AsyncCommands } from './async-commands.js';
 export type { RuntimeState, RuntimeStatus } from './async-commands.js';
 export type { AsyncCommandsOptions, StopOptions } from './options.js';
-export type { AsyncCommandClient, SubmitItem, TxSubmit } from './client.js';
+export type { AsyncCommandClient, IdempotentSubmitOptions, SubmitItem, TxSubmit } from './client.js';
 export type { SubmitOptions } from './submit-validation.js';
 export type { PoolOptions, PoolState } from './work-pool.js';
 export type { PoolSet } from './pool-set.js';

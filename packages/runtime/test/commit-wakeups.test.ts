@@ -91,6 +91,62 @@ describe('cross-process wake-ups of client.transaction', () => {
   });
 });
 
+describe('replacing idempotent submits in client.transaction', () => {
+  /** A stub whose idempotent insert answers `result`, recording the options it was given. */
+  function idempotentSetup(result: { duplicate: boolean; replaced: boolean }) {
+    const calls: string[] = [];
+    const store = stubStore({
+      capabilities: {
+        skipLocked: false,
+        sqlExecutor: false,
+        wakeups: true,
+        revocations: false,
+        commitRiding: null,
+      },
+      wakeups: {
+        subscribe: () => Promise.resolve(() => Promise.resolve()),
+        notify: () => void calls.push('notify'),
+      },
+      insertIdempotent: (_tx, _command, options) => {
+        calls.push(`insertIdempotent(${options?.onPending ?? 'no options'})`);
+        return Promise.resolve({ id: '7', ...result });
+      },
+      transaction: async (fn) => {
+        const value = await fn({});
+        calls.push('COMMIT');
+        return value;
+      },
+    });
+    const runtime = createAsyncCommands({ store, executors: [pooled] });
+    return { client: runtime.client, calls };
+  }
+
+  it('announces a replaced command at commit like a new one: it may be due sooner now', async () => {
+    const { client, calls } = idempotentSetup({ duplicate: true, replaced: true });
+    const result = await client.transaction((tx) =>
+      client.submitIdempotent(tx, 'mail.send', 'k', { to: 'a@example.com' }, { onPending: 'replace' }),
+    );
+    expect(result).toEqual({ id: '7', duplicate: true, replaced: true });
+    expect(calls).toEqual(['insertIdempotent(replace)', 'COMMIT', 'notify']);
+  });
+
+  it("announces nothing for a duplicate left as it is, and passes no options for 'keep'", async () => {
+    const { client, calls } = idempotentSetup({ duplicate: true, replaced: false });
+    await client.transaction((tx) =>
+      client.submitIdempotent(tx, 'mail.send', 'k', { to: 'a@example.com' }, { onPending: 'keep' }),
+    );
+    expect(calls).toEqual(['insertIdempotent(no options)', 'COMMIT']);
+  });
+
+  it('refuses an unknown onPending with an InvalidArgumentError before the store is asked', async () => {
+    const { client, calls } = idempotentSetup({ duplicate: false, replaced: false });
+    await expect(
+      client.submitIdempotent({}, 'mail.send', 'k', { to: 'a' }, { onPending: 'merge' as 'replace' }),
+    ).rejects.toMatchObject({ name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT' });
+    expect(calls).toEqual([]);
+  });
+});
+
 describe('IMMEDIATE claims that ride on the commit', () => {
   it('lets the store claim the first IMMEDIATE command with the COMMIT, and runs what it returns', async () => {
     const calls: string[] = [];

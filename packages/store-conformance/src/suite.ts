@@ -4,6 +4,7 @@ import { adminArea } from './areas/admin.js';
 import { claimArea } from './areas/claim.js';
 import { healthArea } from './areas/health.js';
 import { idempotencyArea } from './areas/idempotency.js';
+import { idempotentReplaceArea } from './areas/idempotent-replace.js';
 import { inputArea } from './areas/input.js';
 import { insertArea } from './areas/insert.js';
 import { migrationArea } from './areas/migration.js';
@@ -46,6 +47,7 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     outcomeCountsArea(factory, name);
     purgeArea(factory, name);
     idempotencyArea(factory, name);
+    idempotentReplaceArea(factory, name);
     migrationArea(factory, name);
     modelArea(factory, name);
     schedulesArea(factory, name);

@@ -55,10 +55,16 @@ export interface CommandStore<Tx = unknown> {
    * (type, bizKey) exists; then returns that command's id with `duplicate: true`. Atomic under
    * concurrency (a unique index, not check-then-insert): of N concurrent calls, exactly one inserts.
    * The bizKey is required.
+   *
+   * With `options.onPending` 'replace' or 'replace-keep-run-at', a holder that is still PENDING
+   * takes this command's contents instead (see OnPending), in the same atomic write: of N
+   * concurrent replacing calls, one inserts (or all replace) and the last to write wins; the
+   * answer then says `replaced: true`. A RUNNING holder is never changed (`replaced: false`).
    */
   insertIdempotent(
     tx: Tx | SqlExecutor,
     command: NewCommand & { readonly bizKey: string },
+    options?: IdempotentInsertOptions,
   ): Promise<InsertResult>;
 
   /**
@@ -258,6 +264,33 @@ export interface InsertResult {
   readonly id: CommandId;
   /** True when an unfinished command with the same (type, bizKey) already existed. */
   readonly duplicate: boolean;
+  /**
+   * True when that existing command was PENDING and took this submit's contents (onPending
+   * 'replace' or 'replace-keep-run-at'). False on an insert, with 'keep', and when the existing
+   * command was RUNNING: its executor has already read the old payload, so nothing was changed.
+   */
+  readonly replaced: boolean;
+}
+
+/**
+ * What an idempotent submit does when its (type, bizKey) is held by a command that is still
+ * PENDING (a RUNNING holder is never changed):
+ * - 'keep': nothing; the holder stays as it is (the default).
+ * - 'replace': the holder takes the submit's payload, headers, priority, maxRetry and due time
+ *   (runAt, default now): each submit pushes the run back, a debounce.
+ * - 'replace-keep-run-at': as 'replace', but the holder keeps its due time (a throttle: it runs
+ *   when first due, with the latest contents).
+ * A replaced command keeps its id, createdAt, owner, ordering key (and its place under that key),
+ * history and retry counters: one waiting for a retry (retryCount > 0) is still PENDING, so it is
+ * replaced too and keeps its retryCount; with 'replace' its retry's due time becomes the submit's.
+ */
+export type OnPending = 'keep' | 'replace' | 'replace-keep-run-at';
+
+export const ON_PENDING_CHOICES: readonly OnPending[] = ['keep', 'replace', 'replace-keep-run-at'];
+
+export interface IdempotentInsertOptions {
+  /** Default 'keep'. */
+  readonly onPending?: OnPending;
 }
 
 export interface ClaimDueParams {

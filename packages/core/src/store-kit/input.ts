@@ -11,6 +11,7 @@ import {
   requireId,
   requireInstant,
   requireInt,
+  requireOnPending,
   requireOutcomeCountParams,
   requirePayloadJson,
   requireStatuses,
@@ -23,7 +24,9 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from '../payload.js';
 import type {
   FailedAttempt,
   HealthProbeParams,
+  IdempotentInsertOptions,
   ListQuery,
+  OnPending,
   OutcomeCountParams,
   PurgeParams,
   ReclaimParams,
@@ -174,6 +177,15 @@ export class StoreInput {
     }
     const checked = this.command(c);
     return { ...checked, bizKey: checked.bizKey ?? c.bizKey };
+  }
+
+  /** What an idempotent submit does with a PENDING holder (its options are optional). */
+  onPending(options: IdempotentInsertOptions | undefined): OnPending {
+    if (options === undefined) return 'keep';
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidArgumentError('the options of an idempotent submit must be an object');
+    }
+    return requireOnPending(options.onPending);
   }
 
   id(id: unknown): CommandId {

@@ -34,12 +34,13 @@ export function idempotencyArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: s
         ...newCommand(type, { payloadJson: '{"v":2}' }),
         bizKey: 'order-1',
       });
-      expect(second).toEqual({ id: first.id, duplicate: true });
+      expect(second).toEqual({ id: first.id, duplicate: true, replaced: false });
       // Still held while it runs.
       await claimOne(store, type);
       expect(await submitIdempotent(store, { ...newCommand(type), bizKey: 'order-1' })).toEqual({
         id: first.id,
         duplicate: true,
+        replaced: false,
       });
       // The same key under another type is another key.
       expect(
@@ -146,6 +147,7 @@ export function idempotencyArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: s
       expect(await submitIdempotent(store, { ...newCommand(type), bizKey: 'held' })).toEqual({
         id: dead.id,
         duplicate: true,
+        replaced: false,
       });
     });
 
