@@ -107,10 +107,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   private readonly insertOneInBatch: { readonly name?: string; readonly text: string };
   private readonly insertWithId: { readonly name?: string; readonly text: string };
   private readonly ids: IdReserve;
-  /** Outcome writes and heartbeats (see `hot`). */
   private readonly hotStatements: HotStatements;
-  /** Claims (see `hotClaim`). */
-  private readonly hotClaims: HotStatements;
   /** Named prepared statements may be used on the pools (false through a transaction pooler). */
   private readonly named: boolean;
   readonly schedules: PostgresScheduleStore;
@@ -153,16 +150,13 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     const insertOneInBatch = `${this.sql.insertOne}\n-- in a batch`;
     this.insertOneInBatch = this.batchStatement(insertOneInBatch);
     this.insertWithId = this.batchStatement(this.sql.insertOneWithId);
-    const hotStatements = (): HotStatements =>
-      new HotStatements(
-        this.hotPool,
-        (statement) => this.prepared(this.hotPool, statement.text, statement.values),
-        parts.logger,
-        // Through a pooler the fast commit is asked for in each transaction (see index.ts SESSION_OPTIONS).
-        this.named ? null : { prefix: this.hotPool === this.pool ? [] : [FAST_COMMIT_STEP] },
-      );
-    this.hotStatements = hotStatements();
-    this.hotClaims = hotStatements();
+    this.hotStatements = new HotStatements(
+      this.hotPool,
+      (statement) => this.prepared(this.hotPool, statement.text, statement.values),
+      parts.logger,
+      // Through a pooler the fast commit is asked for in each transaction (see index.ts SESSION_OPTIONS).
+      this.named ? null : { prefix: this.hotPool === this.pool ? [] : [FAST_COMMIT_STEP] },
+    );
     this.ids = new IdReserve(this.pool, this.sql.takeIds, parts.names.table, ID_BLOCK, parts.logger);
     this.riders = new CommitRiders(this.wakeups, this.batchStatement(claimAfterCommit), parts.logger);
     // pg emits 'error' on an idle pooled client whose server connection dies (restart,
@@ -276,7 +270,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     const lent = this.wakeups.lendAfterWake((on) =>
       this.prepared<ClaimedRow>(on, this.sql.claimDue, values, true),
     );
-    return claimedRecords(await (lent ?? this.hotClaim<ClaimedRow>(this.sql.claimDue, values)), values);
+    return claimedRecords(await (lent ?? this.hot<ClaimedRow>(this.sql.claimDue, values)), values);
   }
 
   async claimById(p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
@@ -296,7 +290,7 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
         return claimed ? (toRecord(claimed) as Port.ClaimedCommand) : null;
       }
     }
-    const [row] = await this.hotClaim<CommandRow>(this.sql.claimById, values);
+    const [row] = await this.hot<CommandRow>(this.sql.claimById, values);
     return row ? (toRecord(row) as Port.ClaimedCommand) : null;
   }
 
@@ -563,17 +557,6 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
    */
   private hot<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<R[]> {
     return this.hotStatements.run<R>({ name: this.preparedName(text), text, values });
-  }
-
-  /**
-   * A claim, as `hot` sends its statements, but never in one batch with an outcome write: the pool
-   * waits for a claim's rows, not for an outcome write's answer. In one batch the claim's rows came
-   * back only once the outcome write beside it had run too (the statements of a batch run one after
-   * the other on one backend); sent apart, the two run side by side on two backends and the rows
-   * arrive after the claim's own time (pg-server-cpu.ts; figures in docs/performance.md).
-   */
-  private hotClaim<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<R[]> {
-    return this.hotClaims.run<R>({ name: this.preparedName(text), text, values });
   }
 
   /**

@@ -40,7 +40,7 @@ async function hotPoolUse(fn: () => Promise<unknown>): Promise<{ batches: number
 }
 
 describe('PostgreSQL hot-path statements', () => {
-  it('sends the claims asked for in one turn as one batch and the outcome writes as another, each with its own answer', async () => {
+  it('sends the statements asked for in one turn as one batch, each with its own answer', async () => {
     await store.transaction((tx) => store.insert(tx, [command('hot.a'), command('hot.a'), command('hot.b')]));
     const [first] = await claim(['hot.a'], 1);
     let answers: unknown[] = [];
@@ -53,9 +53,7 @@ describe('PostgreSQL hot-path statements', () => {
         store.heartbeat([{ id: first!.id, token: first!.claimToken }], 1_000), // completed: fenced out
       ]);
     });
-    // The claims together, the completion and the heartbeat together: a claim's rows never wait
-    // for an outcome write.
-    expect(use).toEqual({ batches: 2, alone: 0 });
+    expect(use).toEqual({ batches: 1, alone: 0 });
     const [completed, a, b, held] = answers as [string[], { type: string }[], { type: string }[], unknown[]];
     expect(completed).toEqual([first!.id]);
     expect(a.map((c) => c.type)).toEqual(['hot.a']);
