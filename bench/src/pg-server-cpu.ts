@@ -14,7 +14,7 @@ import { migrateWith } from './scenarios/migrate.js';
 import { benchRuntime, openStore } from './systems/asynccmd.js';
 
 const USAGE = `node bench/dist/pg-server-cpu.js [--system asynccmd|raw|graphile] [--total N] [--concurrency C]
-    [--repeats R] [--split] [--processes P]
+    [--repeats R] [--split] [--items] [--processes P]
   Drains N pre-inserted no-op commands in this one process with one system (asynccmd defaults, the raw
   batch-500 loop, graphile-worker 0.18 with its local queue and batched completion) and prints, per
   command: the consumer's CPU, the CPU of the database backends serving it (utime+stime from
@@ -23,6 +23,8 @@ const USAGE = `node bench/dist/pg-server-cpu.js [--system asynccmd|raw|graphile]
   index sizes). The database server must run on this machine and /proc of its processes be readable.
   --split (asynccmd only) also times the store calls: how long claims and outcome writes were in
   flight, how much they overlapped, and the rows per claim.
+  --items also counts the leaf items of each btree index before and after (pageinspect, created in
+  the database if missing); deduplication and bottom-up deletion keep that below the insertions.
   --processes P (asynccmd only): P consumer processes of C each drain the table together; the
   consumer CPU is theirs summed.
   Shared server processes (walwriter, checkpointer) are left out: other clients of the server pay
