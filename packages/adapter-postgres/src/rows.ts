@@ -24,6 +24,23 @@ export function toRecord(row: CommandRow): CommandRecord {
   return recordFromRow(row, DECODING);
 }
 
+/** A row of claimDue (sql.ts CLAIMED_COLUMNS): without what the claim wrote and the store knows. */
+export type ClaimedRow = Omit<CommandRow, 'status' | 'claim_token' | 'claimed_by' | 'updated_at'>;
+
+/**
+ * A claimDue row → the command it claimed, with the claim's own values put back: RUNNING under
+ * `token` for `instance`, updated when it started (the claim writes both from one clock reading).
+ */
+export function claimedRecord(row: ClaimedRow, token: string, instance: string | null): CommandRecord {
+  // The driver's row object is the store's own: completed in place rather than copied.
+  const full = row as { -readonly [K in keyof CommandRow]: CommandRow[K] };
+  full.status = 'RUNNING';
+  full.claim_token = token;
+  full.claimed_by = instance;
+  full.updated_at = row.started_at ?? '';
+  return recordFromRow(full, DECODING);
+}
+
 // Postgres's ISO output: 2026-11-30 05:31:11.123+00, 2026-11-30 05:31:11+05:30, …
 const ISO =
   /^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?$/;

@@ -20,6 +20,16 @@ const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, res
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
   finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history, priority, ordering_key`;
 
+/**
+ * The columns a claimDue row comes back with: COLUMNS less what the claim itself wrote and the
+ * store already knows (status RUNNING, the claim's token and instance, updated_at, which the claim
+ * sets to started_at): fewer values for the server to format and for the store to read, for every
+ * row of every claim (rows.ts claimedRecord puts them back).
+ */
+const CLAIMED_COLUMNS = `id, type, biz_key, payload, max_retry, retry_count, rescue_count, next_run_at, last_error,
+  owner, lease_until, idempotent, headers, created_at, started_at, finished_at, retry_count_at_retry,
+  rescue_count_at_retry, history, priority, ordering_key`;
+
 /** A timestamptz in epoch milliseconds, as the history keeps times. */
 const epochMs = (time: string): string => `(extract(epoch FROM ${time}) * 1000)::bigint`;
 
@@ -77,6 +87,7 @@ export function buildSql(n: TableNames) {
   /** The rescue that a reclaim would add passes the limit ($2), counted since the latest admin retry. */
   const pastRescueLimit = 'c.rescue_count + 1 - c.rescue_count_at_retry > $2';
   const returning = `RETURNING ${COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
+  const returningClaimed = `RETURNING ${CLAIMED_COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
   /**
    * An admin write that may take a claim away (`set`, on the row aliased `c`; $1 id, $2 sources):
    * the row is locked and read first, so when it was RUNNING its old claim is announced with a
@@ -229,13 +240,13 @@ export function buildSql(n: TableNames) {
      * The claim, one statement in READ COMMITTED. The CTE picks at most $limit due ids in claim
      * order (priority, due time, id) from the partial claim index, skipping rows other claimers hold (claim-plan.ts: a plan that does not
      * depend on table statistics); the UPDATE then touches only those.
-     * $1 now, $2 types, $3 limit, $4 token, $5 lease ms, $6 instance.
+     * $1 now, $2 types, $3 limit, $4 token, $5 lease ms, $6 instance. Its rows hold CLAIMED_COLUMNS.
      */
     claimDue: `
       WITH due AS (SELECT id FROM ${dueIdsFunction(n)}($1::timestamptz, $2::text[], $3::integer) AS id)
       UPDATE ${t} AS c SET ${claimSet('$4', '$5', '$6')}
       FROM due WHERE c.id = due.id
-      ${returning}`,
+      ${returningClaimed}`,
 
     /** $1 id, $2 now, $3 token, $4 lease ms, $5 types (null: any), $6 instance. */
     claimById: `

@@ -38,8 +38,8 @@ import type { TableNames } from './names.js';
 import { arrayLiteral, asText, FAST_COMMIT_STEP, HotStatements } from './pipeline/hot-statements.js';
 import { IdReserve } from './pipeline/id-reserve.js';
 import { throughTransactionPooler } from './pipeline/transaction-statements.js';
-import { RAW_TYPES, rowParams, toDate, toRecord } from './rows.js';
-import type { CommandRow } from './rows.js';
+import { claimedRecord, RAW_TYPES, rowParams, toDate, toRecord } from './rows.js';
+import type { ClaimedRow, CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
 import { CommitRiders } from './pipeline/commit-riders.js';
@@ -266,12 +266,12 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     return claimWithinLimits(types, p.limitedTypes, limit, {
       claimLimited: (type, max) =>
         withinTypeLimit(this.pool, this.limitSql, type, max, async (client, free) => {
-          const claimed = await client.query<CommandRow>({
+          const claimed = await client.query<ClaimedRow>({
             text: this.sql.claimDue,
             types: RAW_TYPES,
             values: [values[0], [type], free, ...values.slice(3)],
           });
-          return claimed.rows.map(toRecord).sort(byClaimOrder) as Port.ClaimedCommand[];
+          return claimedRecords(claimed.rows, values);
         }),
       claimOthers: (others, max) => this.claimUnlimited([values[0], others, max, ...values.slice(3)]),
     });
@@ -282,11 +282,9 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     // The claim that follows a notification runs on the LISTEN connection that just delivered it.
     // That connection is always a direct one: its statements may be prepared.
     const lent = this.wakeups.lendAfterWake((on) =>
-      this.prepared<CommandRow>(on, this.sql.claimDue, values, true),
+      this.prepared<ClaimedRow>(on, this.sql.claimDue, values, true),
     );
-    const rows = await (lent ?? this.hot<CommandRow>(this.sql.claimDue, values));
-    // RETURNING has no order; the port promises claim order.
-    return rows.map(toRecord).sort(byClaimOrder) as Port.ClaimedCommand[];
+    return claimedRecords(await (lent ?? this.hot<ClaimedRow>(this.sql.claimDue, values)), values);
   }
 
   async claimById(p: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
@@ -627,6 +625,16 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
  */
 function preparedName(text: string): string {
   return `asynccmd_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+}
+
+/**
+ * claimDue's rows as the commands claimed, in claim order (RETURNING has none; the port promises
+ * it). `values` are claimDue's: now, types, limit, token, lease ms, instance.
+ */
+function claimedRecords(rows: ClaimedRow[], values: readonly unknown[]): Port.ClaimedCommand[] {
+  const token = values[3] as string;
+  const instance = values[5] as string | null;
+  return rows.map((row) => claimedRecord(row, token, instance)).sort(byClaimOrder) as Port.ClaimedCommand[];
 }
 
 /** Parallel arrays of ids and tokens for the fenced batch statements. */

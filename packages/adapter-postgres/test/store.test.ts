@@ -574,6 +574,46 @@ describe('PostgresCommandStore', () => {
     }
   });
 
+  it('hands out each claimed command exactly as reading it back shows it, the values the claim wrote included', async () => {
+    await store.transaction((tx) =>
+      store.insert(tx, [
+        command('claimed.rows', { n: 1 }, { bizKey: 'b-1', owner: 'billing', headers: { trace: 'x' } }),
+        command('claimed.rows', { n: 2 }, { priority: 3, orderingKey: 'k' }),
+      ]),
+    );
+    const token = randomUUID();
+    const claimed = await store.claimDue({
+      types: ['claimed.rows'],
+      limit: 10,
+      now: new Date(Date.now() + 1),
+      token,
+      leaseMs: 45_000,
+      instance: 'worker-7',
+    });
+    expect(claimed).toHaveLength(2);
+    for (const c of claimed) {
+      expect(c).toMatchObject({ status: 'RUNNING', claimToken: token, claimedBy: 'worker-7' });
+      expect(c.updatedAt).toEqual(c.startedAt);
+      expect(c.leaseUntil!.getTime() - c.startedAt!.getTime()).toBe(45_000);
+      expect(c).toEqual(await store.get(c.id));
+    }
+    const anonymous = await store.transaction(async (tx) => {
+      await store.insert(tx, [command('claimed.anonymous')]);
+      return randomUUID();
+    });
+    const [unnamed] = await store.claimDue({
+      types: ['claimed.anonymous'],
+      limit: 1,
+      now: new Date(Date.now() + 1),
+      token: anonymous,
+      leaseMs: 1_000,
+    });
+    expect(unnamed).toMatchObject({ claimToken: anonymous, claimedBy: null });
+    expect(unnamed).toEqual(await store.get(unnamed!.id));
+    // Finished, so no later test finds them running.
+    await store.complete([...claimed, unnamed!].map((c) => ({ id: c.id, token: c.claimToken })));
+  });
+
   it('keeps times exact to the millisecond', async () => {
     const runAt = new Date('2031-02-03T04:05:06.789Z');
     const [id] = await store.transaction((tx) => store.insert(tx, [command('times', {}, { runAt })]));
