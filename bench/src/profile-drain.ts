@@ -5,18 +5,25 @@ import { parseArgs } from 'node:util';
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
 import { claimLoop, type ClaimedBatch } from './baselines/claim-loop.js';
 import { claimPgBatch, rawTable, seedPending } from './baselines/raw-sql-pg.js';
-import { claimSqliteBatch, openSqlite, seedPendingSqlite } from './baselines/raw-sql-sqlite.js';
+import { claimSqliteBatch, openSqlite, seedPendingSqlite, SQLITE_TABLE } from './baselines/raw-sql-sqlite.js';
 import { pgPool, recreateSchema, PG_URL } from './pg.js';
 import { BENCH_TYPE, type BenchPayload } from './protocol.js';
 import { migrateWith } from './scenarios/migrate.js';
+import { ORDERING_KEYS, usageUpdate, type FeatureUsage } from './scenarios/usage.js';
 import { benchRuntime, openStore } from './systems/asynccmd.js';
 import { createPostgresStore } from '@asynccmd/adapter-postgres';
+import { createMysqlStore } from '@asynccmd/adapter-mysql';
+import { MYSQL_TABLE, seedPendingMysql } from './baselines/raw-sql-mysql.js';
+import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from './mysql.js';
 
-const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw]
+const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw] [--keyed]
   Drains N pre-inserted no-op commands with asynccmd's defaults in this one process, R times,
   and prints CPU µs per command (process.cpuUsage, from start to stop), the rate and peak RSS.
-  --raw drains with the raw batch-500 SQL loop instead (the physical reference).
+  --raw drains with the raw batch-500 SQL loop instead (the physical reference; pg and sqlite).
+  mysql: the skip-locked claim strategy, on the database bench_profile.
   --rounds also counts poll rounds and rows per claiming round.
+  --instances N runs N runtimes in this process, each with its own store, claiming from one table.
+  --keyed spreads the backlog over ORDERING_KEYS ordering keys, as the bench's "ordering keys" row.
   For profiling: node --cpu-prof bench/dist/profile-drain.js …`;
 
 const SCHEMA = 'bench_profile';
@@ -34,21 +41,35 @@ async function main(): Promise<void> {
       repeats: { type: 'string', default: '1' },
       rounds: { type: 'boolean', default: false },
       raw: { type: 'boolean', default: false },
+      keyed: { type: 'boolean', default: false },
+      instances: { type: 'string', default: '1' },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) return console.log(USAGE);
   const total = Number(values.total);
   const concurrency = Number(values.concurrency);
+  const usage = values.keyed ? 'ordering keys' : undefined;
+  const instances = Number(values.instances);
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-profile-'));
   try {
     for (let r = 0; r < Number(values.repeats); r++) {
       const result =
         values.db === 'sqlite'
-          ? await drainSqlite(join(dir, `p${r}.db`), total, concurrency, values.rounds, values.raw)
-          : await drainPg(total, concurrency, values.rounds, values.raw);
+          ? await drainSqlite(
+              join(dir, `p${r}.db`),
+              total,
+              concurrency,
+              values.rounds,
+              values.raw,
+              usage,
+              instances,
+            )
+          : values.db === 'mysql'
+            ? await drainMysql(total, concurrency, values.rounds, usage, instances)
+            : await drainPg(total, concurrency, values.rounds, values.raw, usage, instances);
       console.log(
-        `${values.db} C=${concurrency} ${total} commands: ${Math.round(result.rate)}/s, ` +
+        `${values.db} C=${concurrency} ${total} commands${usage ? ` over ${ORDERING_KEYS} ordering keys` : ''}: ${Math.round(result.rate)}/s, ` +
           `${result.cpuUs.toFixed(1)} µs CPU per command, peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB` +
           result.rounds,
       );
@@ -69,6 +90,8 @@ async function drainPg(
   concurrency: number,
   rounds: boolean,
   raw: boolean,
+  usage: FeatureUsage | undefined,
+  instances: number,
 ): Promise<ProfileResult> {
   const admin = pgPool(1);
   try {
@@ -78,6 +101,8 @@ async function drainPg(
     );
     await admin.query(`ALTER TABLE ${rawTable(SCHEMA)} SET (autovacuum_enabled = false)`);
     await seedPending(admin, rawTable(SCHEMA), BENCH_TYPE, total);
+    const update = usageUpdate(rawTable(SCHEMA), usage, (a, b) => `${a} || (${b})::text`);
+    if (update) await admin.query(update);
   } finally {
     await admin.end();
   }
@@ -90,8 +115,10 @@ async function drainPg(
       await pool.end();
     }
   }
-  const store = await openStore({ kind: 'asynccmd-pg', schema: SCHEMA }, 4);
-  return drain(store, total, concurrency, rounds);
+  const stores = await Promise.all(
+    Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-pg', schema: SCHEMA }, 4)),
+  );
+  return drain(stores, total, concurrency, rounds);
 }
 
 async function drainSqlite(
@@ -100,10 +127,14 @@ async function drainSqlite(
   concurrency: number,
   rounds: boolean,
   raw: boolean,
+  usage: FeatureUsage | undefined,
+  instances: number,
 ): Promise<ProfileResult> {
   await migrateWith(() => createSqliteStore({ filename }));
   const db = openSqlite(filename);
   seedPendingSqlite(db, BENCH_TYPE, total);
+  const update = usageUpdate(SQLITE_TABLE, usage, (a, b) => `${a} || (${b})`);
+  if (update) db.exec(update);
   if (raw) {
     try {
       return await rawDrain(total, async () => claimSqliteBatch(db, BENCH_TYPE, RAW_BATCH));
@@ -112,11 +143,46 @@ async function drainSqlite(
     }
   }
   db.close();
-  const store = await openStore({ kind: 'asynccmd-sqlite', filename }, 4);
-  return drain(store, total, concurrency, rounds);
+  const stores = await Promise.all(
+    Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-sqlite', filename }, 4)),
+  );
+  return drain(stores, total, concurrency, rounds);
 }
 
 const RAW_BATCH = 500;
+const MYSQL_DATABASE = 'bench_profile';
+
+async function drainMysql(
+  total: number,
+  concurrency: number,
+  rounds: boolean,
+  usage: FeatureUsage | undefined,
+  instances: number,
+): Promise<ProfileResult> {
+  const admin = mysqlPool(1);
+  try {
+    await recreateDatabase(admin, MYSQL_DATABASE);
+  } finally {
+    await admin.end();
+  }
+  await migrateWith(() =>
+    createMysqlStore({ connection: { ...MYSQL_CONFIG, database: MYSQL_DATABASE }, connectionLimit: 1 }),
+  );
+  const pool = mysqlPool(1, MYSQL_DATABASE);
+  try {
+    await seedPendingMysql(pool, BENCH_TYPE, total);
+    const update = usageUpdate(MYSQL_TABLE, usage, (a, b) => `CONCAT(${a}, ${b})`);
+    if (update) await pool.query(update);
+  } finally {
+    await pool.end();
+  }
+  const stores = await Promise.all(
+    Array.from({ length: instances }, () =>
+      openStore({ kind: 'asynccmd-mysql', database: MYSQL_DATABASE, claimStrategy: 'skip-locked' }, 4),
+    ),
+  );
+  return drain(stores, total, concurrency, rounds);
+}
 
 async function rawDrain(total: number, claim: () => Promise<ClaimedBatch | null>): Promise<ProfileResult> {
   let executed = 0;
@@ -136,7 +202,7 @@ async function rawDrain(total: number, claim: () => Promise<ClaimedBatch | null>
 }
 
 async function drain(
-  store: Awaited<ReturnType<typeof openStore>>,
+  stores: readonly Awaited<ReturnType<typeof openStore>>[],
   total: number,
   concurrency: number,
   countRounds: boolean,
@@ -144,39 +210,62 @@ async function drain(
   let executed = 0;
   let done: () => void = () => undefined;
   const all = new Promise<void>((resolve) => (done = resolve));
-  const runtime = benchRuntime(
-    store,
-    { concurrency },
-    {
-      mode: 'ASYNC_POOL',
-      onExecute: (_payload: BenchPayload) => {
-        if (++executed === total) done();
+  const runtimes = stores.map((store) =>
+    benchRuntime(
+      store,
+      { concurrency },
+      {
+        mode: 'ASYNC_POOL',
+        onExecute: (_payload: BenchPayload) => {
+          if (++executed === total) done();
+        },
       },
-    },
+    ),
   );
   let rounds = 0;
   let claiming = 0;
   let claimed = 0;
-  if (countRounds)
+  let lastEnd: number | null = null;
+  const roundMs: number[] = [];
+  const gapMs: number[] = [];
+  for (const runtime of runtimes.slice(0, countRounds ? runtimes.length : 0))
     runtime.events.onKind('round', (event) => {
       rounds++;
       if (event.claimed > 0) claiming++;
       claimed += event.claimed;
+      const end = performance.now();
+      roundMs.push(event.durationMs);
+      if (lastEnd !== null) gapMs.push(end - event.durationMs - lastEnd);
+      if (runtimes.length === 1) lastEnd = end;
+      if (process.env.TRACE_ROUNDS)
+        console.log(
+          `round ${rounds} at ${(end - t0).toFixed(1)} ms: claimed ${event.claimed} in ${event.durationMs.toFixed(1)} ms, executed ${executed}`,
+        );
     });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await runtime.start();
+  await Promise.all(runtimes.map((runtime) => runtime.start()));
   await all;
-  await runtime.stop();
+  await Promise.all(runtimes.map((runtime) => runtime.stop()));
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   return {
     rate: (total / ms) * 1000,
     cpuUs: (cpu.user + cpu.system) / total,
     rounds: countRounds
-      ? `, ${rounds} rounds, ${(claimed / Math.max(1, claiming)).toFixed(1)} rows per claiming round`
+      ? `, ${rounds} rounds, ${(claimed / Math.max(1, claiming)).toFixed(1)} rows per claiming round, ` +
+        `round ms p50/p90/max ${quantiles(roundMs)}, wait between rounds ms p50/p90/max ${quantiles(gapMs)}`
       : '',
   };
+}
+
+/** p50/p90/max of `values`, in ms with one decimal. */
+function quantiles(values: number[]): string {
+  if (values.length === 0) return '-';
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number): string =>
+    (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(1);
+  return `${at(0.5)}/${at(0.9)}/${(sorted[sorted.length - 1] ?? 0).toFixed(1)}`;
 }
 
 main().then(

@@ -1,4 +1,5 @@
 import type { Logger, RevokedClaim, WakeupChannel } from '@asynccmd/core';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { ClientBase, ClientConfig, Notification, Pool } from 'pg';
 import { REVOKED_PAYLOAD } from './sql.js';
@@ -32,7 +33,9 @@ export interface PostgresWakeupsOptions {
  * transaction: a NOTIFY takes a global lock at commit and would serialise concurrent commits.
  * For the store's own transactions, notifyOnCommit(tx) sends it right after their COMMIT in the
  * same round trip (see pipeline/README.md): listeners hear of the work as the commit
- * returns, a round trip earlier than a NOTIFY sent once COMMIT has come back.
+ * returns, a round trip earlier than a NOTIFY sent once COMMIT has come back. notify() also wakes
+ * this store's own subscribers directly, and its NOTIFY carries a payload of this store's own, which
+ * the LISTEN connection ignores when it comes back (the wake-up it stands for was given already).
  *
  * subscribe() holds one dedicated LISTEN connection. When it dies (server restart,
  * pg_terminate_backend, network) it reconnects on its own with backoff and then wakes the
@@ -62,6 +65,8 @@ export class PostgresWakeups implements WakeupChannel {
   private lent: Promise<void> | null = null;
   /** A notification arrived since the LISTEN connection was last lent. */
   private notified = false;
+  /** The payload of the NOTIFYs notify() sends, so that the LISTEN connection knows them for its own. */
+  private readonly ownPayload = `wake ${randomUUID()}`;
 
   constructor(private readonly options: PostgresWakeupsOptions) {}
 
@@ -130,7 +135,19 @@ export class PostgresWakeups implements WakeupChannel {
     if (this.lent === lent) this.lent = null;
   }
 
+  /**
+   * Announces committed work: to this store's own subscribers at once, and to other processes by
+   * a NOTIFY. The LISTEN connection ignores that NOTIFY when it comes back: heard again a round
+   * trip later, it would wake the subscribers a second time, typically while the claim that the
+   * first wake-up started is running or just done, for a round that finds nothing new.
+   */
   notify(): void {
+    this.wake();
+    this.sendSoon();
+  }
+
+  /** The NOTIFY of notify(), now or folded into the one at the end of the open window. */
+  private sendSoon(): void {
     if (this.takeWindow()) this.send();
   }
 
@@ -170,7 +187,7 @@ export class PostgresWakeups implements WakeupChannel {
       this.windowTimer = null;
       if (this.notifyPending) {
         this.notifyPending = false;
-        this.notify();
+        this.sendSoon();
       }
     }, this.options.windowMs);
     this.windowTimer.unref();
@@ -187,10 +204,12 @@ export class PostgresWakeups implements WakeupChannel {
   }
 
   private send(): void {
-    this.options.pool.query('SELECT pg_notify($1, $2)', [this.options.channel, '']).catch((err: unknown) => {
-      // Harmless: listeners fall back to polling.
-      this.options.logger.warn({ err }, 'asynccmd: PostgreSQL NOTIFY failed');
-    });
+    this.options.pool
+      .query('SELECT pg_notify($1, $2)', [this.options.channel, this.ownPayload])
+      .catch((err: unknown) => {
+        // Harmless: listeners fall back to polling.
+        this.options.logger.warn({ err }, 'asynccmd: PostgreSQL NOTIFY failed');
+      });
   }
 
   private ensureListening(): Promise<void> {
@@ -206,7 +225,7 @@ export class PostgresWakeups implements WakeupChannel {
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
     client.on('notification', (msg: Notification) => {
-      if (msg.channel !== this.options.channel) return;
+      if (msg.channel !== this.options.channel || msg.payload === this.ownPayload) return;
       const revoked = REVOKED_PAYLOAD.exec(msg.payload ?? '');
       if (revoked) return this.revoked(revoked);
       this.notified = true;

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClaimRef, Logger } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresCommandStore } from '../src/index.js';
+import { tableNames } from '../src/names.js';
 import { adminQuery, command, dropSchema, openStore, uniqueSchema } from './helpers.js';
 
 const schema = uniqueSchema('acpg_loss');
@@ -144,7 +145,8 @@ describe('PostgreSQL connection loss', () => {
     for (let i = 0; i < 500 && !store.wakeups.listening; i++) await sleep(10);
     expect(store.wakeups.listening).toBe(true);
     const before = wakes;
-    store.wakeups.notify();
+    // Sent from outside the store: notify() would wake its own subscriber without the LISTEN.
+    await adminQuery(`SELECT pg_notify($1, '')`, [tableNames(schema, 'async_command').channel]);
     for (let i = 0; i < 500 && wakes === before; i++) await sleep(10);
     expect(wakes).toBeGreaterThan(before);
     await stop();

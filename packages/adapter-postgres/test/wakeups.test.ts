@@ -68,6 +68,30 @@ describe('PostgreSQL wake-ups', () => {
     expect(receiver.wakeups.listening).toBe(false);
   });
 
+  it('wakes its own subscribers at once and is not woken again by its own NOTIFY, which other stores hear', async () => {
+    let own = 0;
+    let other = 0;
+    const stopOwn = await sender.wakeups.subscribe(() => (own += 1));
+    const stopOther = await receiver.wakeups.subscribe(() => (other += 1));
+    try {
+      await sleep(150); // let earlier windows close
+      sender.wakeups.notify();
+      expect(own).toBe(1); // synchronously, before any NOTIFY could come back
+      for (let i = 0; i < 400 && other === 0; i++) await sleep(5);
+      expect(other).toBe(1);
+      // The sender's LISTEN connection got the same NOTIFY before the other store did or about
+      // then (one server, one commit); a NOTIFY sent after it, from outside, proves its LISTEN
+      // connection delivers, and that its own one was skipped.
+      await adminQuery(`SELECT pg_notify($1, '')`, [tableNames(schema, 'async_command').channel]);
+      for (let i = 0; i < 400 && (own < 2 || other < 2); i++) await sleep(5);
+      await sleep(50); // anything else on its way arrives meanwhile
+      expect(own).toBe(2);
+      expect(other).toBe(2);
+    } finally {
+      await Promise.all([stopOwn(), stopOther()]);
+    }
+  });
+
   it('coalesces a burst of notifies into at most one NOTIFY per window', async () => {
     let wakes = 0;
     const stop = await receiver.wakeups.subscribe(() => (wakes += 1));

@@ -132,7 +132,8 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       interceptors: options.interceptors ?? [],
       leases: this.leases,
       outcomes: this.#outcomes,
-      onClaimable: () => {
+      onClaimable: (by) => {
+        if (by === 'succeeded') return this.scheduler.freed();
         store.wakeups?.notify();
         this.scheduler.wake();
       },

@@ -27,10 +27,10 @@ export interface CommandRunnerDeps {
   readonly outcomes: OutcomeWriter;
   readonly outage: StoreOutage;
   /**
-   * A command became claimable now (wake the claimers): a requeued one this instance let go of, or
-   * the next of an ordering key whose command succeeded here.
+   * A command became claimable now (wake the claimers): a requeued one this instance let go of
+   * (`released`), or the next of an ordering key whose command succeeded here (`succeeded`).
    */
-  readonly onClaimable: () => void;
+  readonly onClaimable: (by: 'released' | 'succeeded') => void;
 }
 
 /**
@@ -152,7 +152,7 @@ export class CommandRunner implements ExecutionHost {
               this.deps.events.emit({ kind: 'succeeded', command: execution.command, durationMs });
             }
             // The next command of its ordering key can be claimed now, here or elsewhere.
-            if (execution.command.orderingKey !== null) this.deps.onClaimable();
+            if (execution.command.orderingKey !== null) this.deps.onClaimable('succeeded');
           }
         } catch (error) {
           this.#recordingFailed(execution, error);
@@ -255,7 +255,7 @@ export class CommandRunner implements ExecutionHost {
     const { store, logger, onClaimable } = this.deps;
     void execution.executorSettled.then(async () => {
       try {
-        if ((await store.releaseRevoked([execution.ref])).length > 0) onClaimable();
+        if ((await store.releaseRevoked([execution.ref])).length > 0) onClaimable('released');
       } catch (error) {
         logger.debug(
           { err: error, id: execution.command.id },

@@ -41,6 +41,13 @@ export interface RoundResult {
   readonly starved: boolean;
 }
 
+/**
+ * How many commands a round claims at most per group, beside the room of its pool: null for no
+ * more than that room. A round woken only because ordering keys were freed here claims at most
+ * one command per freed key (see Scheduler.freed).
+ */
+export type RoundCap = number | null;
+
 export interface SchedulerState {
   readonly running: boolean;
   readonly stopping: boolean;
@@ -91,6 +98,12 @@ export class Scheduler {
   readonly #topUp = new Set<WorkPool>();
   readonly #topUpTimers = new Map<WorkPool, NodeJS.Timeout>();
   #unsubscribe: (() => Promise<void>) | null = null;
+  /**
+   * Commands of ordering keys that succeeded here since the last round began (see `freed`), and
+   * whether any other wake-up came meanwhile: a round woken by freed keys alone is sized by them.
+   */
+  #freedKeys = 0;
+  #otherWake = true;
 
   constructor(
     private readonly deps: SchedulerDeps,
@@ -111,7 +124,7 @@ export class Scheduler {
    * hungry groups whose pool has at least `refillAt` free places, or whose free places have waited
    * the pool's `refillWaitMs`.
    */
-  async runRound(reason: WakeReason = 'poll'): Promise<RoundResult> {
+  async runRound(reason: WakeReason = 'poll', cap: RoundCap = null): Promise<RoundResult> {
     const { store, clock, tokens, runner, dispatcher, events, instance } = this.deps;
     const began = performance.now();
     const reclaimed = this.#reclaimed;
@@ -132,7 +145,10 @@ export class Scheduler {
         if (this.#stopping) break;
         if (refill && !group.hungry) continue;
         const { pool, types, leaseMs } = group;
-        const limit = budget.get(pool) ?? (pool === null ? this.options.scheduledBatchSize : pool.free);
+        const room = budget.get(pool) ?? (pool === null ? this.options.scheduledBatchSize : pool.free);
+        // The cap is for groups whose last claim found all there was; where work was left waiting,
+        // a wake-up claims the room, as always.
+        const limit = cap === null || group.hungry ? room : Math.min(room, cap);
         if (limit <= 0 || (refill && pool !== null && limit < pool.refillAt && !topUp.has(pool))) {
           // No (useful) room: claiming now would leave rows sitting in memory, or cost a statement
           // for a slot or two. The pool wakes the loop once it has freed enough.
@@ -148,10 +164,14 @@ export class Scheduler {
         if (limitedTypes !== null) await this.deps.typeLimits.ready();
         const rows = await store.claimDue(limitedTypes === null ? params : { ...params, limitedTypes });
         pool?.claimTook(performance.now() - claimStarted);
-        budget.set(pool, limit - rows.length);
+        budget.set(pool, room - rows.length);
         claimed += rows.length;
-        group.hungry = rows.length === limit;
-        full ||= group.hungry;
+        // A claim that came back short found all there was. A full one means more is probably
+        // waiting — unless it stopped at the cap, not at the room: then it says nothing of the rest.
+        const capped = limit < room;
+        if (rows.length < limit) group.hungry = false;
+        else if (!capped) group.hungry = true;
+        full ||= group.hungry && !capped;
         for (const row of rows) {
           // Claimed for the pool's free places: it queues them all (SCHEDULED: run here).
           const run = dispatcher.dispatch(runner.track(row, 'poll'), pool !== null);
@@ -179,6 +199,7 @@ export class Scheduler {
     if (this.#loop) return;
     this.#stopping = false;
     this.#wake = new WakeSignal(); // wake-ups from before the start: the first round runs at once anyway
+    this.#otherWake = true;
     for (const group of this.#groups) group.hungry = true;
     const wakeups = this.deps.store.wakeups;
     if (wakeups) {
@@ -209,6 +230,22 @@ export class Scheduler {
 
   /** Ends the current sleep: new work was submitted in this process or announced by the store. */
   wake(): void {
+    this.#otherWake = true;
+    this.#wake.wake();
+  }
+
+  /**
+   * A command this instance ran made another claimable: the next of its ordering key, once its
+   * success is written. The next round claims here, at once. When nothing else woke the loop,
+   * that round asks for at most one command per key freed since the last round: the claim walks
+   * the claim order past every command held back by an earlier one of its key, and stops only
+   * when it has as many as it asked for — asking for more than the freed keys can give sends it
+   * over the whole held-back backlog, on every round. The other instances are woken (store
+   * wake-ups) only when this round had no room for all it may find; waking them for every freed
+   * key would send each of them on that walk for keys this instance is taking itself.
+   */
+  freed(): void {
+    this.#freedKeys += 1;
     this.#wake.wake();
   }
 
@@ -269,11 +306,18 @@ export class Scheduler {
     let reason: WakeReason = 'work';
     while (!this.#stopping) {
       let full: boolean;
+      const freedKeys = this.#freedKeys;
+      const cap = reason === 'work' && !this.#otherWake && freedKeys > 0 ? freedKeys : null;
+      this.#freedKeys = 0;
+      this.#otherWake = false;
       try {
-        full = (await this.runRound(reason)).full;
+        const round = await this.runRound(reason, cap);
+        full = round.full;
+        if (freedKeys > 0 && (round.full || round.starved)) this.deps.store.wakeups?.notify();
         this.deps.outage.succeeded('poll');
         this.#failures = 0;
       } catch (error) {
+        if (freedKeys > 0) this.deps.store.wakeups?.notify(); // others may claim what this one could not
         this.#failures = this.deps.outage.failed('poll', error);
         await this.#wake.wait(outageDelayMs(this.#failures, Math.max(this.options.pollIntervalMs, 5_000)));
         reason = 'work';
@@ -291,6 +335,12 @@ export class Scheduler {
         // chain without ever letting outcome writes, heartbeats or I/O run.
         if (reason !== 'poll') await nextTurn();
       }
+      // Wake-ups that came before this round's claims are sent are answered by them: what caused
+      // them (a commit, a written outcome) is visible to those claims. Left pending, they would run
+      // a second round at once — typically while the outcomes of the commands this round claims
+      // are still being written, so it finds every ordering key they hold still held and claims
+      // nothing, after walking the whole held-back backlog.
+      if (this.#wake.take() === 'work') reason = 'work';
     }
   }
 }
