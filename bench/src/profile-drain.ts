@@ -54,20 +54,13 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-profile-'));
   try {
     for (let r = 0; r < Number(values.repeats); r++) {
+      const run: DrainRun = { total, concurrency, rounds: values.rounds, raw: values.raw, usage, instances };
       const result =
         values.db === 'sqlite'
-          ? await drainSqlite(
-              join(dir, `p${r}.db`),
-              total,
-              concurrency,
-              values.rounds,
-              values.raw,
-              usage,
-              instances,
-            )
+          ? await drainSqlite(join(dir, `p${r}.db`), run)
           : values.db === 'mysql'
-            ? await drainMysql(total, concurrency, values.rounds, usage, instances)
-            : await drainPg(total, concurrency, values.rounds, values.raw, usage, instances);
+            ? await drainMysql(run)
+            : await drainPg(run);
       console.log(
         `${values.db} C=${concurrency} ${total} commands${usage ? ` over ${ORDERING_KEYS} ordering keys` : ''}: ${Math.round(result.rate)}/s, ` +
           `${result.cpuUs.toFixed(1)} µs CPU per command, peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB` +
@@ -85,14 +78,18 @@ interface ProfileResult {
   readonly rounds: string;
 }
 
-async function drainPg(
-  total: number,
-  concurrency: number,
-  rounds: boolean,
-  raw: boolean,
-  usage: FeatureUsage | undefined,
-  instances: number,
-): Promise<ProfileResult> {
+/** What one drain runs: its size and the options it was given. */
+interface DrainRun {
+  readonly total: number;
+  readonly concurrency: number;
+  readonly rounds: boolean;
+  readonly raw: boolean;
+  readonly usage: FeatureUsage | undefined;
+  /** Runtimes in this process, each with its own store. */
+  readonly instances: number;
+}
+
+async function drainPg({ total, raw, usage, instances, ...run }: DrainRun): Promise<ProfileResult> {
   const admin = pgPool(1);
   try {
     await recreateSchema(admin, SCHEMA);
@@ -118,17 +115,12 @@ async function drainPg(
   const stores = await Promise.all(
     Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-pg', schema: SCHEMA }, 4)),
   );
-  return drain(stores, total, concurrency, rounds);
+  return drain(stores, total, run.concurrency, run.rounds);
 }
 
 async function drainSqlite(
   filename: string,
-  total: number,
-  concurrency: number,
-  rounds: boolean,
-  raw: boolean,
-  usage: FeatureUsage | undefined,
-  instances: number,
+  { total, raw, usage, instances, ...run }: DrainRun,
 ): Promise<ProfileResult> {
   await migrateWith(() => createSqliteStore({ filename }));
   const db = openSqlite(filename);
@@ -146,19 +138,13 @@ async function drainSqlite(
   const stores = await Promise.all(
     Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-sqlite', filename }, 4)),
   );
-  return drain(stores, total, concurrency, rounds);
+  return drain(stores, total, run.concurrency, run.rounds);
 }
 
 const RAW_BATCH = 500;
 const MYSQL_DATABASE = 'bench_profile';
 
-async function drainMysql(
-  total: number,
-  concurrency: number,
-  rounds: boolean,
-  usage: FeatureUsage | undefined,
-  instances: number,
-): Promise<ProfileResult> {
+async function drainMysql({ total, usage, instances, ...run }: DrainRun): Promise<ProfileResult> {
   const admin = mysqlPool(1);
   try {
     await recreateDatabase(admin, MYSQL_DATABASE);
@@ -181,7 +167,7 @@ async function drainMysql(
       openStore({ kind: 'asynccmd-mysql', database: MYSQL_DATABASE, claimStrategy: 'skip-locked' }, 4),
     ),
   );
-  return drain(stores, total, concurrency, rounds);
+  return drain(stores, total, run.concurrency, run.rounds);
 }
 
 async function rawDrain(total: number, claim: () => Promise<ClaimedBatch | null>): Promise<ProfileResult> {

@@ -1,10 +1,8 @@
 import type { CommandEvent, CommandStore } from '@asynccmd/core';
 import { createAsyncCommands, defineExecutor, type AsyncCommandsOptions } from '@asynccmd/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
-import { mysqlRuntimeHarness } from './mysql-harness.js';
-import { postgresRuntimeHarness } from './postgres-harness.js';
-import { sqliteRuntimeHarness } from './sqlite-harness.js';
+import { RUNTIME_HARNESSES } from './all-harnesses.js';
+import type { RuntimeHarness } from './harness.js';
 
 async function waitFor(what: string, condition: () => boolean, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -23,13 +21,7 @@ async function backlog(store: CommandStore, type: string, n: number): Promise<vo
   await store.transaction((tx) => store.insert(tx, rows));
 }
 
-const harnesses: [string, RuntimeHarnessFactory][] = [
-  ['SQLite', sqliteRuntimeHarness as RuntimeHarnessFactory],
-  ['PostgreSQL', postgresRuntimeHarness as RuntimeHarnessFactory],
-  ['MySQL/MariaDB', mysqlRuntimeHarness as RuntimeHarnessFactory],
-];
-
-describe.each(harnesses)('claims sized by the backlog, by default, on %s', (_name, factory) => {
+describe.each(RUNTIME_HARNESSES)('claims sized by the backlog, by default, on %s', (_name, factory) => {
   let harness: RuntimeHarness | null = null;
   const stops: (() => Promise<void>)[] = [];
   let seq = 0;

@@ -1,10 +1,8 @@
 import type { CommandEvent } from '@asynccmd/core';
 import { createAsyncCommands, defineExecutor } from '@asynccmd/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RuntimeHarness, RuntimeHarnessFactory } from './harness.js';
-import { mysqlRuntimeHarness } from './mysql-harness.js';
-import { postgresRuntimeHarness } from './postgres-harness.js';
-import { sqliteRuntimeHarness } from './sqlite-harness.js';
+import { RUNTIME_HARNESSES } from './all-harnesses.js';
+import type { RuntimeHarness } from './harness.js';
 
 async function waitFor(what: string, condition: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -14,13 +12,7 @@ async function waitFor(what: string, condition: () => boolean, timeoutMs: number
   }
 }
 
-const harnesses: [string, RuntimeHarnessFactory][] = [
-  ['SQLite', sqliteRuntimeHarness as RuntimeHarnessFactory],
-  ['MySQL/MariaDB', mysqlRuntimeHarness as RuntimeHarnessFactory],
-  ['PostgreSQL', postgresRuntimeHarness as RuntimeHarnessFactory],
-];
-
-describe.each(harnesses)('wake-ups between instances on %s', (_name, factory) => {
+describe.each(RUNTIME_HARNESSES)('wake-ups between instances on %s', (_name, factory) => {
   let harness: RuntimeHarness | null = null;
   const stops: (() => Promise<void>)[] = [];
 
