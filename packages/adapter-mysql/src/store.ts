@@ -353,16 +353,16 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
 
   async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
     const lease = this.input.leaseMs(leaseMs) * 1000;
-    const { count, values } = refValues(this.input.refs(refs));
+    const { count, tokens, values } = refValues(this.input.refs(refs));
     if (count === 0) return [];
     // Extending a lease twice is harmless, so a lost connection just means: do it again.
     const updated = await retryConnectionLoss(() =>
-      retryLockConflicts(() => write(this.pool, this.sql.heartbeat(count), [lease, ...values])),
+      retryLockConflicts(() => write(this.pool, this.sql.heartbeat(tokens), [lease, ...values])),
     );
     if (updated.affectedRows === count) return [...refs];
     const held = await select<{ id: string; claim_token: string }>(
       this.pool,
-      this.sql.heldRefs(count),
+      this.sql.heldRefs(tokens),
       values,
     );
     const live = new Set(held.map((r) => `${r.id} ${r.claim_token}`));
@@ -371,16 +371,16 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
 
   async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     const checkedRefs = this.input.refs(refs);
-    const { count, values } = refValues(checkedRefs);
+    const { count, tokens, values } = refValues(checkedRefs);
     if (count === 0) return [];
     // Completing again after a lost connection is harmless: the read below reports the refs whose
     // command is SUCCESS under their own claim, finished by the first try or the second.
     const updated = await retryConnectionLoss(() =>
-      retryLockConflicts(() => write(this.pool, this.sql.complete(count), values)),
+      retryLockConflicts(() => write(this.pool, this.sql.complete(tokens), values)),
     );
     const ids = unique(checkedRefs.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
-    const done = await select<{ id: string }>(this.pool, this.sql.completedBy(count), values);
+    const done = await select<{ id: string }>(this.pool, this.sql.completedBy(tokens), values);
     return inCallersOrder(
       ids,
       done.map((r) => String(r.id)),
@@ -409,11 +409,11 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       return updated.affectedRows === 1 ? [one.id] : this.failedBefore(checked);
     }
     // Many: lock the rows whose claim still holds, then write each one's outcome in one statement.
-    const { count, values } = refValues(checked);
+    const { tokens, values } = refValues(checked);
     const written = await retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = new Set(
-          (await select<{ id: string; claim_token: string }>(conn, this.sql.lockHeld(count), values)).map(
+          (await select<{ id: string; claim_token: string }>(conn, this.sql.lockHeld(tokens), values)).map(
             (r) => `${String(r.id)} ${r.claim_token}`,
           ),
         );
@@ -465,15 +465,15 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   /** In one transaction: lock the rows `lock` finds for these refs, then `move` exactly those (bound: their ids). */
   private async lockThenMove(
     refs: readonly Port.ClaimRef[],
-    lock: (count: number) => string,
+    lock: (tokens: number) => string,
     move: string,
   ): Promise<Port.CommandId[]> {
     const checked = this.input.refs(refs);
-    const { count, values } = refValues(checked);
+    const { count, tokens, values } = refValues(checked);
     if (count === 0) return [];
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
-        const held = (await select<{ id: string }>(conn, lock(count), values)).map((r) => String(r.id));
+        const held = (await select<{ id: string }>(conn, lock(tokens), values)).map((r) => String(r.id));
         if (held.length > 0) expectAll(await write(conn, move, [held]), held.length, 'release');
         return inCallersOrder(
           checked.map((r) => r.id),
@@ -798,22 +798,26 @@ function requireToken(token: unknown): string {
 }
 
 /**
- * The bound values of sql.ts `refs(count)`, one ref per distinct (id, token): the ids as one list
- * (for `id IN (?)`), then id and token of each ref (for `(id, claim_token) IN ((?, ?), …)`).
+ * The bound values of sql.ts `refs(tokens)` for these refs, each distinct (id, token) once: every
+ * id as one list, then each distinct token, followed (with more than one token) by its refs' ids.
+ * `count` is the number of distinct refs, what a write that found them all changed.
  */
-function refValues(refs: readonly Port.ClaimRef[]): { count: number; values: unknown[] } {
-  const seen = new Set<string>();
+function refValues(refs: readonly Port.ClaimRef[]): { count: number; tokens: number; values: unknown[] } {
+  const byToken = new Map<string, Set<string>>();
   const ids: string[] = [];
-  const pairs: string[] = [];
-  for (const r of refs) {
-    const { id, token } = r;
-    const k = `${id} ${token}`;
-    if (seen.has(k)) continue;
-    seen.add(k);
+  let count = 0;
+  for (const { id, token } of refs) {
+    let held = byToken.get(token);
+    if (held === undefined) byToken.set(token, (held = new Set()));
+    if (held.has(id)) continue;
+    held.add(id);
     ids.push(id);
-    pairs.push(id, token);
+    count++;
   }
-  return { count: ids.length, values: [ids, ...pairs] };
+  const values: unknown[] = [ids];
+  if (byToken.size === 1) for (const token of byToken.keys()) values.push(token);
+  else for (const [token, held] of byToken) values.push(token, [...held]);
+  return { count, tokens: byToken.size, values };
 }
 
 /**
