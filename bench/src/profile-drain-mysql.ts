@@ -177,6 +177,7 @@ function print(
   const lines = [
     `${label} P=${processes} ${total} commands: ${Math.round((total / ms) * 1000)}/s, consumer CPU ${(cpu / total).toFixed(1)} µs/cmd, mariadbd CPU ${(serverCpu / total).toFixed(1)} µs/cmd${notDone ? `, ${notDone} rows not SUCCESS` : ''}`,
     `  consumer CPU ms per process: start ${reports.map((r) => (r.startMicros / 1000).toFixed(0)).join('/')}, to first ${reports.map((r) => (r.toFirstMicros / 1000).toFixed(0)).join('/')}, steady ${reports.map((r) => (r.steadyMicros / 1000).toFixed(0)).join('/')} (${(sum((r) => r.steadyMicros) / total).toFixed(1)} µs/cmd), tail ${reports.map((r) => (r.tailMicros / 1000).toFixed(0)).join('/')}`,
+    `  µs/cmd over each process's first 5000 commands ${mean(reports.flatMap((r) => r.chunks.slice(0, 5))).toFixed(1)}, after them ${mean(reports.flatMap((r) => r.chunks.slice(5))).toFixed(1)}`,
     `  µs/cmd per 1000 commands: ${reports.map((r) => r.chunks.map((c) => c.toFixed(0)).join(' ')).join(' | ')}`,
     `  client: ${per(sum((r) => r.queries))} queries/cmd; statements/cmd ${[...statements]
       .sort()
@@ -192,6 +193,10 @@ function print(
     `  server/cmd: ${SERVER_COUNTERS.map((k) => `${k.replace(/^(Com_|Handler_|Innodb_)/, (p) => p[0] ?? '')} ${per((after.get(k) ?? 0) - (before.get(k) ?? 0))}`).join(', ')}`,
   ];
   console.log(lines.join('\n'));
+}
+
+function mean(xs: readonly number[]): number {
+  return xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length;
 }
 
 async function serverCounters(pool: ReturnType<typeof mysqlPool>): Promise<Map<string, number>> {
@@ -274,7 +279,9 @@ function countQueries(): void {
     const sql = typeof first === 'string' ? first : ((first as { sql?: string }).sql ?? '');
     queries++;
     for (const part of sql.split(';')) {
-      const word = /^\s*(\w+)/.exec(part)?.[1]?.toUpperCase();
+      const head = /^\s*(\w+)(?:\s+(\S+))?/.exec(part);
+      const first = head?.[1]?.toUpperCase();
+      const word = first === 'SELECT' ? `SELECT ${head?.[2] ?? ''}` : first;
       if (word) statements[word] = (statements[word] ?? 0) + 1;
     }
     const cb = args.find((a, i) => i > 0 && typeof a === 'function') as

@@ -24,7 +24,7 @@ import {
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as E from 'fp-ts/lib/Either.js';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
-import type { ClaimPools, ClaimStrategy } from './claim-strategies.js';
+import type { ClaimPools, ClaimRound, ClaimStrategy } from './claim-strategies.js';
 import { CLAIM_STRATEGIES, strategyForServer } from './claim-strategies.js';
 import type { Queryable } from './connection.js';
 import {
@@ -270,14 +270,26 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       limit,
     };
     if (limit === 0 || types.length === 0) return [];
+    const rows = await this.claimRound(round, params.limitedTypes);
+    // A full claim tells the wake-up probe that this claimer is draining a backlog (wakeups.ts).
+    this.wakeups.claimed(types, limit, rows.length);
+    return rows;
+  }
+
+  /** One claim round, its lost races and lost connections settled (see below). */
+  private async claimRound(
+    round: ClaimRound,
+    limitedTypes: readonly string[] | undefined,
+  ): Promise<Port.ClaimedCommand[]> {
+    const { types, limit } = round;
     try {
       const strategy = await this.claimStrategy();
-      const claim = (r: typeof round): Promise<Port.ClaimedCommand[]> =>
+      const claim = (r: ClaimRound): Promise<Port.ClaimedCommand[]> =>
         retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, r)).then(
           (rows) => rows.map(toRecord) as Port.ClaimedCommand[],
         );
-      if (params.limitedTypes === undefined || params.limitedTypes.length === 0) return await claim(round);
-      return await claimWithinLimits(types, params.limitedTypes, limit, {
+      if (limitedTypes === undefined || limitedTypes.length === 0) return await claim(round);
+      return await claimWithinLimits(types, limitedTypes, limit, {
         claimLimited: (type, max) =>
           retryLockConflicts(() =>
             withinTypeLimit(this.pool, this.limitSql, type, max, (conn, free) =>
