@@ -20,7 +20,8 @@ const USAGE = `node bench/dist/profile-drain-mysql.js [--processes P] [--concurr
   --raw drains with the raw batch-500 SQL loop instead. --adapter loads createMysqlStore from
   another build of the adapter (a directory holding its dist/index.js), to compare builds.`;
 
-const DATABASE = 'bench_profile_mysql';
+/** The drain's database: one per run (the parent's pid), so two runs at once do not share it. */
+const DATABASE = `bench_profile_mysql_${process.env['PROFILE_DRAIN_RUN'] ?? process.pid}`;
 
 /** Server counters read before and after a run (global: other clients' statements count too). */
 const SERVER_COUNTERS = [
@@ -106,7 +107,7 @@ async function main(): Promise<void> {
     await seedPendingMysql(db, BENCH_TYPE, total);
     const children = Array.from({ length: processes }, () =>
       fork(fileURLToPath(import.meta.url), process.argv.slice(2), {
-        env: { ...process.env, PROFILE_DRAIN_CHILD: '1' },
+        env: { ...process.env, PROFILE_DRAIN_CHILD: '1', PROFILE_DRAIN_RUN: String(process.pid) },
         ...(values.callgrind === undefined
           ? {}
           : {
@@ -148,6 +149,7 @@ async function main(): Promise<void> {
       `SELECT COUNT(*) AS n FROM ${MYSQL_TABLE} WHERE status <> 'SUCCESS'`,
     );
     await db.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${DATABASE}`);
     await admin.end();
     print(values.label, processes, total, ms, serverCpu, before, after, got, Number(left[0]?.['n']));
   }

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fromUtcText } from '../src/rows.js';
 import type { MysqlCommandStore } from '../src/store.js';
 import { freshDatabase, openStore, perProcess } from './databases.js';
 
@@ -82,24 +81,5 @@ describe('outcome writes of refs from several claim rounds', () => {
     expect(released).toEqual([second[0]!.id]);
     expect((await store.get(first[0]!.id))?.status).toBe('RUNNING');
     expect((await store.get(second[0]!.id))?.status).toBe('PENDING');
-  });
-});
-
-describe('DATETIME text read back as UTC', () => {
-  it.each([
-    '2026-12-01 18:00:00',
-    '2026-12-01 18:00:00.5',
-    '2026-12-01 18:00:00.12',
-    '2026-12-01 18:00:00.123',
-    '2026-12-01 18:00:00.123456',
-    '1000-01-01 00:00:00.000',
-    '9999-12-31 23:59:59.999',
-    '2024-02-29 12:00:00.001',
-  ])('%s reads as the date parser reads it', (text) => {
-    expect(fromUtcText(text).toISOString()).toBe(new Date(`${text.replace(' ', 'T')}Z`).toISOString());
-  });
-
-  it.each(['', 'garbage', '2026-13-01 00:00:00', '0000-00-00 00:00:00'])('%j is refused', (text) => {
-    expect(() => fromUtcText(text)).toThrow(/unreadable DATETIME/);
   });
 });
