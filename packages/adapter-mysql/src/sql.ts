@@ -100,13 +100,16 @@ const CLAIM = `status = 'RUNNING', claim_token = ?, claimed_by = ?, lease_until 
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}`;
 
 /**
- * `n` claim refs; bound: the ids as one list, then `id, token` per ref (see store `refValues`). The
- * pairs alone are not enough: MariaDB 10.11 plans an UPDATE with a single `(id, claim_token) IN
- * ((?, ?))` as a walk of the whole primary key (two or more pairs get a range), so the plain
- * `id IN (…)` beside them gives every count a primary-key range of exactly its rows.
+ * Claim refs of `tokens` distinct claim tokens; bound: every ref's id as one list, then each
+ * token (and, with more than one, the ids of its refs as a list) — see store `refValues`. A batch
+ * of outcomes mostly comes from one or two claim rounds, so this binds about one value per ref,
+ * where a `(id, claim_token)` pair per ref would bind three (both sides are escaped and parsed).
+ * The plain `id IN (…)` gives every count a primary-key range of exactly its rows; each token's
+ * own list keeps the fence exact: a row matches only under the token of its own ref.
  */
-function refs(n: number): string {
-  return `id IN (?) AND (id, claim_token) IN (${Array.from({ length: n }, () => '(?, ?)').join(', ')})`;
+function refs(tokens: number): string {
+  if (tokens === 1) return 'id IN (?) AND claim_token = ?';
+  return `id IN (?) AND (${Array.from({ length: tokens }, () => '(claim_token = ? AND id IN (?))').join(' OR ')})`;
 }
 
 const sources = (name: keyof typeof TRANSITION_SOURCES): string =>
@@ -224,22 +227,23 @@ export function mysqlSql(t: string) {
     claimedRow: `SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND claim_token = ? AND status = 'RUNNING'`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
-    heartbeat: (n: number) =>
+    heartbeat: (tokens: number) =>
       `UPDATE ${byId} SET lease_until = ${LEASE_UNTIL}, updated_at = ${DB_NOW}
-       WHERE status = 'RUNNING' AND ${refs(n)}`,
-    heldRefs: (n: number) => `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)}`,
+       WHERE status = 'RUNNING' AND ${refs(tokens)}`,
+    heldRefs: (tokens: number) =>
+      `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(tokens)}`,
     /**
      * Bound: the refs. An earlier attempt's error stays in the history, not in last_error; the
      * succeeded attempt is the row itself (see core attemptHistory), so the commonest write
      * appends nothing.
      */
-    complete: (n: number) =>
+    complete: (tokens: number) =>
       `UPDATE ${byId}
        SET status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW},
            updated_at = ${DB_NOW}, last_error = NULL
-       WHERE status = 'RUNNING' AND ${refs(n)}`,
+       WHERE status = 'RUNNING' AND ${refs(tokens)}`,
     /** Of the refs, those SUCCESS under their own claim (this complete's, or an earlier try's). */
-    completedBy: (n: number) => `SELECT id FROM ${byId} WHERE status = 'SUCCESS' AND ${refs(n)}`,
+    completedBy: (tokens: number) => `SELECT id FROM ${byId} WHERE status = 'SUCCESS' AND ${refs(tokens)}`,
     /**
      * Bound: status and last_error (for the history), status, retry_count, next_run_at, last_error,
      * status again (for finished_at), id, token.
@@ -274,11 +278,11 @@ export function mysqlSql(t: string) {
       `SELECT id FROM ${byId} WHERE id IN (?)
        AND (id, claim_token, status, retry_count) IN (${Array.from({ length: n }, () => '(?, ?, ?, ?)').join(', ')})`,
     /** release and fail (of several attempts) run in a transaction: lock the rows still held, then move exactly those. */
-    lockHeld: (n: number) =>
-      `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
+    lockHeld: (tokens: number) =>
+      `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(tokens)} ORDER BY id FOR UPDATE`,
     /** releaseRevoked likewise: the requeued rows these old claims still hold back. */
-    lockHeldBack: (n: number) =>
-      `SELECT id FROM ${byId} WHERE status = 'PENDING' AND ${refs(n)} ORDER BY id FOR UPDATE`,
+    lockHeldBack: (tokens: number) =>
+      `SELECT id FROM ${byId} WHERE status = 'PENDING' AND ${refs(tokens)} ORDER BY id FOR UPDATE`,
     releaseRevoked: `UPDATE ${byId} SET claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}
        WHERE id IN (?) AND status = 'PENDING'`,
     release: `UPDATE ${byId} SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${DB_NOW}

@@ -25,7 +25,7 @@ import {
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as E from 'fp-ts/lib/Either.js';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
-import type { ClaimPools, ClaimStrategy } from './claim-strategies.js';
+import type { ClaimPools, ClaimRound, ClaimStrategy } from './claim-strategies.js';
 import { CLAIM_STRATEGIES, strategyForServer } from './claim-strategies.js';
 import type { Queryable } from './connection.js';
 import {
@@ -314,14 +314,26 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       limit,
     };
     if (limit === 0 || types.length === 0) return [];
+    const rows = await this.claimRound(round, params.limitedTypes);
+    // A full claim tells the wake-up probe that this claimer is draining a backlog (wakeups.ts).
+    this.wakeups.claimed(types, limit, rows.length);
+    return rows;
+  }
+
+  /** One claim round, its lost races and lost connections settled (see below). */
+  private async claimRound(
+    round: ClaimRound,
+    limitedTypes: readonly string[] | undefined,
+  ): Promise<Port.ClaimedCommand[]> {
+    const { types, limit } = round;
     try {
       const strategy = await this.claimStrategy();
-      const claim = (r: typeof round): Promise<Port.ClaimedCommand[]> =>
+      const claim = (r: ClaimRound): Promise<Port.ClaimedCommand[]> =>
         retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, r)).then(
           (rows) => rows.map(toRecord) as Port.ClaimedCommand[],
         );
-      if (params.limitedTypes === undefined || params.limitedTypes.length === 0) return await claim(round);
-      return await claimWithinLimits(types, params.limitedTypes, limit, {
+      if (limitedTypes === undefined || limitedTypes.length === 0) return await claim(round);
+      return await claimWithinLimits(types, limitedTypes, limit, {
         claimLimited: (type, max) =>
           retryLockConflicts(() =>
             withinTypeLimit(this.pool, this.limitSql, type, max, (conn, free) =>
@@ -397,16 +409,16 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
 
   async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
     const lease = this.input.leaseMs(leaseMs) * 1000;
-    const { count, values } = refValues(this.input.refs(refs));
+    const { count, tokens, values } = refValues(this.input.refs(refs));
     if (count === 0) return [];
     // Extending a lease twice is harmless, so a lost connection just means: do it again.
     const updated = await retryConnectionLoss(() =>
-      retryLockConflicts(() => write(this.pool, this.sql.heartbeat(count), [lease, ...values])),
+      retryLockConflicts(() => write(this.pool, this.sql.heartbeat(tokens), [lease, ...values])),
     );
     if (updated.affectedRows === count) return [...refs];
     const held = await select<{ id: string; claim_token: string }>(
       this.pool,
-      this.sql.heldRefs(count),
+      this.sql.heldRefs(tokens),
       values,
     );
     const live = new Set(held.map((r) => `${r.id} ${r.claim_token}`));
@@ -415,16 +427,16 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
 
   async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     const checkedRefs = this.input.refs(refs);
-    const { count, values } = refValues(checkedRefs);
+    const { count, tokens, values } = refValues(checkedRefs);
     if (count === 0) return [];
     // Completing again after a lost connection is harmless: the read below reports the refs whose
     // command is SUCCESS under their own claim, finished by the first try or the second.
     const updated = await retryConnectionLoss(() =>
-      retryLockConflicts(() => write(this.pool, this.sql.complete(count), values)),
+      retryLockConflicts(() => write(this.pool, this.sql.complete(tokens), values)),
     );
     const ids = unique(checkedRefs.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
-    const done = await select<{ id: string }>(this.pool, this.sql.completedBy(count), values);
+    const done = await select<{ id: string }>(this.pool, this.sql.completedBy(tokens), values);
     return inCallersOrder(
       ids,
       done.map((r) => String(r.id)),
@@ -453,11 +465,11 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       return updated.affectedRows === 1 ? [one.id] : this.failedBefore(checked);
     }
     // Many: lock the rows whose claim still holds, then write each one's outcome in one statement.
-    const { count, values } = refValues(checked);
+    const { tokens, values } = refValues(checked);
     const written = await retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = new Set(
-          (await select<{ id: string; claim_token: string }>(conn, this.sql.lockHeld(count), values)).map(
+          (await select<{ id: string; claim_token: string }>(conn, this.sql.lockHeld(tokens), values)).map(
             (r) => `${String(r.id)} ${r.claim_token}`,
           ),
         );
@@ -509,15 +521,15 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   /** In one transaction: lock the rows `lock` finds for these refs, then `move` exactly those (bound: their ids). */
   private async lockThenMove(
     refs: readonly Port.ClaimRef[],
-    lock: (count: number) => string,
+    lock: (tokens: number) => string,
     move: string,
   ): Promise<Port.CommandId[]> {
     const checked = this.input.refs(refs);
-    const { count, values } = refValues(checked);
+    const { count, tokens, values } = refValues(checked);
     if (count === 0) return [];
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
-        const held = (await select<{ id: string }>(conn, lock(count), values)).map((r) => String(r.id));
+        const held = (await select<{ id: string }>(conn, lock(tokens), values)).map((r) => String(r.id));
         if (held.length > 0) expectAll(await write(conn, move, [held]), held.length, 'release');
         return inCallersOrder(
           checked.map((r) => r.id),
@@ -849,22 +861,26 @@ function requireToken(token: unknown): string {
 }
 
 /**
- * The bound values of sql.ts `refs(count)`, one ref per distinct (id, token): the ids as one list
- * (for `id IN (?)`), then id and token of each ref (for `(id, claim_token) IN ((?, ?), …)`).
+ * The bound values of sql.ts `refs(tokens)` for these refs, each distinct (id, token) once: every
+ * id as one list, then each distinct token, followed (with more than one token) by its refs' ids.
+ * `count` is the number of distinct refs, what a write that found them all changed.
  */
-function refValues(refs: readonly Port.ClaimRef[]): { count: number; values: unknown[] } {
-  const seen = new Set<string>();
+function refValues(refs: readonly Port.ClaimRef[]): { count: number; tokens: number; values: unknown[] } {
+  const byToken = new Map<string, Set<string>>();
   const ids: string[] = [];
-  const pairs: string[] = [];
-  for (const r of refs) {
-    const { id, token } = r;
-    const k = `${id} ${token}`;
-    if (seen.has(k)) continue;
-    seen.add(k);
+  let count = 0;
+  for (const { id, token } of refs) {
+    let held = byToken.get(token);
+    if (held === undefined) byToken.set(token, (held = new Set()));
+    if (held.has(id)) continue;
+    held.add(id);
     ids.push(id);
-    pairs.push(id, token);
+    count++;
   }
-  return { count: ids.length, values: [ids, ...pairs] };
+  const values: unknown[] = [ids];
+  if (byToken.size === 1) for (const token of byToken.keys()) values.push(token);
+  else for (const [token, held] of byToken) values.push(token, [...held]);
+  return { count, tokens: byToken.size, values };
 }
 
 /**

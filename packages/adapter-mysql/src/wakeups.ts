@@ -11,6 +11,11 @@ import { select } from './connection.js';
  * one was seen does not move the highest id; the next submit or the poll interval picks it up.
  * Retries and reclaims made elsewhere are found by the poll, as before. A highest id this store
  * inserted itself wakes nobody: local submits wake the local scheduler directly.
+ *
+ * While the latest claim of every type list this store claims for came back full, the probe skips
+ * its query: a scheduler whose claims fill claims again as soon as it has room, so a wake-up would
+ * tell it nothing, and a backlog drain would otherwise pay a probe every few milliseconds in each
+ * process. A claim that comes back short (the scheduler may now sleep) lets the probe run again.
  */
 export class MysqlWakeups implements WakeupChannel {
   readonly #listeners = new Set<() => void>();
@@ -20,6 +25,10 @@ export class MysqlWakeups implements WakeupChannel {
   #closed = false;
   /** The last id this store inserted (its own submits are not news). */
   #ownLast: string | null = null;
+  /** Whether the latest claim of each type list (joined) came back full. */
+  readonly #lastClaimFull = new Map<string, boolean>();
+  /** Type lists whose latest claim came back short. */
+  #shortClaims = 0;
 
   readonly #probeSql: string;
 
@@ -49,6 +58,17 @@ export class MysqlWakeups implements WakeupChannel {
     if (id !== null) this.#ownLast = id;
   }
 
+  /** A claim of `types` asked for `limit` rows and got `got`. */
+  claimed(types: readonly string[], limit: number, got: number): void {
+    const key = types.join('\u0000');
+    const full = limit > 0 && got >= limit;
+    const was = this.#lastClaimFull.get(key);
+    if (was === full) return;
+    this.#lastClaimFull.set(key, full);
+    if (was === false) this.#shortClaims--;
+    if (!full) this.#shortClaims++;
+  }
+
   /** Nothing to send: other processes' probes see the commit itself. */
   notify(): void {}
 
@@ -71,6 +91,11 @@ export class MysqlWakeups implements WakeupChannel {
   }
 
   async #tick(): Promise<void> {
+    if (this.#shortClaims === 0 && this.#lastClaimFull.size > 0) {
+      // Every claimer here is draining a backlog: look again later (see the class comment).
+      this.#schedule(wakeProbeDelayMs(performance.now() - this.#changedAt));
+      return;
+    }
     let highest: string | null = null;
     try {
       const [row] = await select<{ id: unknown }>(this.pool, this.#probeSql);

@@ -131,9 +131,13 @@ describe('query plans with finished history in the table', () => {
     expect(await reads(c.statement, c.values), c.name).toBeLessThanOrEqual(MAX_READS);
   }
 
-  const refs = (n: number): unknown[] => {
+  /** sql.ts refs(tokens) for the first n held rows: under their own token, or split over two tokens. */
+  const refs = (n: number, tokens: 1 | 2 = 1): unknown[] => {
     const ids = held.slice(0, n);
-    return [ids, ...ids.flatMap((id) => [id, TOKEN])];
+    if (tokens === 1) return [ids, TOKEN];
+    // One ref alone has one token: its second list repeats it rather than being empty.
+    const half = Math.ceil(n / 2);
+    return [ids, TOKEN, ids.slice(0, half), 'another round', n > 1 ? ids.slice(half) : ids];
   };
 
   it('the table holds the history the checks are about', async () => {
@@ -147,19 +151,27 @@ describe('query plans with finished history in the table', () => {
     async (n) => {
       const ids = held.slice(0, n);
       const cases: Case[] = [
-        { name: 'complete', statement: sql.complete(n), values: refs(n), key: 'PRIMARY' },
-        { name: 'completedBy', statement: sql.completedBy(n), values: refs(n), key: 'PRIMARY' },
+        { name: 'complete', statement: sql.complete(1), values: refs(n), key: 'PRIMARY' },
+        { name: 'complete of two rounds', statement: sql.complete(2), values: refs(n, 2), key: 'PRIMARY' },
+        { name: 'completedBy', statement: sql.completedBy(1), values: refs(n), key: 'PRIMARY' },
         {
           name: 'failedBefore',
           statement: sql.failedBefore(n),
           values: [ids, ...ids.flatMap((id) => [id, TOKEN, 'PENDING', 1])],
           key: 'PRIMARY',
         },
-        { name: 'heartbeat', statement: sql.heartbeat(n), values: [1000, ...refs(n)], key: 'PRIMARY' },
-        { name: 'heldRefs', statement: sql.heldRefs(n), values: refs(n), key: 'PRIMARY' },
-        { name: 'lockHeld', statement: sql.lockHeld(n), values: refs(n), key: 'PRIMARY' },
+        { name: 'heartbeat', statement: sql.heartbeat(1), values: [1000, ...refs(n)], key: 'PRIMARY' },
+        {
+          name: 'heartbeat of two rounds',
+          statement: sql.heartbeat(2),
+          values: [1000, ...refs(n, 2)],
+          key: 'PRIMARY',
+        },
+        { name: 'heldRefs', statement: sql.heldRefs(1), values: refs(n), key: 'PRIMARY' },
+        { name: 'lockHeld', statement: sql.lockHeld(1), values: refs(n), key: 'PRIMARY' },
+        { name: 'lockHeld of two rounds', statement: sql.lockHeld(2), values: refs(n, 2), key: 'PRIMARY' },
         { name: 'release', statement: sql.release, values: [ids], key: 'PRIMARY' },
-        { name: 'lockHeldBack', statement: sql.lockHeldBack(n), values: refs(n), key: 'PRIMARY' },
+        { name: 'lockHeldBack', statement: sql.lockHeldBack(1), values: refs(n), key: 'PRIMARY' },
         { name: 'releaseRevoked', statement: sql.releaseRevoked, values: [ids], key: 'PRIMARY' },
         {
           name: 'failHeld',
