@@ -15,12 +15,11 @@ export function toRecord(row: CommandRow): CommandRecord {
   return recordFromRow(row, DECODING);
 }
 
-/** A row as better-sqlite3's raw mode returns it: the columns of sql.ts COLUMNS, in that order. */
-type CommandRowValues = readonly [
+/** A claimed row's values but its payload, as the claims' JSON array holds them (sql.ts CLAIMED_COLUMNS). */
+type ClaimedRowValues = readonly [
   CommandRow['id'],
   CommandRow['type'],
   CommandRow['biz_key'],
-  CommandRow['payload'],
   CommandRow['status'],
   CommandRow['max_retry'],
   CommandRow['retry_count'],
@@ -44,16 +43,12 @@ type CommandRowValues = readonly [
   CommandRow['ordering_key'],
 ];
 
-/**
- * The record of a row read in raw mode. The claims read their rows this way: the driver builds an
- * object of two dozen named columns for each row at several times the cost of an array.
- */
-export function toRecordFromValues(values: readonly unknown[]): CommandRecord {
+/** The record of a claimed row read in raw mode: its JSON array of values, and its payload. */
+export function toRecordFromClaim(row: readonly unknown[]): CommandRecord {
   const [
     id,
     type,
     biz_key,
-    payload,
     status,
     max_retry,
     retry_count,
@@ -75,12 +70,12 @@ export function toRecordFromValues(values: readonly unknown[]): CommandRecord {
     history,
     priority,
     ordering_key,
-  ] = values as CommandRowValues;
+  ] = JSON.parse(row[0] as string) as ClaimedRowValues;
   return toRecord({
     id,
     type,
     biz_key,
-    payload,
+    payload: row[1] as string,
     status,
     max_retry,
     retry_count,

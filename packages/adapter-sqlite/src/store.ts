@@ -39,7 +39,7 @@ import {
 } from './executor-insert.js';
 import { appliedVersions, migrationScript, runMigrations } from './migrations.js';
 import { SqliteScheduleStore } from './schedules.js';
-import { toRecord, toRecordFromValues } from './rows.js';
+import { toRecord, toRecordFromClaim } from './rows.js';
 import type { CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
 import type { ListFilter, SqliteSql } from './sql.js';
@@ -274,7 +274,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
 
   private claimRows(statement: 'claimDue' | 'claimDueLimited', claim: object): Port.ClaimedCommand[] {
     const rows = this.stmt(statement).raw(true).all(claim) as unknown[][];
-    return rows.map(toRecordFromValues).sort(byClaimOrder) as Port.ClaimedCommand[];
+    return rows.map(toRecordFromClaim).sort(byClaimOrder) as Port.ClaimedCommand[];
   }
 
   async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
@@ -295,7 +295,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
               .raw(true)
               .get({ ...claim, limited: JSON.stringify(limited) })
       ) as unknown[] | undefined;
-      return row ? (toRecordFromValues(row) as Port.ClaimedCommand) : null;
+      return row ? (toRecordFromClaim(row) as Port.ClaimedCommand) : null;
     });
   }
 
