@@ -82,8 +82,13 @@ const firstOfKey = (t: string, outer: string): string =>
  */
 const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
 
-/** JSON text `[[id, "token"], …]` matched against (id, claim_token). */
-const REFS = `(id, claim_token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:refs))`;
+/**
+ * JSON text `{"token": [id, …], …}` (the refs grouped by claim) matched against (id, claim_token):
+ * each id is read as a plain number, where a list of `[id, "token"]` pairs would parse each pair
+ * again for each of its two values.
+ */
+const REFS = `(id, claim_token) IN (
+         SELECT ids.value, claim.key FROM json_each(:refs) AS claim, json_each(claim.value) AS ids)`;
 
 /** The due claim of the PENDING rows of `types` (a condition), at most `limit` (an expression). */
 const claimDue = (t: string, types: string, limit: string): string => `UPDATE ${t} NOT INDEXED

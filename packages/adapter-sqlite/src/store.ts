@@ -650,9 +650,17 @@ function replaceParams(
   return [c.payloadJson, c.maxRetry, c.headersJson, c.priority, ...runAt, c.type, c.bizKey];
 }
 
-/** `[[id, "token"], …]` for the fenced batch statements; ids are checked digits. */
+/** `{"token": [id, …], …}` for the fenced batch statements (sql.ts REFS); ids are checked digits. */
 function refsJson(refs: readonly Port.ClaimRef[]): string {
-  return `[${refs.map((r) => `[${r.id},${JSON.stringify(r.token)}]`).join(',')}]`;
+  const byClaim = new Map<string, string[]>();
+  for (const { id, token } of refs) {
+    const ids = byClaim.get(token);
+    if (ids === undefined) byClaim.set(token, [id]);
+    else ids.push(id);
+  }
+  const claims: string[] = [];
+  for (const [token, ids] of byClaim) claims.push(`${JSON.stringify(token)}:[${ids.join(',')}]`);
+  return `{${claims.join(',')}}`;
 }
 
 function isUniqueViolation(e: unknown): boolean {
