@@ -25,12 +25,13 @@ const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_ret
  * payload. better-sqlite3 sets each value of a raw row with a generic property write (on Node
  * before 22), which costs more than most values themselves; one text of two dozen values read with
  * JSON.parse costs a fraction of that. Integers come back exactly: ids as text, the others far below
- * 2^53.
+ * 2^53. Left out: what the claim itself wrote into every row it returns (status, claim_token,
+ * claimed_by), known to the caller already.
  */
-const CLAIMED_COLUMNS = `json_array(CAST(id AS TEXT), type, biz_key, status, max_retry, retry_count,
-  rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
+const CLAIMED_COLUMNS = `json_array(CAST(id AS TEXT), type, biz_key, max_retry, retry_count,
+  rescue_count, next_run_at, last_error, owner, lease_until, idempotent, headers,
   created_at, updated_at, started_at, finished_at, retry_count_at_retry, rescue_count_at_retry,
-  claimed_by, history, priority, ordering_key), payload`;
+  history, priority, ordering_key), payload`;
 
 /**
  * The row's history with the attempt its claim ran appended, ending now with `outcome` and `error`

@@ -40,7 +40,7 @@ import {
 import { appliedVersions, migrationScript, runMigrations } from './migrations.js';
 import { SqliteScheduleStore } from './schedules.js';
 import { toRecord, toRecordFromClaim } from './rows.js';
-import type { CommandRow } from './rows.js';
+import type { ClaimWrites, CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
 import type { ListFilter, SqliteSql } from './sql.js';
 import { SqliteWakeups } from './wakeups.js';
@@ -272,9 +272,12 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     });
   }
 
-  private claimRows(statement: 'claimDue' | 'claimDueLimited', claim: object): Port.ClaimedCommand[] {
+  private claimRows(
+    statement: 'claimDue' | 'claimDueLimited',
+    claim: ClaimWrites & Record<string, unknown>,
+  ): Port.ClaimedCommand[] {
     const rows = this.stmt(statement).raw(true).all(claim) as unknown[][];
-    return rows.map(toRecordFromClaim).sort(byClaimOrder) as Port.ClaimedCommand[];
+    return rows.map((row) => toRecordFromClaim(row, claim)).sort(byClaimOrder) as Port.ClaimedCommand[];
   }
 
   async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
@@ -295,7 +298,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
               .raw(true)
               .get({ ...claim, limited: JSON.stringify(limited) })
       ) as unknown[] | undefined;
-      return row ? (toRecordFromClaim(row) as Port.ClaimedCommand) : null;
+      return row ? (toRecordFromClaim(row, claim) as Port.ClaimedCommand) : null;
     });
   }
 
