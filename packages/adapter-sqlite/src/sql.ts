@@ -182,14 +182,17 @@ export function sqliteSql(t: string) {
     /**
      * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
      * is the row itself (see core attemptHistory): the commonest write appends nothing. The claim
-     * token stays on the row (the record shows it only while RUNNING): see completedBefore.
+     * token stays on the row (the record shows it only while RUNNING): see completedBefore. It
+     * returns nothing: the store counts its changes (see store.ts complete).
      */
     complete: `UPDATE ${t} NOT INDEXED
        SET status = 'SUCCESS', lease_until = NULL,
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
-       WHERE status = 'RUNNING' AND ${REFS}
-       RETURNING CAST(id AS TEXT) AS id`,
-    /** Of these refs, those already SUCCESS under the same claim: an earlier complete of it landed. */
+       WHERE status = 'RUNNING' AND ${REFS}`,
+    /**
+     * Of these refs, those SUCCESS under the same claim: completed by this complete or an earlier
+     * one of the same claim (its outcome recorded, not fenced).
+     */
     completedBefore: `SELECT CAST(id AS TEXT) AS id FROM ${t} NOT INDEXED
        WHERE status = 'SUCCESS' AND ${REFS}`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */

@@ -313,8 +313,22 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     });
   }
 
+  /**
+   * One UPDATE, and in the same transaction a read back only when it changed fewer rows than there
+   * are ids: the commonest write of all returns nothing (each returned id cost more than its row's
+   * update). All of them changed: all are done. Fewer: those now SUCCESS under the same claim are
+   * done, by this complete or an earlier one of the claim.
+   */
   async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
-    return this.fencedBatch('complete', refs);
+    const checked = this.input.refs(refs);
+    if (checked.length === 0) return [];
+    const bound = { refs: refsJson(checked) };
+    const asked = [...new Set(checked.map((r) => r.id))];
+    const completeAll = (): Port.CommandId[] => {
+      if (this.stmt('complete').run(bound).changes === asked.length) return asked;
+      return inCallersOrder(asked, this.stmt('completedBefore').pluck().all(bound) as string[]);
+    };
+    return this.run(() => this.db.transaction(completeAll)());
   }
 
   async release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
@@ -563,7 +577,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   }
 
   private async fencedBatch(
-    name: 'complete' | 'release' | 'releaseRevoked',
+    name: 'release' | 'releaseRevoked',
     refs: readonly Port.ClaimRef[],
   ): Promise<Port.CommandId[]> {
     const checked = this.input.refs(refs);
@@ -571,10 +585,6 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     const json = refsJson(checked);
     return this.run(() => {
       const done = this.stmt(name).pluck().all({ refs: json }) as string[];
-      // A complete's own earlier success under the same claim is its outcome recorded, not fenced.
-      if (name === 'complete' && done.length < new Set(checked.map((r) => r.id)).size) {
-        done.push(...(this.stmt('completedBefore').pluck().all({ refs: json }) as string[]));
-      }
       return inCallersOrder(
         checked.map((r) => r.id),
         done,
