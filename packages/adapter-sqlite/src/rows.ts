@@ -15,20 +15,17 @@ export function toRecord(row: CommandRow): CommandRecord {
   return recordFromRow(row, DECODING);
 }
 
-/** A row as better-sqlite3's raw mode returns it: the columns of sql.ts COLUMNS, in that order. */
-type CommandRowValues = readonly [
+/** A claimed row's values but those the claim wrote into every row (sql.ts CLAIMED_COLUMNS). */
+type ClaimedRowValues = readonly [
   CommandRow['id'],
   CommandRow['type'],
   CommandRow['biz_key'],
-  CommandRow['payload'],
-  CommandRow['status'],
   CommandRow['max_retry'],
   CommandRow['retry_count'],
   CommandRow['rescue_count'],
   CommandRow['next_run_at'],
   CommandRow['last_error'],
   CommandRow['owner'],
-  CommandRow['claim_token'],
   CommandRow['lease_until'],
   CommandRow['idempotent'],
   CommandRow['headers'],
@@ -38,30 +35,29 @@ type CommandRowValues = readonly [
   CommandRow['finished_at'],
   CommandRow['retry_count_at_retry'],
   CommandRow['rescue_count_at_retry'],
-  CommandRow['claimed_by'],
   CommandRow['history'],
   CommandRow['priority'],
   CommandRow['ordering_key'],
 ];
 
-/**
- * The record of a row read in raw mode. The claims read their rows this way: the driver builds an
- * object of two dozen named columns for each row at several times the cost of an array.
- */
-export function toRecordFromValues(values: readonly unknown[]): CommandRecord {
+/** What a claim wrote into every row it returns: RUNNING under its token, claimed by its instance. */
+export interface ClaimWrites {
+  readonly token: string;
+  readonly instance: string | null;
+}
+
+/** The record of a claimed row read in raw mode (its JSON array of values, its payload). */
+export function toRecordFromClaim(row: readonly unknown[], claim: ClaimWrites): CommandRecord {
   const [
     id,
     type,
     biz_key,
-    payload,
-    status,
     max_retry,
     retry_count,
     rescue_count,
     next_run_at,
     last_error,
     owner,
-    claim_token,
     lease_until,
     idempotent,
     headers,
@@ -71,24 +67,23 @@ export function toRecordFromValues(values: readonly unknown[]): CommandRecord {
     finished_at,
     retry_count_at_retry,
     rescue_count_at_retry,
-    claimed_by,
     history,
     priority,
     ordering_key,
-  ] = values as CommandRowValues;
+  ] = JSON.parse(row[0] as string) as ClaimedRowValues;
   return toRecord({
     id,
     type,
     biz_key,
-    payload,
-    status,
+    payload: row[1] as string,
+    status: 'RUNNING',
     max_retry,
     retry_count,
     rescue_count,
     next_run_at,
     last_error,
     owner,
-    claim_token,
+    claim_token: claim.token,
     lease_until,
     idempotent,
     headers,
@@ -98,7 +93,7 @@ export function toRecordFromValues(values: readonly unknown[]): CommandRecord {
     finished_at,
     retry_count_at_retry,
     rescue_count_at_retry,
-    claimed_by,
+    claimed_by: claim.instance,
     history,
     priority,
     ordering_key,

@@ -13,12 +13,25 @@ export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
 /**
  * The row as the store reads it back: the id as decimal text, everything else as stored. Beware:
  * the `id` alias is text, so ORDER BY and comparisons must name the column as `<table>.id`.
- * The claims read it in raw mode, by position (rows.ts toRecordFromValues): keep the two in step.
  */
 const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
   created_at, updated_at, started_at, finished_at, retry_count_at_retry, rescue_count_at_retry,
   claimed_by, history, priority, ordering_key`;
+
+/**
+ * The row as the claims return it, in raw mode: COLUMNS but the payload as one JSON array, in
+ * COLUMNS' order (rows.ts toRecordFromClaim reads it by position: keep the two in step), then the
+ * payload. better-sqlite3 sets each value of a raw row with a generic property write (on Node
+ * before 22), which costs more than most values themselves; one text of two dozen values read with
+ * JSON.parse costs a fraction of that. Integers come back exactly: ids as text, the others far below
+ * 2^53. Left out: what the claim itself wrote into every row it returns (status, claim_token,
+ * claimed_by), known to the caller already.
+ */
+const CLAIMED_COLUMNS = `json_array(CAST(id AS TEXT), type, biz_key, max_retry, retry_count,
+  rescue_count, next_run_at, last_error, owner, lease_until, idempotent, headers,
+  created_at, updated_at, started_at, finished_at, retry_count_at_retry, rescue_count_at_retry,
+  history, priority, ordering_key), payload`;
 
 /**
  * The row's history with the attempt its claim ran appended, ending now with `outcome` and `error`
@@ -70,8 +83,13 @@ const firstOfKey = (t: string, outer: string): string =>
  */
 const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
 
-/** JSON text `[[id, "token"], …]` matched against (id, claim_token). */
-const REFS = `(id, claim_token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:refs))`;
+/**
+ * JSON text `{"token": [id, …], …}` (the refs grouped by claim) matched against (id, claim_token):
+ * each id is read as a plain number, where a list of `[id, "token"]` pairs would parse each pair
+ * again for each of its two values.
+ */
+const REFS = `(id, claim_token) IN (
+         SELECT ids.value, claim.key FROM json_each(:refs) AS claim, json_each(claim.value) AS ids)`;
 
 /** The due claim of the PENDING rows of `types` (a condition), at most `limit` (an expression). */
 const claimDue = (t: string, types: string, limit: string): string => `UPDATE ${t} NOT INDEXED
@@ -83,7 +101,7 @@ const claimDue = (t: string, types: string, limit: string): string => `UPDATE ${
            AND ${types} AND ${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}
          ORDER BY priority, next_run_at, id
          LIMIT ${limit})
-       RETURNING ${COLUMNS}`;
+       RETURNING ${CLAIMED_COLUMNS}`;
 
 /** The claim of one row by id; `more` is what it must also meet. */
 const claimById = (t: string, more: string): string => `UPDATE ${t}
@@ -91,7 +109,7 @@ const claimById = (t: string, more: string): string => `UPDATE ${t}
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
          AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))) AND ${firstOfKey(t, t)}${more}
-       RETURNING ${COLUMNS}`;
+       RETURNING ${CLAIMED_COLUMNS}`;
 
 /**
  * The hot paths name their index (INDEXED BY): without ANALYZE statistics the planner prefers the
@@ -164,14 +182,17 @@ export function sqliteSql(t: string) {
     /**
      * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
      * is the row itself (see core attemptHistory): the commonest write appends nothing. The claim
-     * token stays on the row (the record shows it only while RUNNING): see completedBefore.
+     * token stays on the row (the record shows it only while RUNNING): see completedBefore. It
+     * returns nothing: the store counts its changes (see store.ts complete).
      */
     complete: `UPDATE ${t} NOT INDEXED
        SET status = 'SUCCESS', lease_until = NULL,
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
-       WHERE status = 'RUNNING' AND ${REFS}
-       RETURNING CAST(id AS TEXT) AS id`,
-    /** Of these refs, those already SUCCESS under the same claim: an earlier complete of it landed. */
+       WHERE status = 'RUNNING' AND ${REFS}`,
+    /**
+     * Of these refs, those SUCCESS under the same claim: completed by this complete or an earlier
+     * one of the same claim (its outcome recorded, not fenced).
+     */
     completedBefore: `SELECT CAST(id AS TEXT) AS id FROM ${t} NOT INDEXED
        WHERE status = 'SUCCESS' AND ${REFS}`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */

@@ -39,8 +39,8 @@ import {
 } from './executor-insert.js';
 import { appliedVersions, migrationScript, runMigrations } from './migrations.js';
 import { SqliteScheduleStore } from './schedules.js';
-import { toRecord, toRecordFromValues } from './rows.js';
-import type { CommandRow } from './rows.js';
+import { toRecord, toRecordFromClaim } from './rows.js';
+import type { ClaimWrites, CommandRow } from './rows.js';
 import { sqliteSql } from './sql.js';
 import type { ListFilter, SqliteSql } from './sql.js';
 import { SqliteWakeups } from './wakeups.js';
@@ -272,9 +272,12 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     });
   }
 
-  private claimRows(statement: 'claimDue' | 'claimDueLimited', claim: object): Port.ClaimedCommand[] {
+  private claimRows(
+    statement: 'claimDue' | 'claimDueLimited',
+    claim: ClaimWrites & Record<string, unknown>,
+  ): Port.ClaimedCommand[] {
     const rows = this.stmt(statement).raw(true).all(claim) as unknown[][];
-    return rows.map(toRecordFromValues).sort(byClaimOrder) as Port.ClaimedCommand[];
+    return rows.map((row) => toRecordFromClaim(row, claim)).sort(byClaimOrder) as Port.ClaimedCommand[];
   }
 
   async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
@@ -295,7 +298,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
               .raw(true)
               .get({ ...claim, limited: JSON.stringify(limited) })
       ) as unknown[] | undefined;
-      return row ? (toRecordFromValues(row) as Port.ClaimedCommand) : null;
+      return row ? (toRecordFromClaim(row, claim) as Port.ClaimedCommand) : null;
     });
   }
 
@@ -310,8 +313,22 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     });
   }
 
+  /**
+   * One UPDATE, and in the same transaction a read back only when it changed fewer rows than there
+   * are ids: the commonest write of all returns nothing (each returned id cost more than its row's
+   * update). All of them changed: all are done. Fewer: those now SUCCESS under the same claim are
+   * done, by this complete or an earlier one of the claim.
+   */
   async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
-    return this.fencedBatch('complete', refs);
+    const checked = this.input.refs(refs);
+    if (checked.length === 0) return [];
+    const bound = { refs: refsJson(checked) };
+    const asked = [...new Set(checked.map((r) => r.id))];
+    const completeAll = (): Port.CommandId[] => {
+      if (this.stmt('complete').run(bound).changes === asked.length) return asked;
+      return inCallersOrder(asked, this.stmt('completedBefore').pluck().all(bound) as string[]);
+    };
+    return this.run(() => this.db.transaction(completeAll)());
   }
 
   async release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
@@ -560,7 +577,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   }
 
   private async fencedBatch(
-    name: 'complete' | 'release' | 'releaseRevoked',
+    name: 'release' | 'releaseRevoked',
     refs: readonly Port.ClaimRef[],
   ): Promise<Port.CommandId[]> {
     const checked = this.input.refs(refs);
@@ -568,10 +585,6 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     const json = refsJson(checked);
     return this.run(() => {
       const done = this.stmt(name).pluck().all({ refs: json }) as string[];
-      // A complete's own earlier success under the same claim is its outcome recorded, not fenced.
-      if (name === 'complete' && done.length < new Set(checked.map((r) => r.id)).size) {
-        done.push(...(this.stmt('completedBefore').pluck().all({ refs: json }) as string[]));
-      }
       return inCallersOrder(
         checked.map((r) => r.id),
         done,
@@ -650,9 +663,17 @@ function replaceParams(
   return [c.payloadJson, c.maxRetry, c.headersJson, c.priority, ...runAt, c.type, c.bizKey];
 }
 
-/** `[[id, "token"], …]` for the fenced batch statements; ids are checked digits. */
+/** `{"token": [id, …], …}` for the fenced batch statements (sql.ts REFS); ids are checked digits. */
 function refsJson(refs: readonly Port.ClaimRef[]): string {
-  return `[${refs.map((r) => `[${r.id},${JSON.stringify(r.token)}]`).join(',')}]`;
+  const byClaim = new Map<string, string[]>();
+  for (const { id, token } of refs) {
+    const ids = byClaim.get(token);
+    if (ids === undefined) byClaim.set(token, [id]);
+    else ids.push(id);
+  }
+  const claims: string[] = [];
+  for (const [token, ids] of byClaim) claims.push(`${JSON.stringify(token)}:[${ids.join(',')}]`);
+  return `{${claims.join(',')}}`;
 }
 
 function isUniqueViolation(e: unknown): boolean {

@@ -182,6 +182,37 @@ describe('SqliteCommandStore (adapter specifics)', () => {
     expect(second).toMatchObject({ bizKey: 'k', maxRetry: 7, claimToken: 't2', status: 'RUNNING' });
   });
 
+  it('a claim returns text with quotes, escapes and any Unicode, and a failed attempt, exactly as get does', async () => {
+    const store = await memoryStore();
+    const awkward = 'q"uo\\te \u0001\n\t tab 😀 é \u2028';
+    const [id] = await store.transaction((tx) =>
+      store.insert(tx, [
+        cmd({
+          bizKey: awkward,
+          owner: awkward,
+          orderingKey: awkward,
+          headers: { [awkward]: awkward },
+          payloadJson: JSON.stringify({ text: awkward }),
+          priority: 3,
+        }),
+      ]),
+    );
+    const claim = { types: ['order.cancel'], leaseMs: 1000, instance: awkward, limit: 1 };
+    const [first] = await store.claimDue({ ...claim, now: new Date(Date.now() + 1000), token: awkward });
+    expect(first).toEqual(await store.get(id!));
+    expect(first).toMatchObject({ bizKey: awkward, claimedBy: awkward, claimToken: awkward });
+    const retryAt = new Date(Date.now() - 1);
+    await store.fail([
+      {
+        ref: { id: id!, token: awkward },
+        outcome: { status: 'PENDING', retryCount: 1, nextRunAt: retryAt, lastError: awkward },
+      },
+    ]);
+    const [again] = await store.claimDue({ ...claim, now: new Date(Date.now() + 1000), token: 't2' });
+    expect(again).toEqual(await store.get(id!));
+    expect(again).toMatchObject({ lastError: awkward, retryCount: 1, history: [{ error: awkward }] });
+  });
+
   it('the hot paths use their indexes, never a sort of all due rows', async () => {
     const store = await memoryStore();
     const sql = sqliteSql('async_command');
