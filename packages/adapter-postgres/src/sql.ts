@@ -121,7 +121,9 @@ export function buildSql(n: TableNames) {
   ): string => `SELECT count(pg_advisory_xact_lock(hashtext('${t}'), h)) AS locks
         FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(${keys}) AS k WHERE k IS NOT NULL ORDER BY h) AS s`;
   /** The idempotent insert's first step, `inserted`: the row, unless the key has an unfinished holder. */
-  const insertedUnlessHeld = (keyed: boolean): string => `WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
+  const insertedUnlessHeld = (
+    keyed: boolean,
+  ): string => `WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
         INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
                           idempotent, created_at, updated_at)
         ${keyed ? 'SELECT' : 'VALUES ('} $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}),
