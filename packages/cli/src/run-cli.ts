@@ -128,8 +128,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       ...(g.schema !== undefined ? { schema: g.schema } : {}),
       mustExist: !create,
       ...(poolSize !== undefined ? { poolSize } : {}),
-      ...optional('pooler', g.pooler ?? env['ASYNCCMD_PG_POOLER']),
-      ...optional('listenUrl', g.listenDb ?? env['ASYNCCMD_PG_LISTEN_DB']),
+      // The variables are for PostgreSQL URLs only: set for one database, they must not break a
+      // command against another; the options are refused where they do not apply.
+      ...optional('pooler', g.pooler ?? (postgresUrl(url) ? env['ASYNCCMD_PG_POOLER'] : undefined)),
+      ...optional('listenUrl', g.listenDb ?? (postgresUrl(url) ? env['ASYNCCMD_PG_LISTEN_DB'] : undefined)),
     }).catch(unreachable);
     try {
       await store.ping().catch(unreachable);
@@ -558,6 +560,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     io.stderr(`asynccmd: ${describeFailure(e)}\n`);
     return EXIT_FAILED;
   }
+}
+
+function postgresUrl(url: string): boolean {
+  return /^\s*postgres(ql)?:/i.test(url);
 }
 
 /** `{ [key]: value }` for a value given and not blank, else nothing (an empty variable is unset). */

@@ -321,6 +321,9 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect(listen.err).toMatch(store.dialect === 'postgres' ? /postgres:\/\/ URL/ : /PostgreSQL only/);
       // Spelled out, the default changes nothing on a direct connection.
       if (store.dialect === 'postgres') expect((await run('--pooler', 'none', 'stats')).code).toBe(0);
+      // The variables are PostgreSQL's: set for it, they leave other databases' commands alone.
+      const env = { ASYNCCMD_PG_POOLER: store.dialect === 'postgres' ? 'none' : 'transaction' };
+      expect((await cli(['--db', db.url, ...db.cliArgs, 'stats'], env)).code).toBe(0);
     });
 
     it('refuses a hostile table name before touching the database', async () => {
