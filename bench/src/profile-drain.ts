@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,10 +17,12 @@ import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import { MYSQL_TABLE, seedPendingMysql } from './baselines/raw-sql-mysql.js';
 import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from './mysql.js';
 
-const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw] [--keyed]
+const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw] [--store-loop] [--keyed]
   Drains N pre-inserted no-op commands with asynccmd's defaults in this one process, R times,
   and prints CPU µs per command (process.cpuUsage, from start to stop), the rate and peak RSS.
   --raw drains with the raw batch-500 SQL loop instead (the physical reference; pg and sqlite).
+  --store-loop drains with the store's own claimDue / complete in batches of 500 and no runtime:
+  what the adapter costs, apart from the runtime's per-command work.
   mysql: the skip-locked claim strategy, on the database bench_profile.
   --rounds also counts poll rounds and rows per claiming round.
   --instances N runs N runtimes in this process, each with its own store, claiming from one table.
@@ -41,6 +44,7 @@ async function main(): Promise<void> {
       repeats: { type: 'string', default: '1' },
       rounds: { type: 'boolean', default: false },
       raw: { type: 'boolean', default: false },
+      'store-loop': { type: 'boolean', default: false },
       keyed: { type: 'boolean', default: false },
       instances: { type: 'string', default: '1' },
       help: { type: 'boolean', default: false },
@@ -54,7 +58,15 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-profile-'));
   try {
     for (let r = 0; r < Number(values.repeats); r++) {
-      const run: DrainRun = { total, concurrency, rounds: values.rounds, raw: values.raw, usage, instances };
+      const run: DrainRun = {
+        total,
+        concurrency,
+        rounds: values.rounds,
+        raw: values.raw,
+        storeLoop: values['store-loop'],
+        usage,
+        instances,
+      };
       const result =
         values.db === 'sqlite'
           ? await drainSqlite(join(dir, `p${r}.db`), run)
@@ -84,6 +96,8 @@ interface DrainRun {
   readonly concurrency: number;
   readonly rounds: boolean;
   readonly raw: boolean;
+  /** The store's own claim/complete loop instead of the runtime (see storeLoopDrain). */
+  readonly storeLoop: boolean;
   readonly usage: FeatureUsage | undefined;
   /** Runtimes in this process, each with its own store. */
   readonly instances: number;
@@ -115,7 +129,7 @@ async function drainPg({ total, raw, usage, instances, ...run }: DrainRun): Prom
   const stores = await Promise.all(
     Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-pg', schema: SCHEMA }, 4)),
   );
-  return drain(stores, total, run.concurrency, run.rounds);
+  return drainWith(stores, total, run);
 }
 
 async function drainSqlite(
@@ -138,7 +152,7 @@ async function drainSqlite(
   const stores = await Promise.all(
     Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-sqlite', filename }, 4)),
   );
-  return drain(stores, total, run.concurrency, run.rounds);
+  return drainWith(stores, total, run);
 }
 
 const RAW_BATCH = 500;
@@ -167,7 +181,40 @@ async function drainMysql({ total, usage, instances, ...run }: DrainRun): Promis
       openStore({ kind: 'asynccmd-mysql', database: MYSQL_DATABASE, claimStrategy: 'skip-locked' }, 4),
     ),
   );
-  return drain(stores, total, run.concurrency, run.rounds);
+  return drainWith(stores, total, run);
+}
+
+type OpenedStore = Awaited<ReturnType<typeof openStore>>;
+
+/** The runtime's drain, or with --store-loop the store's own loop (one store: the first). */
+async function drainWith(
+  stores: readonly OpenedStore[],
+  total: number,
+  run: Pick<DrainRun, 'concurrency' | 'rounds' | 'storeLoop'>,
+): Promise<ProfileResult> {
+  const [first] = stores;
+  if (!run.storeLoop || first === undefined) return drain(stores, total, run.concurrency, run.rounds);
+  const result = await rawDrain(total, () => claimStoreBatch(first));
+  return { ...result, rounds: ' (store loop)' };
+}
+
+/** One claim of the store loop: claimDue of up to RAW_BATCH, completed in one complete call. */
+async function claimStoreBatch(store: OpenedStore): Promise<ClaimedBatch | null> {
+  const rows = await store.claimDue({
+    types: [BENCH_TYPE],
+    limit: RAW_BATCH,
+    now: new Date(),
+    token: randomUUID(),
+    leaseMs: 60_000,
+    instance: 'profile-drain',
+  });
+  if (rows.length === 0) return null;
+  return {
+    payloads: rows.map((row) => row.payload as BenchPayload),
+    complete: async () => {
+      await store.complete(rows.map((row) => ({ id: row.id, token: row.claimToken })));
+    },
+  };
 }
 
 async function rawDrain(total: number, claim: () => Promise<ClaimedBatch | null>): Promise<ProfileResult> {
@@ -188,7 +235,7 @@ async function rawDrain(total: number, claim: () => Promise<ClaimedBatch | null>
 }
 
 async function drain(
-  stores: readonly Awaited<ReturnType<typeof openStore>>[],
+  stores: readonly OpenedStore[],
   total: number,
   concurrency: number,
   countRounds: boolean,
