@@ -30,15 +30,41 @@ export type ClaimedRow = Omit<CommandRow, 'status' | 'claim_token' | 'claimed_by
 /**
  * A claimDue row → the command it claimed, with the claim's own values put back: RUNNING under
  * `token` for `instance`, updated when it started (the claim writes both from one clock reading).
+ * The full row is a new object of one fixed shape, never the driver's object with four columns
+ * added: pg's Result gives each query's rows a shape of their own, and adding properties to them
+ * cost about 13 µs of CPU per row (a type-limited claim, whose rows come from pg's Result).
  */
 export function claimedRecord(row: ClaimedRow, token: string, instance: string | null): CommandRecord {
-  // The driver's row object is the store's own: completed in place rather than copied.
-  const full = row as { -readonly [K in keyof CommandRow]: CommandRow[K] };
-  full.status = 'RUNNING';
-  full.claim_token = token;
-  full.claimed_by = instance;
-  full.updated_at = row.started_at ?? '';
-  return recordFromRow(full, DECODING);
+  return recordFromRow(
+    {
+      id: row.id,
+      type: row.type,
+      biz_key: row.biz_key,
+      payload: row.payload,
+      status: 'RUNNING',
+      max_retry: row.max_retry,
+      retry_count: row.retry_count,
+      rescue_count: row.rescue_count,
+      next_run_at: row.next_run_at,
+      last_error: row.last_error,
+      owner: row.owner,
+      claim_token: token,
+      lease_until: row.lease_until,
+      idempotent: row.idempotent,
+      headers: row.headers,
+      created_at: row.created_at,
+      updated_at: row.started_at ?? '',
+      started_at: row.started_at,
+      finished_at: row.finished_at,
+      retry_count_at_retry: row.retry_count_at_retry,
+      rescue_count_at_retry: row.rescue_count_at_retry,
+      claimed_by: instance,
+      history: row.history,
+      priority: row.priority,
+      ordering_key: row.ordering_key,
+    },
+    DECODING,
+  );
 }
 
 // Postgres's ISO output: 2026-11-30 05:31:11.123+00, 2026-11-30 05:31:11+05:30, …

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { toDate } from '../src/rows.js';
+import { claimedRecord, toDate, type ClaimedRow } from '../src/rows.js';
 
 /** A time as PostgreSQL prints a timestamptz(3) in a session at `offsetMinutes` from UTC. */
 function printed(ms: number, offsetMinutes: number): string {
@@ -37,5 +37,38 @@ describe('toDate', () => {
     expect(toDate('2026-11-30 05:31:11.5-02').toISOString()).toBe('2026-11-30T07:31:11.500Z');
     expect(toDate('2026-11-30 05:31:11+05:30').toISOString()).toBe('2026-11-30T00:01:11.000Z');
     expect(() => toDate('yesterday at noon')).toThrow(/unreadable timestamp/);
+  });
+});
+
+describe('claimedRecord', () => {
+  it("puts the claim's values back without writing into the driver's row", () => {
+    const row: ClaimedRow = Object.freeze({
+      id: '42',
+      type: 't',
+      biz_key: null,
+      payload: '{"n":1}',
+      max_retry: '3',
+      retry_count: '0',
+      rescue_count: '0',
+      next_run_at: '2026-12-01 10:00:00+00',
+      last_error: null,
+      owner: null,
+      lease_until: '2026-12-01 10:00:31+00',
+      idempotent: 'f',
+      headers: '{}',
+      created_at: '2026-12-01 09:59:00+00',
+      started_at: '2026-12-01 10:00:01+00',
+      finished_at: null,
+      retry_count_at_retry: '0',
+      rescue_count_at_retry: '0',
+      history: null,
+      priority: '0',
+      ordering_key: null,
+    });
+    // Frozen: a record completed in place would throw here (ES modules are strict).
+    const record = claimedRecord(row, 'tok', 'worker-1');
+    expect(record).toMatchObject({ id: '42', status: 'RUNNING', claimToken: 'tok', claimedBy: 'worker-1' });
+    expect(record.updatedAt).toEqual(record.startedAt);
+    expect(Object.keys(row)).toHaveLength(21);
   });
 });

@@ -614,6 +614,45 @@ describe('PostgresCommandStore', () => {
     await store.complete([...claimed, unnamed!].map((c) => ({ id: c.id, token: c.claimToken })));
   });
 
+  it('hands out the commands of a type-limited claim exactly as reading them back shows them', async () => {
+    // This claim runs in a transaction of its own, on pg's own query method and rows.
+    await store.typeLimits!.declare([{ type: 'claimed.limited', maxRunning: 2 }]);
+    await store.transaction((tx) =>
+      store.insert(tx, [
+        command('claimed.limited', { n: 1 }, { bizKey: 'l-1', headers: { trace: 'y' } }),
+        command('claimed.limited', { n: 2 }, { orderingKey: 'lk' }),
+        command('claimed.limited', { n: 3 }),
+      ]),
+    );
+    const token = randomUUID();
+    const claimed = await store.claimDue({
+      types: ['claimed.limited'],
+      limitedTypes: ['claimed.limited'],
+      limit: 10,
+      now: new Date(Date.now() + 1),
+      token,
+      leaseMs: 30_000,
+      instance: 'worker-8',
+    });
+    expect(claimed).toHaveLength(2);
+    for (const c of claimed) {
+      expect(c).toMatchObject({ status: 'RUNNING', claimToken: token, claimedBy: 'worker-8' });
+      expect(c.updatedAt).toEqual(c.startedAt);
+      expect(c).toEqual(await store.get(c.id));
+    }
+    await store.complete(claimed.map((c) => ({ id: c.id, token: c.claimToken })));
+    const [last] = await store.claimDue({
+      types: ['claimed.limited'],
+      limitedTypes: ['claimed.limited'],
+      limit: 10,
+      now: new Date(Date.now() + 1),
+      token,
+      leaseMs: 30_000,
+    });
+    expect(last).toEqual(await store.get(last!.id));
+    await store.complete([{ id: last!.id, token }]);
+  });
+
   it('keeps times exact to the millisecond', async () => {
     const runAt = new Date('2031-02-03T04:05:06.789Z');
     const [id] = await store.transaction((tx) => store.insert(tx, [command('times', {}, { runAt })]));
