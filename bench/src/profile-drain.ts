@@ -10,14 +10,20 @@ import { claimSqliteBatch, openSqlite, seedPendingSqlite, SQLITE_TABLE } from '.
 import { pgPool, recreateSchema, PG_URL } from './pg.js';
 import { BENCH_TYPE, type BenchPayload } from './protocol.js';
 import { migrateWith } from './scenarios/migrate.js';
-import { ORDERING_KEYS, usageUpdate, type FeatureUsage } from './scenarios/usage.js';
+import {
+  ORDERING_KEYS,
+  TYPE_LIMIT,
+  usageTypeLimit,
+  usageUpdate,
+  type FeatureUsage,
+} from './scenarios/usage.js';
 import { benchRuntime, openStore } from './systems/asynccmd.js';
 import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import { MYSQL_TABLE, seedPendingMysql } from './baselines/raw-sql-mysql.js';
 import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from './mysql.js';
 
-const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw] [--store-loop] [--keyed]
+const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw] [--store-loop] [--keyed|--type-limit]
   Drains N pre-inserted no-op commands with asynccmd's defaults in this one process, R times,
   and prints CPU µs per command (process.cpuUsage, from start to stop), the rate and peak RSS.
   --raw drains with the raw batch-500 SQL loop instead (the physical reference; pg and sqlite).
@@ -27,6 +33,7 @@ const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total 
   --rounds also counts poll rounds and rows per claiming round.
   --instances N runs N runtimes in this process, each with its own store, claiming from one table.
   --keyed spreads the backlog over ORDERING_KEYS ordering keys, as the bench's "ordering keys" row.
+  --type-limit gives the runtimes the bench's "type limit" row's typeLimits (TYPE_LIMIT, never reached).
   For profiling: node --cpu-prof bench/dist/profile-drain.js …`;
 
 const SCHEMA = 'bench_profile';
@@ -46,6 +53,7 @@ async function main(): Promise<void> {
       raw: { type: 'boolean', default: false },
       'store-loop': { type: 'boolean', default: false },
       keyed: { type: 'boolean', default: false },
+      'type-limit': { type: 'boolean', default: false },
       instances: { type: 'string', default: '1' },
       help: { type: 'boolean', default: false },
     },
@@ -53,7 +61,16 @@ async function main(): Promise<void> {
   if (values.help) return console.log(USAGE);
   const total = Number(values.total);
   const concurrency = Number(values.concurrency);
-  const usage = values.keyed ? 'ordering keys' : undefined;
+  if (values.keyed && values['type-limit'])
+    throw new Error('--keyed and --type-limit are two bench rows: pick one');
+  // The store loop claims without the runtime, which is what declares and honours type limits.
+  if (values['store-loop'] && values['type-limit'])
+    throw new Error('--type-limit needs the runtime: not with --store-loop');
+  const usage: FeatureUsage | undefined = values.keyed
+    ? 'ordering keys'
+    : values['type-limit']
+      ? 'type limit'
+      : undefined;
   const instances = Number(values.instances);
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-profile-'));
   try {
@@ -74,7 +91,7 @@ async function main(): Promise<void> {
             ? await drainMysql(run)
             : await drainPg(run);
       console.log(
-        `${values.db} C=${concurrency} ${total} commands${usage ? ` over ${ORDERING_KEYS} ordering keys` : ''}: ${Math.round(result.rate)}/s, ` +
+        `${values.db} C=${concurrency} ${total} commands${usageNote(usage)}: ${Math.round(result.rate)}/s, ` +
           `${result.cpuUs.toFixed(1)} µs CPU per command, peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB` +
           result.rounds,
       );
@@ -82,6 +99,12 @@ async function main(): Promise<void> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** What the result line says of the drain's feature usage. */
+function usageNote(usage: FeatureUsage | undefined): string {
+  if (usage === 'ordering keys') return ` over ${ORDERING_KEYS} ordering keys`;
+  return usage === 'type limit' ? `, type limit ${TYPE_LIMIT}` : '';
 }
 
 interface ProfileResult {
@@ -129,7 +152,7 @@ async function drainPg({ total, raw, usage, instances, ...run }: DrainRun): Prom
   const stores = await Promise.all(
     Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-pg', schema: SCHEMA }, 4)),
   );
-  return drainWith(stores, total, run);
+  return drainWith(stores, total, run, usageTypeLimit(usage));
 }
 
 async function drainSqlite(
@@ -152,7 +175,7 @@ async function drainSqlite(
   const stores = await Promise.all(
     Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-sqlite', filename }, 4)),
   );
-  return drainWith(stores, total, run);
+  return drainWith(stores, total, run, usageTypeLimit(usage));
 }
 
 const RAW_BATCH = 500;
@@ -181,7 +204,7 @@ async function drainMysql({ total, usage, instances, ...run }: DrainRun): Promis
       openStore({ kind: 'asynccmd-mysql', database: MYSQL_DATABASE, claimStrategy: 'skip-locked' }, 4),
     ),
   );
-  return drainWith(stores, total, run);
+  return drainWith(stores, total, run, usageTypeLimit(usage));
 }
 
 type OpenedStore = Awaited<ReturnType<typeof openStore>>;
@@ -191,9 +214,11 @@ async function drainWith(
   stores: readonly OpenedStore[],
   total: number,
   run: Pick<DrainRun, 'concurrency' | 'rounds' | 'storeLoop'>,
+  typeLimit: number | undefined,
 ): Promise<ProfileResult> {
   const [first] = stores;
-  if (!run.storeLoop || first === undefined) return drain(stores, total, run.concurrency, run.rounds);
+  if (!run.storeLoop || first === undefined)
+    return drain(stores, total, run.concurrency, run.rounds, typeLimit);
   const result = await rawDrain(total, () => claimStoreBatch(first));
   return { ...result, rounds: ' (store loop)' };
 }
@@ -239,6 +264,7 @@ async function drain(
   total: number,
   concurrency: number,
   countRounds: boolean,
+  typeLimit: number | undefined,
 ): Promise<ProfileResult> {
   let executed = 0;
   let done: () => void = () => undefined;
@@ -253,6 +279,7 @@ async function drain(
           if (++executed === total) done();
         },
       },
+      typeLimit,
     ),
   );
   let rounds = 0;
