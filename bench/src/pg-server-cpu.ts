@@ -11,10 +11,11 @@ import { claimPgBatch, rawTable, seedPending } from './baselines/raw-sql-pg.js';
 import { pgPool, PG_URL, recreateSchema } from './pg.js';
 import { BENCH_TYPE, type BenchPayload } from './protocol.js';
 import { migrateWith } from './scenarios/migrate.js';
+import { TYPE_LIMIT } from './scenarios/usage.js';
 import { benchRuntime, openStore } from './systems/asynccmd.js';
 
 const USAGE = `node bench/dist/pg-server-cpu.js [--system asynccmd|raw|graphile] [--total N] [--concurrency C]
-    [--repeats R] [--split] [--items] [--processes P]
+    [--repeats R] [--split] [--items] [--processes P] [--type-limit]
   Drains N pre-inserted no-op commands in this one process with one system (asynccmd defaults, the raw
   batch-500 loop, graphile-worker 0.18 with its local queue and batched completion) and prints, per
   command: the consumer's CPU, the CPU of the database backends serving it (utime+stime from
@@ -27,6 +28,8 @@ const USAGE = `node bench/dist/pg-server-cpu.js [--system asynccmd|raw|graphile]
   the database if missing); deduplication and bottom-up deletion keep that below the insertions.
   --processes P (asynccmd only): P consumer processes of C each drain the table together; the
   consumer CPU is theirs summed.
+  --type-limit (asynccmd only): the bench's "type limit" row, typeLimits of TYPE_LIMIT (never reached)
+  on the drained type, so every claim locks the type's limit row and counts its RUNNING commands.
   Shared server processes (walwriter, checkpointer) are left out: other clients of the server pay
   into them too. Point BENCH_PG_URL at a database of its own to keep other clients' rows apart.`;
 
@@ -263,6 +266,7 @@ async function drain(
   total: number,
   concurrency: number,
   split: boolean,
+  typeLimit: number | undefined,
 ): Promise<DrainFigures> {
   const schema = SCHEMAS[system];
   let executed = 0;
@@ -279,7 +283,7 @@ async function drain(
     const opened = await openStore({ kind: 'asynccmd-pg', schema }, 4);
     timer = split ? new StoreTimer() : undefined;
     const store = timer ? timer.wrap(opened) : opened;
-    const runtime = benchRuntime(store, { concurrency }, { mode: 'ASYNC_POOL', onExecute });
+    const runtime = benchRuntime(store, { concurrency }, { mode: 'ASYNC_POOL', onExecute }, typeLimit);
     start = async () => {
       await runtime.start();
     };
@@ -337,9 +341,14 @@ async function drain(
  * One of --processes' consumers: connects, starts on 'go', stops on 'stop' and answers with its
  * CPU time (µs) from go to the end of its shutdown.
  */
-async function child(concurrency: number): Promise<void> {
+async function child(concurrency: number, typeLimit: number | undefined): Promise<void> {
   const store = await openStore({ kind: 'asynccmd-pg', schema: SCHEMAS.asynccmd }, 4);
-  const runtime = benchRuntime(store, { concurrency }, { mode: 'ASYNC_POOL', onExecute: () => undefined });
+  const runtime = benchRuntime(
+    store,
+    { concurrency },
+    { mode: 'ASYNC_POOL', onExecute: () => undefined },
+    typeLimit,
+  );
   const send = (m: unknown): Promise<void> =>
     new Promise((resolve) => process.send?.(m, undefined, {}, () => resolve()));
   let cpu0 = process.cpuUsage();
@@ -366,10 +375,11 @@ async function drainInProcesses(
   total: number,
   concurrency: number,
   processes: number,
+  typeLimit: number | undefined,
 ): Promise<DrainFigures> {
   const script = fileURLToPath(import.meta.url);
   const children = Array.from({ length: processes }, () =>
-    fork(script, ['--child', '--concurrency', String(concurrency)], {
+    fork(script, ['--child', '--concurrency', String(concurrency), ...(typeLimit ? ['--type-limit'] : [])], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     }),
   );
@@ -411,17 +421,21 @@ async function main(): Promise<void> {
       processes: { type: 'string', default: '1' },
       child: { type: 'boolean', default: false },
       items: { type: 'boolean', default: false },
+      'type-limit': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) return console.log(USAGE);
+  const typeLimit = values['type-limit'] ? TYPE_LIMIT : undefined;
   if (values.child) {
-    await child(Number(values.concurrency));
+    await child(Number(values.concurrency), typeLimit);
     // The child exits once it has answered 'stop'.
     return new Promise<void>(() => undefined);
   }
   const system = values.system as System;
   if (!(system in SCHEMAS)) throw new Error(`--system must be one of ${Object.keys(SCHEMAS).join(', ')}`);
+  if (typeLimit !== undefined && system !== 'asynccmd')
+    throw new Error('--type-limit is for --system asynccmd');
   const total = Number(values.total);
   const concurrency = Number(values.concurrency);
   // Every connection the consumer opens from here on carries this name (pg reads PGAPPNAME).
@@ -438,8 +452,8 @@ async function main(): Promise<void> {
       const processes = Number(values.processes);
       const f =
         processes > 1 && system === 'asynccmd'
-          ? await drainInProcesses(admin, total, concurrency, processes)
-          : await drain(admin, system, total, concurrency, values.split);
+          ? await drainInProcesses(admin, total, concurrency, processes, typeLimit)
+          : await drain(admin, system, total, concurrency, values.split, typeLimit);
       // Statistics reach the shared counters when a backend goes idle or exits: the consumer has closed.
       await new Promise((resolve) => setTimeout(resolve, 1200));
       const after = await tableWrites(admin, SCHEMAS[system], table);
@@ -451,7 +465,7 @@ async function main(): Promise<void> {
         )
         .join(', ');
       console.log(
-        `${system} C=${concurrency}×${values.processes} ${total}: ${Math.round((total / f.ms) * 1000)}/s; consumer ${(f.cpuUs / total).toFixed(1)} µs/cmd; ` +
+        `${system}${typeLimit ? ` type limit ${typeLimit}` : ''} C=${concurrency}×${values.processes} ${total}: ${Math.round((total / f.ms) * 1000)}/s; consumer ${(f.cpuUs / total).toFixed(1)} µs/cmd; ` +
           `server backends (${f.server.backends}) ${(f.server.statUs / total).toFixed(1)} µs/cmd utime+stime, ` +
           `${(f.server.runUs / total).toFixed(1)} µs/cmd run time; event loop idle ${(f.idle * 100).toFixed(0)} % ` +
           `(${((f.idle * f.ms * 1000) / total).toFixed(1)} µs/cmd); per command: upd ${per(after.upd - before.upd)} ` +
