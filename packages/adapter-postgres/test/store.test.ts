@@ -581,37 +581,17 @@ describe('PostgresCommandStore', () => {
         command('claimed.rows', { n: 2 }, { priority: 3, orderingKey: 'k' }),
       ]),
     );
-    const token = randomUUID();
-    const claimed = await store.claimDue({
-      types: ['claimed.rows'],
-      limit: 10,
-      now: new Date(Date.now() + 1),
-      token,
-      leaseMs: 45_000,
-      instance: 'worker-7',
-    });
+    const claimed = await claimedAsReadBack('claimed.rows', { instance: 'worker-7', leaseMs: 45_000 });
     expect(claimed).toHaveLength(2);
     for (const c of claimed) {
-      expect(c).toMatchObject({ status: 'RUNNING', claimToken: token, claimedBy: 'worker-7' });
-      expect(c.updatedAt).toEqual(c.startedAt);
+      expect(c).toMatchObject({ claimedBy: 'worker-7' });
       expect(c.leaseUntil!.getTime() - c.startedAt!.getTime()).toBe(45_000);
-      expect(c).toEqual(await store.get(c.id));
     }
-    const anonymous = await store.transaction(async (tx) => {
-      await store.insert(tx, [command('claimed.anonymous')]);
-      return randomUUID();
-    });
-    const [unnamed] = await store.claimDue({
-      types: ['claimed.anonymous'],
-      limit: 1,
-      now: new Date(Date.now() + 1),
-      token: anonymous,
-      leaseMs: 1_000,
-    });
-    expect(unnamed).toMatchObject({ claimToken: anonymous, claimedBy: null });
-    expect(unnamed).toEqual(await store.get(unnamed!.id));
+    await store.transaction((tx) => store.insert(tx, [command('claimed.anonymous')]));
+    const unnamed = await claimedAsReadBack('claimed.anonymous', { leaseMs: 1_000 });
+    expect(unnamed).toMatchObject([{ claimedBy: null }]);
     // Finished, so no later test finds them running.
-    await store.complete([...claimed, unnamed!].map((c) => ({ id: c.id, token: c.claimToken })));
+    await store.complete([...claimed, ...unnamed].map((c) => ({ id: c.id, token: c.claimToken })));
   });
 
   it('hands out the commands of a type-limited claim exactly as reading them back shows them', async () => {
@@ -624,33 +604,13 @@ describe('PostgresCommandStore', () => {
         command('claimed.limited', { n: 3 }),
       ]),
     );
-    const token = randomUUID();
-    const claimed = await store.claimDue({
-      types: ['claimed.limited'],
-      limitedTypes: ['claimed.limited'],
-      limit: 10,
-      now: new Date(Date.now() + 1),
-      token,
-      leaseMs: 30_000,
-      instance: 'worker-8',
-    });
+    const options = { limited: true, instance: 'worker-8', leaseMs: 30_000 };
+    const claimed = await claimedAsReadBack('claimed.limited', options);
     expect(claimed).toHaveLength(2);
-    for (const c of claimed) {
-      expect(c).toMatchObject({ status: 'RUNNING', claimToken: token, claimedBy: 'worker-8' });
-      expect(c.updatedAt).toEqual(c.startedAt);
-      expect(c).toEqual(await store.get(c.id));
-    }
     await store.complete(claimed.map((c) => ({ id: c.id, token: c.claimToken })));
-    const [last] = await store.claimDue({
-      types: ['claimed.limited'],
-      limitedTypes: ['claimed.limited'],
-      limit: 10,
-      now: new Date(Date.now() + 1),
-      token,
-      leaseMs: 30_000,
-    });
-    expect(last).toEqual(await store.get(last!.id));
-    await store.complete([{ id: last!.id, token }]);
+    const last = await claimedAsReadBack('claimed.limited', options);
+    expect(last).toHaveLength(1);
+    await store.complete(last.map((c) => ({ id: c.id, token: c.claimToken })));
   });
 
   it('keeps times exact to the millisecond', async () => {
@@ -1034,3 +994,30 @@ describe('PostgresCommandStore on a pool the application owns', () => {
     }
   });
 });
+
+/**
+ * Claims the due commands of `type` under a new token (within its stored type limit when `limited`)
+ * and checks that each is RUNNING under that token, updated when it started, and equal to its
+ * read-back.
+ */
+async function claimedAsReadBack(
+  type: string,
+  options: { readonly limited?: boolean; readonly instance?: string; readonly leaseMs: number },
+): Promise<Awaited<ReturnType<PostgresCommandStore['claimDue']>>> {
+  const token = randomUUID();
+  const claimed = await store.claimDue({
+    types: [type],
+    ...(options.limited ? { limitedTypes: [type] } : {}),
+    limit: 10,
+    now: new Date(Date.now() + 1),
+    token,
+    leaseMs: options.leaseMs,
+    ...(options.instance === undefined ? {} : { instance: options.instance }),
+  });
+  for (const c of claimed) {
+    expect(c).toMatchObject({ status: 'RUNNING', claimToken: token, claimedBy: options.instance ?? null });
+    expect(c.updatedAt).toEqual(c.startedAt);
+    expect(c).toEqual(await store.get(c.id));
+  }
+  return claimed;
+}
