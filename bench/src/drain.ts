@@ -2,6 +2,7 @@ import { sleep, startAll, stopAll, type Child } from './fleet.js';
 import type { ConsumerSpec } from './protocol.js';
 import type { ServerCpu } from './server-cpu.js';
 import { serverCpuWindow } from './server-cpu.js';
+import { preciseNow } from './protocol.js';
 import { rate } from './stats.js';
 
 /** One system set up for a drain run: how to seed it, run it, and check it afterwards. */
@@ -24,6 +25,8 @@ export interface DrainResult {
   readonly elapsedMs: number;
   /** Commands run in the timed window: `total`, or fewer when the drain hit its time cap. */
   readonly executed: number;
+  /** Commands run before the window opened (the warm-up; it may overshoot or, capped, fall short). */
+  readonly warmedUp: number;
   readonly check: string;
   /** Per-process notes of the consumers (e.g. rows claimed per round), for reading the figure. */
   readonly diagnostics: string[];
@@ -38,13 +41,20 @@ export interface DrainResult {
 /** How long the database may take to show a finished drain, and children to stop. */
 const SETTLE_MS = 60_000;
 
+/** Longest the untimed warm-up of a drain may take; a system slower than that is timed from there. */
+const WARMUP_CAP_MS = 15_000;
+
 /**
  * Seeds the queue, starts `processes` consumer children and waits until they are connected, then
- * times from "go" until the executions reach `total` and the database confirms the drain. A drain
- * still running after `capMs` is stopped there: its figure is the rate until then, and the check
- * is that what ran ran exactly once while the rest went back to PENDING. The cap keeps a slow
- * system (or a loaded machine) from blowing the bench's time budget. With a `server` meter, the
- * database server's CPU over the same window (go to the consumers' exit) is reported too.
+ * sends "go". The first `warmupPerProcess × processes` commands warm the consumers up (JIT, plan
+ * caches, a peer's own start-up) and are not timed: the window runs from the moment they have run
+ * (or WARMUP_CAP_MS passed) until the executions reach all that was seeded and the database
+ * confirms the drain, so it measures a consumer that has been running, as a deployed worker has.
+ * A drain still running `capMs` into its window is stopped there: its figure is the rate until
+ * then, and the check is that what ran ran exactly once while the rest went back to PENDING. The
+ * cap keeps a slow system (or a loaded machine) from blowing the bench's time budget. Every command
+ * seeded, warm-up included, is checked. With a `server` meter, the database server's CPU over the
+ * window (to the consumers' exit) is reported too; consumer CPU is counted over the window alone.
  */
 export async function runDrain(
   target: DrainTarget,
@@ -53,22 +63,33 @@ export async function runDrain(
   concurrency: number,
   capMs: number,
   server?: ServerCpu,
+  warmupPerProcess = 0,
 ): Promise<DrainResult> {
-  await target.prepare(total);
+  const seeded = total + warmupPerProcess * processes;
+  await target.prepare(seeded);
   const children = await startAll(
     'consumer',
     Array.from({ length: processes }, () => target.consumer(concurrency)),
   );
   try {
-    const serverCpu = await serverCpuWindow(server);
-    const t0 = performance.now();
+    const started = performance.now();
     for (const c of children) c.send({ type: 'go' });
-    while (sum(children) < total && performance.now() - t0 < capMs) {
+    while (sum(children) < seeded - total && performance.now() - started < WARMUP_CAP_MS) {
+      failFast(children);
+      await sleep(2);
+    }
+    // The window opens at the latest report: what each child had run by its latest report, and the
+    // CPU it had used. (A child's count may be one report interval old: a bias of at most that.)
+    const atMark = children.map((c) => c.progress);
+    const warmedUp = atMark.reduce((n, p) => n + (p?.executed ?? 0), 0);
+    const serverCpu = await serverCpuWindow(server);
+    const t0 = Math.max(preciseNow() - (performance.now() - started), ...atMark.map((p) => p?.at ?? 0));
+    while (sum(children) < seeded && preciseNow() - t0 < capMs) {
       failFast(children);
       await sleep(5);
     }
     let executed = sum(children);
-    const complete = executed >= total;
+    const complete = executed >= seeded;
     if (complete) {
       const deadline = performance.now() + SETTLE_MS;
       while (!(await target.drained())) {
@@ -76,23 +97,33 @@ export async function runDrain(
         if (performance.now() > deadline) throw new Error('the database did not show the drain finished');
         await sleep(5);
       }
-      executed = total;
+      executed = seeded;
     }
-    const elapsedMs = performance.now() - t0;
+    const elapsedMs = preciseNow() - t0;
+    const timed = executed - warmedUp;
+    if (timed <= 0) throw new Error(`the warm-up ran all ${seeded} commands: nothing left to time`);
     await stopAll(children);
-    const dbCpuUsPerCommand = await serverCpu(executed);
+    const dbCpuUsPerCommand = await serverCpu(timed);
     failFast(children);
     const seqs = children.flatMap((c) => c.received('executions').flatMap((e) => e.seqs));
-    const check = await target.verify(total, seqs, complete);
+    const check = await target.verify(seeded, seqs, complete);
     const reports = children.flatMap((c) => c.received('executions'));
     const diagnostics = reports.flatMap((e) => e.diagnostics ?? []);
+    // Each child's CPU from the mark on: its total from go less what its report at the mark said.
+    const windowReports = children.flatMap((c, i) =>
+      c.received('executions').map((r) => ({
+        ...r,
+        cpuMicros: (r.cpuMicros ?? Number.NaN) - (atMark[i]?.cpuMicros ?? 0),
+      })),
+    );
     return {
-      rate: rate(executed, elapsedMs),
+      rate: rate(timed, elapsedMs),
       elapsedMs,
-      executed,
+      executed: timed,
+      warmedUp,
       check,
       diagnostics,
-      ...consumerCost(reports, executed),
+      ...consumerCost(windowReports, timed),
       dbCpuUsPerCommand,
     };
   } finally {

@@ -61,8 +61,13 @@ export class Child {
 
   /** Latest progress figure reported. */
   get executed(): number {
+    return this.progress?.executed ?? 0;
+  }
+
+  /** Latest progress message, if any. */
+  get progress(): Extract<FromChild, { type: 'progress' }> | undefined {
     const progress = this.received('progress');
-    return progress.length > 0 ? (progress[progress.length - 1]?.executed ?? 0) : 0;
+    return progress[progress.length - 1];
   }
 
   /** Resolves once a message of this type arrives; rejects on error, exit or timeout. */

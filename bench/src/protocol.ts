@@ -83,7 +83,16 @@ export type ToChild = { readonly type: 'go' } | { readonly type: 'stop' };
 
 export type FromChild =
   | { readonly type: 'ready' }
-  | { readonly type: 'progress'; readonly executed: number }
+  /**
+   * Commands run so far; consumers add when (epoch ms, preciseNow) and the CPU this process used
+   * since go, µs.
+   */
+  | {
+      readonly type: 'progress';
+      readonly executed: number;
+      readonly at?: number;
+      readonly cpuMicros?: number;
+    }
   /** Executions seen by a consumer: seqs[i] started at starts[i] (epoch ms, sub-ms precision). */
   | {
       readonly type: 'executions';

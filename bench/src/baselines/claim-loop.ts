@@ -8,7 +8,7 @@ export interface ClaimedBatch {
 
 /**
  * The raw-SQL baseline loop: claim a batch, run each (no-op) executor, complete the batch in one
- * statement; repeat until stopped, sleeping `pollMs` when nothing is due.
+ * statement, let the event loop turn; repeat until stopped, sleeping `pollMs` when nothing is due.
  */
 export async function claimLoop(
   claimBatch: () => Promise<ClaimedBatch | null>,
@@ -24,5 +24,8 @@ export async function claimLoop(
     }
     for (const payload of batch.payloads) onExecute(payload);
     await batch.complete();
+    // A synchronous driver (SQLite) would otherwise loop in microtasks alone, and the process's
+    // timers (its progress reports) would not run until the drain is over: one turn per batch.
+    await new Promise((resolve) => setImmediate(resolve));
   }
 }

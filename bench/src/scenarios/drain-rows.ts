@@ -38,7 +38,8 @@ export function drainRows<S extends string>(
   plan: DrainPlan<S>,
 ): DrainRow<S>[] {
   return shapes.flatMap((shape) => {
-    const scenario = `${k(sizes.drainTotal)}, ${shapeLabel(shape)}, ${where}`;
+    const warmup = sizes.drainWarmupPerProcess > 0 ? ` after ${k(sizes.drainWarmupPerProcess)}/process` : '';
+    const scenario = `${k(sizes.drainTotal)}${warmup}, ${shapeLabel(shape)}, ${where}`;
     const history = `${scenario}, +${k(sizes.finishedRows)} SUCCESS rows`;
     return plan(shape).map(([system, label, settings, target, hist]) => ({
       system,
@@ -58,7 +59,15 @@ export async function runDrainRows<S extends string>(
 ): Promise<void> {
   for (const d of rows) {
     await rec.throughput(d.row, () =>
-      runDrain(d.target, sizes.drainTotal, d.shape.processes, d.shape.concurrency, sizes.drainCapMs, server),
+      runDrain(
+        d.target,
+        sizes.drainTotal,
+        d.shape.processes,
+        d.shape.concurrency,
+        sizes.drainCapMs,
+        server,
+        sizes.drainWarmupPerProcess,
+      ),
     );
   }
 }

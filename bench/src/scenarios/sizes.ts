@@ -14,8 +14,14 @@ export interface DrainShape {
 
 /** How big each scenario is: the full run (`npm run bench`) and a quick one for development. */
 export interface Sizes {
-  /** Commands per drain run. */
+  /** Commands per drain run (timed). */
   readonly drainTotal: number;
+  /**
+   * Commands each consumer process runs first, untimed, before a drain's window opens (JIT, plan
+   * caches, a peer's start-up): a drain measures a worker that has been running, as the latency
+   * and submit runs drop their leading samples.
+   */
+  readonly drainWarmupPerProcess: number;
   /** SUCCESS rows already in the table for the "history" drain. */
   readonly finishedRows: number;
   /** Concurrency of the history drains and of the latency consumers. */
@@ -65,6 +71,7 @@ export interface Sizes {
 
 export const FULL: Sizes = {
   drainTotal: 20_000,
+  drainWarmupPerProcess: 2_500,
   finishedRows: 200_000,
   concurrency: 10,
   processes: 4,
@@ -99,6 +106,7 @@ export const FULL: Sizes = {
 export const QUICK: Sizes = {
   ...FULL,
   drainTotal: 2_000,
+  drainWarmupPerProcess: 500,
   finishedRows: 20_000,
   pgShapes: [
     { processes: 1, concurrency: 10 },

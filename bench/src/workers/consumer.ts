@@ -25,6 +25,9 @@ class SeqLog {
   }
 }
 
+/** How often progress is reported: a drain's window opens at a report, so it is this precise. */
+const PROGRESS_MS = 2;
+
 /**
  * Child process: runs one queue consumer with a no-op executor that only records which command
  * ran (and when), reporting progress while it runs and every execution when stopped. The
@@ -49,9 +52,10 @@ runChild(async () => {
   const progress = setInterval(() => {
     if (seqs.length !== reported) {
       reported = seqs.length;
-      void send({ type: 'progress', executed: reported });
+      const cpu = process.cpuUsage(cpuAtGo);
+      void send({ type: 'progress', executed: reported, at: preciseNow(), cpuMicros: cpu.user + cpu.system });
     }
-  }, 10);
+  }, PROGRESS_MS);
   await stop;
   clearInterval(progress);
   await consumer.stop();

@@ -1,4 +1,4 @@
-import { tickOf } from './recurring/tick.js';
+import { tickOf, type RecurringTick } from './recurring/tick.js';
 import {
   decideFailure,
   type ClaimedCommand,
@@ -309,21 +309,46 @@ export class CommandRunner implements ExecutionHost {
 }
 
 /**
- * The ExecutionContext of one attempt. Its signal is made only if the executor asks for it; an own
- * getter, so a spread copy (`{ ...ctx }`) still carries it.
+ * The ExecutionContext of one attempt. Its signal is made only if the executor asks for it, through
+ * an own getter, so a spread copy (`{ ...ctx }`) still carries it. A class with that getter defined
+ * from one shared descriptor: an object literal with a getter of its own (a new closure and
+ * accessor per command) cost several times more to build, on every command.
  */
+class AttemptContext implements ExecutionContext {
+  readonly id: string;
+  readonly command: ClaimedCommand;
+  readonly attempt: number;
+  readonly tick: RecurringTick | null;
+  declare readonly signal: AbortSignal;
+  readonly #execution: Execution;
+
+  constructor(
+    execution: Execution,
+    readonly logger: Logger,
+  ) {
+    const { command } = execution;
+    this.id = command.id;
+    this.command = command;
+    this.attempt = command.retryCount + 1;
+    this.tick = tickOf(command.headers);
+    this.#execution = execution;
+    Object.defineProperty(this, 'signal', SIGNAL);
+  }
+
+  static signalOf(context: AttemptContext): AbortSignal {
+    return context.#execution.signal;
+  }
+}
+
+const SIGNAL: PropertyDescriptor = {
+  get(this: AttemptContext) {
+    return AttemptContext.signalOf(this);
+  },
+  enumerable: true,
+};
+
 function contextOf(execution: Execution, logger: Logger): ExecutionContext {
-  const { command } = execution;
-  return {
-    id: command.id,
-    command,
-    attempt: command.retryCount + 1,
-    logger,
-    tick: tickOf(command.headers),
-    get signal() {
-      return execution.signal;
-    },
-  };
+  return new AttemptContext(execution, logger);
 }
 
 const NOTHING: Promise<void> = Promise.resolve();
