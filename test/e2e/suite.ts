@@ -230,8 +230,13 @@ export function describeRuntimeE2E<Tx>(
         for (const n of [1, 2, 3]) await submit('e2e.slow', { n });
         for (const n of [1, 2, 3]) await submit('e2e.fast', { n });
       });
-      // All fast commands finish while the slow pool is still blocked on its first command.
-      await waitFor('the fast commands', () => kinds(events, 'succeeded').length === 3);
+      // All fast commands finish while the slow pool is still blocked on its first command. (The
+      // slow one may start a round later than the fast ones: a round that began just before the
+      // commit found no slow command yet, and its fast claim, sent after the commit, found them.)
+      await waitFor(
+        'the fast commands and the first slow one',
+        () => kinds(events, 'succeeded').length === 3 && slowRunning === 1,
+      );
       const succeeded = kinds(events, 'succeeded').map((e) => e.kind === 'succeeded' && e.command.type);
       expect(succeeded).toEqual(['e2e.fast', 'e2e.fast', 'e2e.fast']);
       expect(slowRunning).toBe(1);
