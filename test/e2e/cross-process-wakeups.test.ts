@@ -64,4 +64,47 @@ describe.each(RUNTIME_HARNESSES)('wake-ups between instances on %s', (_name, fac
     }
     expect(started).toEqual([1, 2, 3]);
   }, 60_000);
+
+  it('the last commands of a producer that submits a burst and stops at once start long before the next poll', async () => {
+    harness = await factory(`xpw_${process.pid}_${Math.floor(Math.random() * 1e6)}`);
+    const started: number[] = [];
+    const job = defineExecutor<'xpw.burst', { n: number }>({
+      type: 'xpw.burst',
+      mode: 'ASYNC_POOL',
+      execute: async ({ n }) => void started.push(n),
+    });
+    const consumer = createAsyncCommands({
+      store: await harness.openStore(),
+      executors: [job],
+      pollIntervalMs: 60_000,
+    });
+    const events: CommandEvent[] = [];
+    consumer.on((e) => events.push(e));
+    stops.push(() => consumer.stop({ timeoutMs: 2_000 }));
+    consumer.start();
+    await waitFor('the first poll round', () => events.some((e) => e.kind === 'round'), 10_000);
+    for (let round = 0; round < 5; round++) {
+      const producer = createAsyncCommands({
+        store: await harness.openStore(),
+        executors: [],
+        submitOnlyTypes: ['xpw.burst'],
+      });
+      // Back to back: each commit but the first comes while the wake-up of the one before may
+      // still be folding announcements (PostgreSQL's NOTIFY window); then the store closes.
+      const ns = Array.from({ length: 10 }, (_, i) => round * 10 + i + 1);
+      for (const n of ns) {
+        await producer.client.transaction((tx) =>
+          producer.client.submit(tx, 'xpw.burst' as never, { n } as never),
+        );
+      }
+      await producer.stop({ timeoutMs: 2_000 });
+      // Far below the poll interval: this is about the wake-up, not its speed.
+      await waitFor(
+        `commands ${ns[0]}–${ns.at(-1)} to start`,
+        () => ns.every((n) => started.includes(n)),
+        10_000,
+      );
+    }
+    expect(started.sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  }, 60_000);
 });
