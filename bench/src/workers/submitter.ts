@@ -27,7 +27,7 @@ runChild(async () => {
         commits.push(preciseNow());
         begins.push(began);
         seqs.push(seq);
-      });
+      }, spec.lastGapMs);
       await send({ type: 'commits', seqs, commits, begins });
     } else {
       const t0 = performance.now();
