@@ -183,12 +183,14 @@ export class PostgresWakeups implements WakeupChannel {
 
   /**
    * The transaction is over. One whose announcement was folded joins the window's NOTIFY now —
-   * also when its COMMIT failed, whose outcome is unknown: a NOTIFY too many costs a claim.
+   * also when its COMMIT failed, whose outcome is unknown: a NOTIFY too many costs a claim. So
+   * does one whose statements after the COMMIT failed (`afterCommitFailed`): they ran in one
+   * transaction, and their failure rolled back the NOTIFY among them.
    */
-  ended(client: ClientBase): void {
+  ended(client: ClientBase, afterCommitFailed = false): void {
     this.open.delete(client);
-    this.announce.delete(client);
-    if (this.folded.delete(client)) this.sendSoon();
+    const announced = this.announce.delete(client);
+    if (this.folded.delete(client) || (announced && afterCommitFailed)) this.sendSoon();
   }
 
   /**

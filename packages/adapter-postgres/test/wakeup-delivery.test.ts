@@ -25,6 +25,11 @@ beforeAll(async () => {
     CREATE CONSTRAINT TRIGGER hold_commit AFTER INSERT ON "${schema}".async_command
       DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.type = 'held')
       EXECUTE FUNCTION "${schema}".hold_commit();
+    CREATE FUNCTION "${schema}".refuse_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'this command refuses to be claimed'; END $$;
+    CREATE TRIGGER refuse_claim BEFORE UPDATE ON "${schema}".async_command
+      FOR EACH ROW WHEN (NEW.type = 'refused' AND NEW.status = 'RUNNING')
+      EXECUTE FUNCTION "${schema}".refuse_claim();
   `);
 });
 
@@ -114,6 +119,33 @@ describe('PostgreSQL wake-up delivery', () => {
       await claimedSoon(claimed, 'held');
     } finally {
       await holder.end();
+      await stop();
+      await sender.close();
+    }
+  });
+
+  it('sends the wake-up again when the claim riding with it after the COMMIT fails and takes it along', async () => {
+    const sender = await openStore(schema);
+    let wakes = 0;
+    const stop = await receiver.wakeups.subscribe(() => (wakes += 1));
+    try {
+      let claimed: Promise<unknown> | null = null;
+      // The NOTIFY and the claim by id run after the COMMIT in one transaction of their own: the
+      // claim's failure rolls the NOTIFY back, while the command stands committed.
+      await sender.transaction(async (tx) => {
+        const [id] = await sender.insert(tx, [command('refused')]);
+        expect(sender.wakeups.notifyOnCommit(tx)).toBe(true);
+        claimed = sender.claimByIdOnCommit(tx, {
+          id: id!,
+          now: new Date(Date.now() + 1000),
+          token: randomUUID(),
+          leaseMs: 60_000,
+        });
+      });
+      await expect(claimed).rejects.toThrow('refuses to be claimed');
+      for (let i = 0; i < 1_000 && wakes === 0; i++) await sleep(10);
+      expect(wakes).toBeGreaterThan(0);
+    } finally {
       await stop();
       await sender.close();
     }
