@@ -1,8 +1,7 @@
 import { parseArgs } from 'node:util';
-import { joinSamples } from './checks.js';
-import { Child, sleep, startAll, stopAll } from './fleet.js';
+import { runLatency, type LatencyTarget } from './latency.js';
 import { dropSchema, pgPool } from './pg.js';
-import type { ConsumerSpec, SystemSpec } from './protocol.js';
+import type { SystemSpec } from './protocol.js';
 import { freshCommandTable } from './scenarios/pg-targets.js';
 import { percentile } from './stats.js';
 
@@ -39,41 +38,19 @@ const lastGapMs = values['last-gap'] === undefined ? undefined : Number(values['
 
 const pool = pgPool(2);
 const system: SystemSpec = { kind: 'asynccmd-pg', schema };
-const consumerSpec: ConsumerSpec = { system, concurrency: 10, recordStarts: true };
-
-/** One round as bench/src/latency.ts runLatency runs it, with the last submit's gap of its own. */
-async function round(): Promise<number[]> {
-  await freshCommandTable(pool, schema);
-  const total = warmup + samples;
-  const [consumer] = await startAll('consumer', [consumerSpec]);
-  let submitter: Child | undefined;
-  try {
-    consumer!.send({ type: 'go' });
-    await sleep(500);
-    submitter = Child.start('submitter', { mode: 'paced', system, count: total, intervalMs, lastGapMs });
-    await submitter.waitFor('ready', 30_000);
-    submitter.send({ type: 'go' });
-    const commits = await submitter.waitFor('commits', 120_000);
-    const deadline = performance.now() + 30_000;
-    while (consumer!.executed < total) {
-      if (consumer!.errors.length > 0) throw new Error(consumer!.errors.join('; '));
-      if (performance.now() > deadline) throw new Error(`only ${consumer!.executed}/${total} started`);
-      await sleep(10);
-    }
-    await stopAll([consumer!, submitter]);
-    const { seqs, starts } = await consumer!.waitFor('executions', 5_000);
-    return joinSamples(commits.seqs, commits.commits, seqs, starts, warmup).samples;
-  } finally {
-    consumer!.kill();
-    submitter?.kill();
-  }
-}
+const target: LatencyTarget = {
+  system: 'asynccmd (coalesced NOTIFY)',
+  prepare: () => freshCommandTable(pool, schema),
+  consumer: { system, concurrency: 10, recordStarts: true },
+  submitter: system,
+  ...(lastGapMs === undefined ? {} : { lastGapMs }),
+};
 
 const all: number[] = [];
 const slow: { round: number; index: number; ms: number }[] = [];
 try {
   for (let r = 0; r < rounds; r++) {
-    const taken = await round();
+    const taken = (await runLatency(target, samples, intervalMs, warmup, 120_000)).fromCommit.samples;
     taken.forEach((ms, index) => {
       all.push(ms);
       if (ms >= slowMs) slow.push({ round: r, index, ms });
