@@ -13,6 +13,8 @@ export interface LatencyTarget {
   prepare(): Promise<void>;
   readonly consumer: ConsumerSpec;
   readonly submitter: SystemSpec;
+  /** The last submit this many ms after the one before it, not `intervalMs` (wake-probe.ts). */
+  readonly lastGapMs?: number;
 }
 
 /**
@@ -43,6 +45,7 @@ export async function runLatency(
       system: target.submitter,
       count: total,
       intervalMs,
+      ...(target.lastGapMs === undefined ? {} : { lastGapMs: target.lastGapMs }),
     });
     await submitter.waitFor('ready', 30_000);
     submitter.send({ type: 'go' });

@@ -61,6 +61,11 @@ export type SubmitterSpec =
       readonly system: SystemSpec;
       readonly count: number;
       readonly intervalMs: number;
+      /**
+       * The last submit starts this many ms after the one before it instead (wake-probe.ts: a
+       * submitter that catches up just before it stops).
+       */
+      readonly lastGapMs?: number;
     }
   | {
       readonly mode: 'burst';

@@ -45,16 +45,24 @@ export function runChild(body: () => Promise<void>): void {
   }, fail);
 }
 
-/** Calls `fn(seq)` for seq 1..count, starting call i at i × intervalMs (a slow call does not shift the rest). */
+/**
+ * Calls `fn(seq)` for seq 1..count, starting call i at i × intervalMs (a slow call does not shift
+ * the rest) — the last one, given `lastGapMs`, that long after the one before it started.
+ */
 export async function paced(
   count: number,
   intervalMs: number,
   fn: (seq: number) => Promise<void>,
+  lastGapMs?: number,
 ): Promise<void> {
   const t0 = performance.now();
+  let started = t0;
   for (let seq = 1; seq <= count; seq++) {
-    const wait = t0 + (seq - 1) * intervalMs - performance.now();
+    const at =
+      seq === count && seq > 1 && lastGapMs !== undefined ? started + lastGapMs : t0 + (seq - 1) * intervalMs;
+    const wait = at - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    started = performance.now();
     await fn(seq);
   }
 }

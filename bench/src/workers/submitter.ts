@@ -21,13 +21,18 @@ runChild(async () => {
       const seqs: number[] = [];
       const commits: number[] = [];
       const begins: number[] = [];
-      await paced(spec.count, spec.intervalMs, async (seq) => {
-        const began = preciseNow();
-        await submitter.submit({ seq });
-        commits.push(preciseNow());
-        begins.push(began);
-        seqs.push(seq);
-      });
+      await paced(
+        spec.count,
+        spec.intervalMs,
+        async (seq) => {
+          const began = preciseNow();
+          await submitter.submit({ seq });
+          commits.push(preciseNow());
+          begins.push(began);
+          seqs.push(seq);
+        },
+        spec.lastGapMs,
+      );
       await send({ type: 'commits', seqs, commits, begins });
     } else {
       const t0 = performance.now();

@@ -54,6 +54,8 @@ export class PostgresWakeups implements WakeupChannel {
   /** The store's transactions still open, and those of them to announce at commit. */
   private readonly open = new WeakSet<ClientBase>();
   private readonly announce = new WeakSet<ClientBase>();
+  /** Those whose COMMIT went out while a window was open: announced once it has returned. */
+  private readonly folded = new WeakSet<ClientBase>();
   private client: pg.Client | null = null;
   private connecting: Promise<void> | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
@@ -148,7 +150,7 @@ export class PostgresWakeups implements WakeupChannel {
 
   /** The NOTIFY of notify(), now or folded into the one at the end of the open window. */
   private sendSoon(): void {
-    if (this.takeWindow()) this.send();
+    if (this.takeWindow()) void this.send();
   }
 
   notifyOnCommit(tx: ClientBase): boolean {
@@ -162,15 +164,33 @@ export class PostgresWakeups implements WakeupChannel {
     this.open.add(client);
   }
 
-  /** The NOTIFY to send with this transaction's COMMIT, if it asked for one and the window is free. */
+  /**
+   * The NOTIFY to send with this transaction's COMMIT, if it asked for one and the window is free.
+   * Otherwise it joins the window's NOTIFY, but only once its COMMIT has returned (ended): the
+   * window may end while the COMMIT is still under way, and a NOTIFY sent then, on another
+   * connection, can reach a listener before the row is visible — its claim finds nothing, and
+   * nothing wakes it again.
+   */
   statementAfterCommit(client: ClientBase): string | undefined {
-    if (!this.announce.has(client) || !this.takeWindow()) return undefined;
+    if (this.closed || !this.announce.has(client)) return undefined;
+    if (this.windowTimer !== null) {
+      this.folded.add(client);
+      return undefined;
+    }
+    this.openWindow();
     return `NOTIFY "${this.options.channel}"`;
   }
 
-  ended(client: ClientBase): void {
+  /**
+   * The transaction is over. One whose announcement was folded joins the window's NOTIFY now —
+   * also when its COMMIT failed, whose outcome is unknown: a NOTIFY too many costs a claim. So
+   * does one whose statements after the COMMIT failed (`afterCommitFailed`): they ran in one
+   * transaction, and their failure rolled back the NOTIFY among them.
+   */
+  ended(client: ClientBase, afterCommitFailed = false): void {
     this.open.delete(client);
-    this.announce.delete(client);
+    const announced = this.announce.delete(client);
+    if (this.folded.delete(client) || (announced && afterCommitFailed)) this.sendSoon();
   }
 
   /**
@@ -183,6 +203,11 @@ export class PostgresWakeups implements WakeupChannel {
       this.notifyPending = true;
       return false;
     }
+    this.openWindow();
+    return true;
+  }
+
+  private openWindow(): void {
     this.windowTimer = setTimeout(() => {
       this.windowTimer = null;
       if (this.notifyPending) {
@@ -191,25 +216,33 @@ export class PostgresWakeups implements WakeupChannel {
       }
     }, this.options.windowMs);
     this.windowTimer.unref();
-    return true;
   }
 
+  /**
+   * Stops. A NOTIFY still folded into the open window goes out now, before the pool ends: a
+   * process that submits and then stops (a script, a request handler's short-lived store) would
+   * otherwise leave the listeners to find its last commands at their next poll.
+   */
   async close(): Promise<void> {
     this.closed = true;
     if (this.windowTimer !== null) clearTimeout(this.windowTimer);
     this.windowTimer = null;
+    const last = this.notifyPending ? this.send() : undefined;
+    this.notifyPending = false;
     this.subscribers.clear();
     this.revocationSubscribers.clear();
-    await this.stopListening();
+    await Promise.all([last, this.stopListening()]);
   }
 
-  private send(): void {
-    this.options.pool
-      .query('SELECT pg_notify($1, $2)', [this.options.channel, this.ownPayload])
-      .catch((err: unknown) => {
+  /** Sends one NOTIFY; settles when it has gone out or failed (never rejects). */
+  private send(): Promise<void> {
+    return this.options.pool.query('SELECT pg_notify($1, $2)', [this.options.channel, this.ownPayload]).then(
+      () => undefined,
+      (err: unknown) => {
         // Harmless: listeners fall back to polling.
         this.options.logger.warn({ err }, 'asynccmd: PostgreSQL NOTIFY failed');
-      });
+      },
+    );
   }
 
   private ensureListening(): Promise<void> {

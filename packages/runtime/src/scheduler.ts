@@ -203,12 +203,18 @@ export class Scheduler {
     for (const group of this.#groups) group.hungry = true;
     const wakeups = this.deps.store.wakeups;
     if (wakeups) {
+      let sameTurn = true;
+      setImmediate(() => (sameTurn = false));
       wakeups
         .subscribe(() => this.wake())
         .then(
           (unsubscribe) => {
-            if (this.#stopping) void unsubscribe().catch(() => undefined);
-            else this.#unsubscribe = unsubscribe;
+            if (this.#stopping) return void unsubscribe().catch(() => undefined);
+            this.#unsubscribe = unsubscribe;
+            // The first round does not wait for the subscription. One that went live only later
+            // (a LISTEN connection to open) missed what was committed after that round's claims:
+            // one more round finds it. One settled within this turn was live already.
+            if (!sameTurn) this.wake();
           },
           (error: unknown) => this.deps.outage.failed('wakeups', error),
         );

@@ -60,11 +60,12 @@ export class CommitRiders implements CommitCompanion {
 
   ended(client: ClientBase, outcome: CommitOutcome | null): void {
     this.#open.delete(client);
-    this.wakeups.ended(client);
+    this.wakeups.ended(client, outcome !== null && outcome.afterError !== null);
     const claim = this.#claims.get(client);
     this.#claims.delete(client);
     if (outcome?.afterError) {
-      // The commit stands; the NOTIFY and the claim were rolled back: pollers pick the work up.
+      // The commit stands; the NOTIFY and the claim were rolled back: the NOTIFY is sent again
+      // (wakeups.ended), the command stays PENDING for a claimer.
       this.logger.warn({ err: outcome.afterError }, 'asynccmd: PostgreSQL statements after COMMIT failed');
       claim?.reject(outcome.afterError);
     } else claim?.resolve((outcome?.rows[0] as CommandRow | undefined) ?? null);
