@@ -558,33 +558,37 @@ describe('PostgreSQL: submitting from SQL', () => {
     const other = new pg.Client({ connectionString: PG_URL });
     await other.connect();
     try {
+      /**
+       * A replacing call in an open transaction of `db`, then one on `other` that waits for it, then
+       * `end` of the first: both answers.
+       */
+      const race = async (
+        key: string,
+        by: [string, string],
+        secondMode: string,
+        end: 'COMMIT' | 'ROLLBACK',
+      ) => {
+        await db.query('BEGIN');
+        const first = await onceOn(db, type, key, { by: by[0] }, `, on_pending => 'replace'`);
+        const second = onceOn(other, type, key, { by: by[1] }, `, on_pending => $4`, [secondMode]);
+        await blocked(other);
+        await db.query(end);
+        return [first, await second] as const;
+      };
       // No holder: the second call waits for the first's insert, then replaces what it committed.
-      await db.query('BEGIN');
-      const first = await onceOn(db, type, 'race', { by: 'first' }, `, on_pending => 'replace'`);
-      const second = onceOn(other, type, 'race', { by: 'second' }, `, on_pending => 'replace'`);
-      await blocked(other);
-      await db.query('COMMIT');
+      const [first, second] = await race('race', ['first', 'second'], 'replace', 'COMMIT');
       expect(first).toMatchObject({ duplicate: false, replaced: false });
-      expect(await second).toEqual({ id: first.id, duplicate: true, replaced: true });
+      expect(second).toEqual({ id: first.id, duplicate: true, replaced: true });
       expect((await store.get(first.id))?.payload).toEqual({ by: 'second' });
 
       // A holder: the second waits for the first's replace, then replaces in turn; the last write stays.
-      await db.query('BEGIN');
-      const third = await onceOn(db, type, 'race', { by: 'third' }, `, on_pending => 'replace'`);
-      const fourth = onceOn(other, type, 'race', { by: 'fourth' }, `, on_pending => 'replace-keep-run-at'`);
-      await blocked(other);
-      await db.query('COMMIT');
+      const [third, fourth] = await race('race', ['third', 'fourth'], 'replace-keep-run-at', 'COMMIT');
       expect(third).toEqual({ id: first.id, duplicate: true, replaced: true });
-      expect(await fourth).toEqual({ id: first.id, duplicate: true, replaced: true });
+      expect(fourth).toEqual({ id: first.id, duplicate: true, replaced: true });
       expect((await store.get(first.id))?.payload).toEqual({ by: 'fourth' });
 
       // The first inserter rolls back: the waiting call inserts instead.
-      await db.query('BEGIN');
-      const undone = await onceOn(db, type, 'undone', { by: 'rolled back' }, `, on_pending => 'replace'`);
-      const after = onceOn(other, type, 'undone', { by: 'after' }, `, on_pending => 'replace'`);
-      await blocked(other);
-      await db.query('ROLLBACK');
-      const inserted = await after;
+      const [undone, inserted] = await race('undone', ['rolled back', 'after'], 'replace', 'ROLLBACK');
       expect(undone.duplicate).toBe(false);
       expect(inserted).toMatchObject({ duplicate: false, replaced: false });
       expect(inserted.id).not.toBe(undone.id);
