@@ -267,6 +267,12 @@ describe('PostgreSQL: submitting from SQL', () => {
         '22023',
         'asynccmd: INVALID_ARGUMENT: an idempotent submit needs',
       ],
+      ...['overwrite', 'Replace', '', null].map((onPending): [string, unknown[], string, string] => [
+        `SELECT * FROM ${submitOnce}('sql.ship', '{}', biz_key => 'bad-on-pending', on_pending => $1)`,
+        [onPending],
+        '22023',
+        `asynccmd: INVALID_ARGUMENT: on_pending must be 'keep', 'replace' or 'replace-keep-run-at', not ${onPending === null ? 'null' : `'${onPending}'`}`,
+      ]),
     ];
     const before = (await store.list({ limit: 1000 })).items.length;
     for (const [text, values, sqlstate, message] of refusals) {
@@ -362,6 +368,255 @@ describe('PostgreSQL: submitting from SQL', () => {
     }
   });
 
+  interface Once {
+    id: string;
+    duplicate: boolean;
+    replaced: boolean;
+  }
+  /** submit_once of `payload` under `key`, the named arguments after it (`named`) as SQL text. */
+  const onceOn = async (
+    client: pg.Client,
+    type: string,
+    key: string,
+    payload: unknown,
+    named = '',
+    values: unknown[] = [],
+  ): Promise<Once> => {
+    const { rows } = await client.query<Once>(
+      `SELECT id::text, duplicate, replaced FROM ${submitOnce}($1, $2, biz_key => $3${named})`,
+      [type, JSON.stringify(payload), key, ...values],
+    );
+    return rows[0]!;
+  };
+
+  /** Resolves once the backend of `client` waits for a lock another transaction holds. */
+  async function blocked(client: pg.Client): Promise<void> {
+    const pid = (client as unknown as { processID: number }).processID;
+    const until = Date.now() + 10_000;
+    for (;;) {
+      const { rows } = await db.query<{ waiting: boolean }>(
+        `SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = $1`,
+        [pid],
+      );
+      if (rows[0]?.waiting === true) return;
+      if (Date.now() > until) throw new Error(`backend ${pid} never waited for a lock`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  }
+
+  it("on_pending 'replace' gives a PENDING holder the call's payload, priority, max_retry and due time; 'replace-keep-run-at' all but the due time", async () => {
+    const type = 'sql.replaced';
+    const firstRunAt = new Date(Date.now() + 60_000);
+    const held = await store.transaction((tx) =>
+      store.insertIdempotent(tx, {
+        type,
+        bizKey: 'debounced',
+        payloadJson: '{"v":1}',
+        maxRetry: 1,
+        priority: 5,
+        runAt: firstRunAt,
+        owner: 'first-owner',
+        headers: { h: 'one' },
+      }),
+    );
+    const before = await store.get(held.id);
+    const nextRunAt = new Date(Date.now() + 120_000);
+    expect(
+      await onceOn(
+        db,
+        type,
+        'debounced',
+        { v: 2 },
+        `, run_at => $4, max_retry => 7, priority => -3, owner => 'next-owner', on_pending => 'replace'`,
+        [nextRunAt.toISOString()],
+      ),
+    ).toEqual({ id: held.id, duplicate: true, replaced: true });
+    const replaced = await store.get(held.id);
+    expect(replaced).toMatchObject({
+      status: 'PENDING',
+      payload: { v: 2 },
+      // The SQL submit takes no headers: the replaced command carries this submit's, none.
+      headers: {},
+      priority: -3,
+      maxRetry: 7,
+      retryCount: 0,
+      idempotent: true,
+      // Who submitted it first stays on the row, as with the store's replace.
+      owner: 'first-owner',
+      nextRunAt,
+      createdAt: before!.createdAt,
+    });
+
+    const later = new Date(Date.now() + 86_400_000);
+    expect(
+      await onceOn(db, type, 'debounced', { v: 3 }, `, run_at => $4, on_pending => 'replace-keep-run-at'`, [
+        later.toISOString(),
+      ]),
+    ).toEqual({ id: held.id, duplicate: true, replaced: true });
+    // The arguments left out replace with their defaults, as a new command would get them.
+    expect(await store.get(held.id)).toMatchObject({
+      payload: { v: 3 },
+      priority: 0,
+      maxRetry: 5,
+      nextRunAt,
+    });
+
+    // 'keep', named or left out, leaves the holder as it is.
+    const kept = await store.get(held.id);
+    for (const named of [`, on_pending => 'keep'`, '']) {
+      expect(await onceOn(db, type, 'debounced', { v: 4 }, named)).toEqual({
+        id: held.id,
+        duplicate: true,
+        replaced: false,
+      });
+    }
+    expect(await store.get(held.id)).toEqual(kept);
+
+    // With no unfinished command of the key, a replacing call inserts as usual.
+    const fresh = await onceOn(db, type, 'fresh', { v: 1 }, `, on_pending => 'replace'`);
+    expect(fresh).toEqual({ id: expect.stringMatching(/^[1-9][0-9]*$/), duplicate: false, replaced: false });
+    expect(await store.get(fresh.id)).toMatchObject({ idempotent: true, bizKey: 'fresh', payload: { v: 1 } });
+    expect((await store.list({ type })).items).toHaveLength(2);
+  });
+
+  it('a holder replaced to be due now is announced at COMMIT: the running runtime runs it, with the new payload', async () => {
+    const key = 'debounce-due';
+    const held = await onceOn(
+      db,
+      'sql.ship',
+      key,
+      { note: 'not yet' },
+      `, run_at => now() + interval '1 hour'`,
+    );
+    const replaced = await inTransaction(() =>
+      onceOn(db, 'sql.ship', key, { note: 'replaced, due now' }, `, on_pending => 'replace'`),
+    );
+    expect(replaced).toEqual({ id: held.id, duplicate: true, replaced: true });
+    await waitFor('the replaced command to run', () => ran.includes('replaced, due now'));
+    expect(ran).not.toContain('not yet');
+  });
+
+  it.each([['replace'], ['replace-keep-run-at']])(
+    "a RUNNING holder is never changed by on_pending '%s': the answer says replaced false",
+    async (onPending) => {
+      const type = `sql.running.${onPending}`;
+      const held = await onceOn(db, type, 'busy', { v: 1 });
+      const [running] = await store.claimDue({
+        types: [type],
+        limit: 1,
+        now: new Date(Date.now() + 1_000),
+        token: `token-${onPending}`,
+        leaseMs: 60_000,
+      });
+      expect(running?.id).toBe(held.id);
+      expect(
+        await onceOn(
+          db,
+          type,
+          'busy',
+          { v: 2 },
+          `, run_at => now() + interval '1 hour', priority => 9, max_retry => 0, on_pending => $4`,
+          [onPending],
+        ),
+      ).toEqual({ id: held.id, duplicate: true, replaced: false });
+      expect(await store.get(held.id)).toMatchObject({
+        status: 'RUNNING',
+        payload: { v: 1 },
+        priority: 0,
+        maxRetry: 5,
+        claimToken: running!.claimToken,
+        nextRunAt: running!.nextRunAt,
+      });
+    },
+  );
+
+  it('a replacing call that meets a holder a claim is taking waits for it, then leaves it alone', async () => {
+    const type = 'sql.claim-race';
+    const held = await onceOn(db, type, 'claimed', { v: 1 });
+    const other = new pg.Client({ connectionString: PG_URL });
+    await other.connect();
+    try {
+      // The claim's write, held open in a transaction: what a claimer does to the row.
+      await db.query('BEGIN');
+      await db.query(
+        `UPDATE "${schema}".async_command SET status = 'RUNNING', claim_token = 'by-hand',
+           lease_until = now() + interval '1 minute', started_at = now() WHERE id = $1`,
+        [held.id],
+      );
+      const replacing = onceOn(other, type, 'claimed', { v: 2 }, `, on_pending => 'replace'`);
+      await blocked(other);
+      await db.query('COMMIT');
+      expect(await replacing).toEqual({ id: held.id, duplicate: true, replaced: false });
+      expect(await store.get(held.id)).toMatchObject({ status: 'RUNNING', payload: { v: 1 } });
+    } finally {
+      await other.end();
+    }
+  });
+
+  it('two replacing calls on two connections both succeed: one inserts and the other replaces it, or both replace', async () => {
+    const type = 'sql.replace-race';
+    const other = new pg.Client({ connectionString: PG_URL });
+    await other.connect();
+    try {
+      /**
+       * A replacing call in an open transaction of `db`, then one on `other` that waits for it, then
+       * `end` of the first: both answers.
+       */
+      const race = async (
+        key: string,
+        by: [string, string],
+        secondMode: string,
+        end: 'COMMIT' | 'ROLLBACK',
+      ) => {
+        await db.query('BEGIN');
+        const first = await onceOn(db, type, key, { by: by[0] }, `, on_pending => 'replace'`);
+        const second = onceOn(other, type, key, { by: by[1] }, `, on_pending => $4`, [secondMode]);
+        await blocked(other);
+        await db.query(end);
+        return [first, await second] as const;
+      };
+      // No holder: the second call waits for the first's insert, then replaces what it committed.
+      const [first, second] = await race('race', ['first', 'second'], 'replace', 'COMMIT');
+      expect(first).toMatchObject({ duplicate: false, replaced: false });
+      expect(second).toEqual({ id: first.id, duplicate: true, replaced: true });
+      expect((await store.get(first.id))?.payload).toEqual({ by: 'second' });
+
+      // A holder: the second waits for the first's replace, then replaces in turn; the last write stays.
+      const [third, fourth] = await race('race', ['third', 'fourth'], 'replace-keep-run-at', 'COMMIT');
+      expect(third).toEqual({ id: first.id, duplicate: true, replaced: true });
+      expect(fourth).toEqual({ id: first.id, duplicate: true, replaced: true });
+      expect((await store.get(first.id))?.payload).toEqual({ by: 'fourth' });
+
+      // The first inserter rolls back: the waiting call inserts instead.
+      const [undone, inserted] = await race('undone', ['rolled back', 'after'], 'replace', 'ROLLBACK');
+      expect(undone.duplicate).toBe(false);
+      expect(inserted).toMatchObject({ duplicate: false, replaced: false });
+      expect(inserted.id).not.toBe(undone.id);
+      expect((await store.get(inserted.id))?.payload).toEqual({ by: 'after' });
+
+      // Many at once from four connections, each call after the one before on its connection: one
+      // command, one insert, every other call a replace.
+      const more = [new pg.Client({ connectionString: PG_URL }), new pg.Client({ connectionString: PG_URL })];
+      await Promise.all(more.map((c) => c.connect()));
+      const results = (
+        await Promise.all(
+          [db, other, ...more].map(async (client, c) => {
+            const mine: Once[] = [];
+            for (let i = 0; i < 6; i++) {
+              mine.push(await onceOn(client, type, 'burst', { c, i }, `, on_pending => 'replace'`));
+            }
+            return mine;
+          }),
+        ).finally(() => Promise.all(more.map((c) => c.end())))
+      ).flat();
+      expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
+      expect(results.filter((r) => r.duplicate).every((r) => r.replaced)).toBe(true);
+      expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    } finally {
+      await other.end();
+    }
+  });
+
   it('migrating again, and from several processes at once, keeps the functions and sets the payload limit', async () => {
     const fresh = placeName('sql_submit_mig');
     const peers = [0, 1, 2].map(() =>
@@ -387,5 +642,137 @@ describe('PostgreSQL: submitting from SQL', () => {
       await Promise.all(peers.map((p) => p.close()));
       await db.query(`DROP SCHEMA IF EXISTS "${fresh}" CASCADE`);
     }
+  });
+
+  describe('a database at version 11 (submit_once without on_pending) migrated to 12', () => {
+    /** A schema holding what versions 1 to 11 made, as a store of version 11 left it, and a store on it. */
+    async function atVersion11(name: string): Promise<PostgresCommandStore> {
+      const unmigrated = createPostgresStore({
+        connectionString: PG_URL,
+        schema: name,
+        poolConfig: { max: 2 },
+      });
+      const script = await unmigrated.migrationScript({ all: true });
+      await db.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+      await inTransaction(async () => {
+        for (const statement of script.setup) await db.query(statement);
+        for (const version of script.versions.filter((v) => v.version <= 11)) {
+          for (const statement of version.statements) await db.query(statement);
+        }
+      });
+      return unmigrated;
+    }
+    const versionsOf = async (name: string): Promise<number[]> =>
+      (
+        await db.query<{ version: number }>(
+          `SELECT version FROM "${name}".async_command_migrations ORDER BY version`,
+        )
+      ).rows.map((r) => r.version);
+    const submitOnceFunctions = async (name: string): Promise<string[]> =>
+      (
+        await db.query<{ args: string }>(
+          `SELECT pg_get_function_arguments(oid) AS args FROM pg_proc
+             WHERE pronamespace = $1::regnamespace AND proname = 'async_command_submit_once'`,
+          [name],
+        )
+      ).rows.map((r) => r.args);
+
+    it.each([['migrate()'], ['the script of migrate --print-sql']])(
+      'by %s: one submit_once with on_pending, and calls written for version 11 keep working',
+      async (how) => {
+        const name = placeName(how === 'migrate()' ? 'sql_submit_v11' : 'sql_submit_v11_sql');
+        const v11 = await atVersion11(name);
+        const fn = `"${name}".async_command_submit_once`;
+        try {
+          expect(await versionsOf(name)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+          // A caller of version 11 in PL/pgSQL, reading the two columns into two variables.
+          await db.query(`CREATE FUNCTION "${name}".order_once(k text) RETURNS text LANGUAGE plpgsql AS $$
+            DECLARE i bigint; d boolean;
+            BEGIN
+              SELECT * INTO i, d FROM ${fn}('sql.v11', '{"v":1}', biz_key => k);
+              RETURN i || ' ' || d;
+            END $$`);
+          const before = await db.query(`SELECT * FROM ${fn}('sql.v11', '{"v":0}', biz_key => 'held')`);
+          expect(before.fields.map((f) => f.name)).toEqual(['id', 'duplicate']);
+          const heldId = String((before.rows[0] as { id: string }).id);
+
+          if (how === 'migrate()') {
+            await v11.migrate();
+          } else {
+            const script = await v11.migrationScript();
+            expect(script.versions.map((v) => [v.version, v.name])).toEqual([
+              [12, 'replacing submit from SQL'],
+            ]);
+            await inTransaction(async () => {
+              for (const statement of script.versions[0]!.statements) await db.query(statement);
+            });
+            expect((await v11.migrationScript()).versions).toEqual([]);
+            await v11.migrate();
+          }
+          expect(await versionsOf(name)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+          // Replaced, not added beside the function of version 8.
+          const functions = await submitOnceFunctions(name);
+          expect(functions).toHaveLength(1);
+          expect(functions[0]).toMatch(
+            /, ordering_key text DEFAULT NULL::text, on_pending text DEFAULT 'keep'::text, OUT id bigint, OUT duplicate boolean, OUT replaced boolean$/,
+          );
+
+          // The holder of version 11 is replaced by the new call; the calls of version 11 keep the holder.
+          const replacing = await db.query<Once>(
+            `SELECT id::text, duplicate, replaced FROM ${fn}('sql.v11', '{"v":2}', biz_key => 'held', on_pending => 'replace')`,
+          );
+          expect(replacing.rows).toEqual([{ id: heldId, duplicate: true, replaced: true }]);
+          expect((await v11.get(heldId))?.payload).toEqual({ v: 2 });
+          const named = await db.query<{ id: string; duplicate: boolean }>(
+            `SELECT id::text, duplicate FROM ${fn}('sql.v11', '{"v":3}', biz_key => 'held')`,
+          );
+          expect(named.rows).toEqual([{ id: heldId, duplicate: true }]);
+          const positional = await db.query(
+            `SELECT * FROM ${fn}('sql.v11', '{"v":3}', NULL, 'held', 5, NULL, 0, NULL)`,
+          );
+          // SELECT * now has the third column.
+          expect(positional.fields.map((f) => f.name)).toEqual(['id', 'duplicate', 'replaced']);
+          expect(positional.rows).toEqual([{ id: heldId, duplicate: true, replaced: false }]);
+          // The PL/pgSQL caller gets its two columns (the third is left over, unread).
+          const first = await db.query<{ r: string }>(`SELECT "${name}".order_once('fresh') AS r`);
+          expect(first.rows[0]?.r).toMatch(/^[1-9][0-9]* false$/);
+          expect(
+            (await db.query<{ r: string }>(`SELECT "${name}".order_once('fresh') AS r`)).rows[0]?.r,
+          ).toBe(first.rows[0]!.r.replace('false', 'true'));
+          expect((await v11.get(heldId))?.payload).toEqual({ v: 2 });
+        } finally {
+          await v11.close();
+          await db.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+        }
+      },
+    );
+
+    it('a SQL function that depends on the function of version 8 stops the migration, which changes nothing', async () => {
+      const name = placeName('sql_submit_v11_dep');
+      const v11 = await atVersion11(name);
+      try {
+        // BEGIN ATOMIC records its dependency on submit_once, so migration 12 cannot drop it.
+        await db.query(`CREATE FUNCTION "${name}".ship_once(k text) RETURNS bigint LANGUAGE sql
+          BEGIN ATOMIC SELECT id FROM "${name}".async_command_submit_once('sql.v11', '{}', biz_key => k); END`);
+        const error = await v11.migrate().then(
+          () => null,
+          (e: unknown) => e as { code?: string; message?: string },
+        );
+        expect(error?.code).toBe('2BP01'); // dependent_objects_still_exist
+        expect(await versionsOf(name)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+        expect(await submitOnceFunctions(name)).toEqual([
+          expect.stringMatching(
+            /ordering_key text DEFAULT NULL::text, OUT id bigint, OUT duplicate boolean$/,
+          ),
+        ]);
+        // Dropped first (and created again after), the dependent lets migration 12 through.
+        await db.query(`DROP FUNCTION "${name}".ship_once(text)`);
+        await v11.migrate();
+        expect(await versionsOf(name)).toContain(12);
+      } finally {
+        await v11.close();
+        await db.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+      }
+    });
   });
 });

@@ -5,16 +5,17 @@ import type { TableNames } from './names.js';
 import { schedulesTable } from './schedules.js';
 import { firstOfKey, KEY_HOLDING, NOT_HELD_BACK } from './sql.js';
 import { runInTransaction } from './pipeline/transaction.js';
-import { payloadLimitFunction, submitFunctions } from './submit-function.js';
+import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './submit-function.js';
 
 /**
  * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
  * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
  * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys, 9 = schedules added
- * at run time, 10 = type limits; 11, PostgreSQL only: the claim function in PL/pgSQL). Every
- * statement is idempotent (`IF NOT EXISTS`, `OR REPLACE`), so a half-applied version re-runs
- * cleanly; versions run in one transaction under an advisory lock, so two processes migrating at
- * once take turns instead of racing on the catalog.
+ * at run time, 10 = type limits; PostgreSQL only: 11 = the claim function in PL/pgSQL, 12 = the
+ * SQL submit_once's on_pending). Every statement is idempotent (`IF NOT EXISTS`, `OR REPLACE`,
+ * `DROP … IF EXISTS`), so a half-applied version re-runs cleanly; versions run in one transaction
+ * under an advisory lock, so two processes migrating at once take turns instead of racing on the
+ * catalog.
  */
 export interface Migration {
   readonly version: number;
@@ -151,7 +152,7 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS ${n.index('keyed_idx')} ON ${n.table} (ordering_key, id)
          WHERE ordering_key IS NOT NULL AND status IN ${KEY_HOLDING}`,
       dueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n), CLAIM_ORDER_SINCE_8, 'sql'),
-      ...submitFunctions(n),
+      ...submitFunctions(n, 8),
     ],
   },
   {
@@ -176,6 +177,12 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'claim plan kept per session',
     // Migration 8's claim function again, in PL/pgSQL: planned once per session (claim-plan.ts).
     statements: (n) => [dueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n), CLAIM_ORDER_SINCE_8, 'plpgsql')],
+  },
+  {
+    version: 12,
+    name: 'replacing submit from SQL',
+    // submit_once takes on_pending and answers replaced, as the store's replacing idempotent insert.
+    statements: (n) => replacingSubmitOnce(n),
   },
 ];
 

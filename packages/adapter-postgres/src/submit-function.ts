@@ -137,23 +137,32 @@ const priorityAndKey = (n: TableNames): string => `
     END IF;`;
 
 /**
+ * Version 12 adds `on_pending` last, with a default: calls written for versions 6 and 8 keep
+ * working, and keep the holder as they did.
+ */
+const ARGUMENTS_V12 = `${ARGUMENTS_V8}, on_pending text DEFAULT 'keep'`;
+const V6_SIGNATURE = 'text, json, timestamptz, text, integer, text';
+const V8_SIGNATURE = `${V6_SIGNATURE}, integer, text`;
+
+/** The INSERT both functions write (of version 8 and later: with the priority and the ordering key). */
+const insert = (n: TableNames, v8: boolean, idempotent: boolean): string => `
+      INSERT INTO ${n.table} (type, biz_key, payload, max_retry, next_run_at, owner, idempotent, created_at, updated_at${v8 ? ', priority, ordering_key' : ''})
+      VALUES ($1, $4, $2, $5, COALESCE(due, ${NOW}), $6, ${idempotent ? 'TRUE' : 'FALSE'}, ${NOW}, ${NOW}${v8 ? ', $7, $8' : ''})`;
+
+/**
  * The statements creating the submit functions (their limit function must exist): as migration 6
  * made them (`version` 6), or with the priority argument of migration 8, which first drops the
  * functions of version 6 (a longer argument list would be a second function beside them, and
  * calls with six arguments would match both).
  */
-export function submitFunctions(n: TableNames, version: 6 | 8 = 8): string[] {
+export function submitFunctions(n: TableNames, version: 6 | 8): string[] {
   const v8 = version === 8;
   const ARGUMENTS = v8 ? ARGUMENTS_V8 : ARGUMENTS_V6;
-  const insert = (idempotent: boolean): string => `
-      INSERT INTO ${n.table} (type, biz_key, payload, max_retry, next_run_at, owner, idempotent, created_at, updated_at${v8 ? ', priority, ordering_key' : ''})
-      VALUES ($1, $4, $2, $5, COALESCE(due, ${NOW}), $6, ${idempotent ? 'TRUE' : 'FALSE'}, ${NOW}, ${NOW}${v8 ? ', $7, $8' : ''})`;
-  const v6Signature = 'text, json, timestamptz, text, integer, text';
   return [
     ...(v8
       ? [
-          `DROP FUNCTION IF EXISTS ${n.fn('submit')}(${v6Signature})`,
-          `DROP FUNCTION IF EXISTS ${n.fn('submit_once')}(${v6Signature})`,
+          `DROP FUNCTION IF EXISTS ${n.fn('submit')}(${V6_SIGNATURE})`,
+          `DROP FUNCTION IF EXISTS ${n.fn('submit_once')}(${V6_SIGNATURE})`,
         ]
       : []),
     `CREATE OR REPLACE FUNCTION ${n.fn('submit')}(${ARGUMENTS}) RETURNS bigint
@@ -166,41 +175,90 @@ export function submitFunctions(n: TableNames, version: 6 | 8 = 8): string[] {
       IF $4 = '' THEN
         ${refuse('INVALID_ARGUMENT', `biz_key must be a non-empty string of at most ${MAX_BIZ_KEY_CHARS} characters`)};
       END IF;
-      ${insert(false)}
+      ${insert(n, v8, false)}
       RETURNING id INTO submitted;
       ${wake(n)}
       RETURN submitted;
     END $fn$`,
-    // At most one unfinished idempotent command per (type, biz_key): on a duplicate, the holder's id.
-    `CREATE OR REPLACE FUNCTION ${n.fn('submit_once')}(${ARGUMENTS}, OUT id bigint, OUT duplicate boolean)
+    submitOnce(n, version),
+  ];
+}
+
+/**
+ * The statements of migration 12: submit_once with `on_pending` and the `replaced` column. The
+ * function of version 8 is dropped first: a longer argument list would be a second function beside
+ * it (and calls with eight arguments or fewer would match both), and CREATE OR REPLACE cannot
+ * change the columns a function returns.
+ */
+export function replacingSubmitOnce(n: TableNames): string[] {
+  return [`DROP FUNCTION IF EXISTS ${n.fn('submit_once')}(${V8_SIGNATURE})`, submitOnce(n, 12)];
+}
+
+/**
+ * Version 12's replace ($9 on_pending), when the insert yielded to an unfinished holder: an UPDATE
+ * of it `WHERE status = 'PENDING'` writes this submit's contents, as the store's replacing
+ * idempotent insert does. The row's lock decides between concurrent writers: a submit replacing
+ * it meanwhile is waited for and then replaced in turn, and a claim taking it meanwhile is waited
+ * for and then, RUNNING, leaves it alone (the look-up after reads it, replaced false). Status,
+ * counters, owner, ordering key, id and history stay; headers become `{}`, as this submit's own
+ * would be.
+ */
+const replaceHolder = (n: TableNames): string => `
+        IF $9 <> 'keep' THEN
+          UPDATE ${n.table} AS c SET payload = $2, max_retry = $5, headers = '{}', priority = $7,
+              updated_at = ${NOW},
+              next_run_at = CASE WHEN $9 = 'replace' THEN COALESCE(due, ${NOW}) ELSE c.next_run_at END
+            WHERE c.type = $1 AND c.biz_key = $4 AND c.idempotent AND c.status = 'PENDING'
+            RETURNING c.id, c.next_run_at INTO id, due;
+          IF id IS NOT NULL THEN
+            duplicate := TRUE;
+            replaced := TRUE;
+            -- Replaced, it may be due sooner than before: announced as a new one would be.
+            ${wake(n)}
+            RETURN;
+          END IF;
+        END IF;`;
+
+/** At most one unfinished idempotent command per (type, biz_key): on a duplicate, the holder's id. */
+function submitOnce(n: TableNames, version: 6 | 8 | 12): string {
+  const v8 = version !== 6;
+  const v12 = version === 12;
+  const ARGUMENTS = v12 ? ARGUMENTS_V12 : v8 ? ARGUMENTS_V8 : ARGUMENTS_V6;
+  const notReplaced = v12 ? `\n          replaced := FALSE;` : '';
+  const onPending = v12
+    ? `
+      IF $9 IS NULL OR $9 NOT IN ('keep', 'replace', 'replace-keep-run-at') THEN
+        ${refuse('INVALID_ARGUMENT', `on_pending must be ''keep'', ''replace'' or ''replace-keep-run-at'', not %`, `coalesce(quote_literal($9), 'null')`)};
+      END IF;`
+    : '';
+  return `CREATE OR REPLACE FUNCTION ${n.fn('submit_once')}(${ARGUMENTS}, OUT id bigint, OUT duplicate boolean${v12 ? ', OUT replaced boolean' : ''})
     LANGUAGE plpgsql VOLATILE AS $fn$
     -- The arguments are read as $n: a bare name in a statement is the table's column.
     #variable_conflict use_column
     DECLARE ${DECLARE}
     BEGIN
-      ${checks(n)}${v8 ? priorityAndKey(n) : ''}
+      ${checks(n)}${onPending}${v8 ? priorityAndKey(n) : ''}
       IF $4 IS NULL OR $4 = '' THEN
         ${refuse('INVALID_ARGUMENT', 'an idempotent submit needs a non-empty biz_key')};
       END IF;
       -- Each statement sees the commits before it (READ COMMITTED): a holder that finished between the
       -- insert and the look-up is gone from both, and the next round inserts.
       FOR attempt IN 1..${IDEMPOTENT_INSERT_ATTEMPTS} LOOP
-        ${insert(true)}
+        ${insert(n, v8, true)}
         ON CONFLICT (type, biz_key) WHERE idempotent AND ${active('')} DO NOTHING
         RETURNING ${n.table}.id INTO id;
         IF id IS NOT NULL THEN
-          duplicate := FALSE;
+          duplicate := FALSE;${notReplaced}
           ${wake(n)}
           RETURN;
-        END IF;
+        END IF;${v12 ? replaceHolder(n) : ''}
         SELECT c.id INTO id FROM ${n.table} AS c
           WHERE c.type = $1 AND c.biz_key = $4 AND c.idempotent AND ${active('c.')} LIMIT 1;
         IF id IS NOT NULL THEN
-          duplicate := TRUE;
+          duplicate := TRUE;${notReplaced}
           RETURN;
         END IF;
       END LOOP;
       ${refuse('STORE_CONTENTION', 'the holder of (%, %) kept changing while an idempotent submit was applied to it; try again', '$1', '$4')};
-    END $fn$`,
-  ];
+    END $fn$`;
 }
