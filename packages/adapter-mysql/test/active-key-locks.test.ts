@@ -109,17 +109,27 @@ describe('idempotent submits and outcome writes on the active key', () => {
     return (await store.get(id))?.status;
   }
 
-  it("a 'keep' submit that waits on a holder an outcome batch has just written loses a deadlock to the batch's next row of the type: TRANSACTION_ROLLED_BACK, the caller's own writes rolled back with it", async () => {
-    // k1 is the type's smallest key, and the batch's next row (k2, a larger id) the type's last
-    // finished one: its new (type, NULL, id) entry lands in the gap before k1's entry.
-    const [first, second] = await runningHolders('deadlock', ['k1', 'k2']);
+  /**
+   * Holders k1 and k2 of `type` (k1 the type's smallest key, k2 a larger id) completed in one
+   * batch that stops between its two rows: a blocker holds k2's row, so k1's is written (its
+   * active_key entry delete-marked, uncommitted) and the batch waits. Returns the caller's
+   * connection too.
+   */
+  async function halfWrittenBatch(type: string) {
+    const [first, second] = await runningHolders(type, ['k1', 'k2']);
     const blocker = await connection();
     const caller = await connection();
-    // The blocker holds the batch's second row, so the outcome write stops between its two rows.
     await blocker.query('START TRANSACTION');
     await blocker.query('SELECT id FROM async_command WHERE id = ? FOR UPDATE', [second?.id]);
     const completing = store.complete([first as ClaimRef, second as ClaimRef]);
     await untilWaiting(['UPDATE']);
+    return { first, second, blocker, caller, completing };
+  }
+
+  it("a 'keep' submit that waits on a holder an outcome batch has just written loses a deadlock to the batch's next row of the type: TRANSACTION_ROLLED_BACK, the caller's own writes rolled back with it", async () => {
+    // k1 is the type's smallest key, and the batch's next row (k2, a larger id) the type's last
+    // finished one: its new (type, NULL, id) entry lands in the gap before k1's entry.
+    const { first, second, blocker, caller, completing } = await halfWrittenBatch('deadlock');
     // The caller's submit meets k1's entry, delete-marked by the uncommitted batch: it waits for
     // a share lock on it and the gap before it.
     await caller.query('START TRANSACTION');
@@ -162,13 +172,7 @@ describe('idempotent submits and outcome writes on the active key', () => {
     "a '%s' submit in the same interleaving waits for the batch and then inserts: it writes the holder by primary key, as the batch does",
     async (onPending: OnPending) => {
       const type = `ordered-${onPending}`;
-      const [first, second] = await runningHolders(type, ['k1', 'k2']);
-      const blocker = await connection();
-      const caller = await connection();
-      await blocker.query('START TRANSACTION');
-      await blocker.query('SELECT id FROM async_command WHERE id = ? FOR UPDATE', [second?.id]);
-      const completing = store.complete([first as ClaimRef, second as ClaimRef]);
-      await untilWaiting(['UPDATE']);
+      const { first, second, blocker, caller, completing } = await halfWrittenBatch(type);
       await caller.query('START TRANSACTION');
       await caller.query("INSERT INTO business (note) VALUES ('order 2')");
       const submitting = store.insertIdempotent(
