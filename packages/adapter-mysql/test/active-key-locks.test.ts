@@ -191,16 +191,22 @@ describe('idempotent submits and outcome writes on the active key', () => {
     30_000,
   );
 
-  it("a 'keep' duplicate holds the holder's outcome write, and the batch it is in, until the caller's transaction ends", async () => {
-    const [before, holder] = await runningHolders('stall-own', ['a', 'k']);
+  /** An idempotent submit of (`type`, `bizKey`) in a caller's transaction left open. */
+  async function submitInOpenTransaction(type: string, bizKey: string, onPending?: OnPending) {
     const caller = await connection();
     await caller.query('START TRANSACTION');
-    const duplicate = await store.insertIdempotent(caller, {
-      type: 'stall-own',
-      bizKey: 'k',
-      payloadJson: '{}',
-      maxRetry: 0,
-    });
+    const payloadJson = onPending === undefined ? '{}' : '{"v":2}';
+    const result = await store.insertIdempotent(
+      caller,
+      { type, bizKey, payloadJson, maxRetry: 0 },
+      onPending === undefined ? undefined : { onPending },
+    );
+    return { caller, result };
+  }
+
+  it("a 'keep' duplicate holds the holder's outcome write, and the batch it is in, until the caller's transaction ends", async () => {
+    const [before, holder] = await runningHolders('stall-own', ['a', 'k']);
+    const { caller, result: duplicate } = await submitInOpenTransaction('stall-own', 'k');
     expect(duplicate).toEqual({ id: holder?.id, duplicate: true, replaced: false });
     const completing = store.complete([before as ClaimRef, holder as ClaimRef]);
     await untilWaiting(['UPDATE']);
@@ -215,13 +221,7 @@ describe('idempotent submits and outcome writes on the active key', () => {
 
   it("a 'replace' submit that finds the holder RUNNING holds its outcome write likewise (the row it left alone stays locked)", async () => {
     const [holder] = await runningHolders('stall-replace', ['k']);
-    const caller = await connection();
-    await caller.query('START TRANSACTION');
-    const left = await store.insertIdempotent(
-      caller,
-      { type: 'stall-replace', bizKey: 'k', payloadJson: '{"v":2}', maxRetry: 0 },
-      { onPending: 'replace' },
-    );
+    const { caller, result: left } = await submitInOpenTransaction('stall-replace', 'k', 'replace');
     expect(left).toEqual({ id: holder?.id, duplicate: true, replaced: false });
     const completing = store.complete([holder as ClaimRef]);
     await untilWaiting(['UPDATE']);
@@ -237,14 +237,7 @@ describe('idempotent submits and outcome writes on the active key', () => {
     const pending = await store.transaction((tx) =>
       store.insertIdempotent(tx, { type: 'stall-gap', bizKey: 'a', payloadJson: '{}', maxRetry: 0 }),
     );
-    const caller = await connection();
-    await caller.query('START TRANSACTION');
-    const duplicate = await store.insertIdempotent(caller, {
-      type: 'stall-gap',
-      bizKey: 'a',
-      payloadJson: '{}',
-      maxRetry: 0,
-    });
+    const { caller, result: duplicate } = await submitInOpenTransaction('stall-gap', 'a');
     expect(duplicate).toEqual({ id: pending.id, duplicate: true, replaced: false });
     const completing = store.complete([other as ClaimRef]);
     await untilWaiting(['UPDATE']);
