@@ -26,7 +26,6 @@ import {
   DEFAULT_MAX_RETRY,
   DEFAULT_POLL_INTERVAL_MS,
   DEFAULT_RECLAIM_BATCH_SIZE,
-  DEFAULT_SCHEDULED_BATCH_SIZE,
   DEFAULT_SHARED_POOL,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   type AsyncCommandsOptions,
@@ -138,13 +137,13 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
         this.scheduler.wake();
       },
     });
-    const dispatcher = new Dispatcher(this.pools, this.#runner);
+    const dispatcher = new Dispatcher(this.pools);
     const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.scheduler = new Scheduler(
       { ...shared, pools: this.pools, runner: this.#runner, dispatcher, tokens },
       {
         pollIntervalMs,
-        scheduledBatchSize: options.scheduledBatchSize ?? DEFAULT_SCHEDULED_BATCH_SIZE,
+        scheduledBatchSize: options.scheduledBatchSize,
       },
     );
     const reclaimer = new HungReclaimer(

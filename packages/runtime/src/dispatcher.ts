@@ -1,10 +1,13 @@
 import { decideDispatch } from '@asynccmd/core';
-import type { CommandRunner } from './command-runner.js';
 import type { Execution } from './execution.js';
 import type { PoolSet } from './pool-set.js';
 
 /** Work the holder of a command must run itself, now: SCHEDULED inline, or caller-runs back-pressure. */
-export type RunHere = () => Promise<void>;
+export interface RunHere {
+  readonly execution: Execution;
+  /** Where it runs, for the started event: its mode says inline, or its pool was full. */
+  readonly runner: 'inline' | 'caller';
+}
 
 /**
  * Sends a claimed command where its mode says (core decideDispatch): SCHEDULED inline; ASYNC_POOL
@@ -12,10 +15,7 @@ export type RunHere = () => Promise<void>;
  * the caller (caller-runs) so nothing is dropped and the caller slows down.
  */
 export class Dispatcher {
-  constructor(
-    private readonly pools: PoolSet,
-    private readonly runner: CommandRunner,
-  ) {}
+  constructor(private readonly pools: PoolSet) {}
 
   /**
    * Returns null when a pool took the command, else the work to run here (in order, serially).
@@ -31,11 +31,11 @@ export class Dispatcher {
       return null;
     }
     const decision = decideDispatch(entry.mode, pool ? pool.capacity() : null);
-    if (decision.kind === 'inline') return () => this.runner.execute(execution, 'inline');
+    if (decision.kind === 'inline') return { execution, runner: 'inline' };
     if (decision.kind === 'pool' && pool) {
       execution.poolName = pool.name;
       if (pool.offer(execution)) return null;
     }
-    return () => this.runner.execute(execution, 'caller');
+    return { execution, runner: 'caller' };
   }
 }

@@ -100,7 +100,7 @@ export class ImmediateDispatch {
       }
       claimed++;
       const runHere = dispatcher.dispatch(execution);
-      if (runHere) await runHere();
+      if (runHere) await runner.execute(execution, runHere.runner);
     }
     return ids.length - claimed;
   }

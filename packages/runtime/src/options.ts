@@ -22,7 +22,6 @@ export const DEFAULT_LEASE_MS = 8_000;
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_MAX_RETRY = 5;
 export const DEFAULT_SHARED_POOL: PoolOptions = { concurrency: 8 };
-export const DEFAULT_SCHEDULED_BATCH_SIZE = 10;
 export const DEFAULT_RECLAIM_BATCH_SIZE = 100;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
@@ -77,7 +76,12 @@ export interface AsyncCommandsOptions<Tx = unknown> {
   readonly sharedPool?: PoolOptions;
   /** Isolated pools, by the name executors give in `pool`. */
   readonly pools?: Readonly<Record<string, PoolOptions>>;
-  /** SCHEDULED commands claimed per round (run one after another in the loop). Default 10. */
+  /**
+   * SCHEDULED commands claimed per round (run one after another in the loop). Default: adaptive,
+   * as a pool's queue with one slot — the command the loop runs now and as many as it would run in
+   * about two claim round trips (at most 500): fast commands come in large claims, slow ones one
+   * per claim, so no instance holds work others could start. A number fixes it.
+   */
   readonly scheduledBatchSize?: number;
   /** Hung commands reclaimed per look (a full look looks again at once). Default 100. */
   readonly reclaimBatchSize?: number;

@@ -5,7 +5,8 @@ import { outageDelayMs, pause, type StoreOutage } from './store-outage.js';
 export const ABANDONED = 'abandoned';
 export type WriteResult = boolean | typeof ABANDONED;
 
-const MAX_BATCH = 500;
+/** Outcomes written in one call at most. */
+export const MAX_OUTCOME_BATCH = 500;
 
 /**
  * Records outcomes. A write that meets a lost connection is retried with backoff until it lands —
@@ -66,7 +67,7 @@ export class OutcomeWriter {
 
 /**
  * Items written together: those added in one event-loop turn, and those added while a write is in
- * flight, go out in the next single call (at most MAX_BATCH at a time). Each add resolves with
+ * flight, go out in the next single call (at most MAX_OUTCOME_BATCH at a time). Each add resolves with
  * whether its command's id came back as written.
  */
 class CoalescedWrites<T> {
@@ -102,7 +103,7 @@ class CoalescedWrites<T> {
   async #flush(): Promise<void> {
     this.#flushing = true;
     try {
-      const batch = this.#pending.splice(0, MAX_BATCH);
+      const batch = this.#pending.splice(0, MAX_OUTCOME_BATCH);
       const ids = await this.write(batch.map((b) => b.item));
       const done = ids === ABANDONED ? null : new Set<CommandId>(ids);
       for (const b of batch) b.resolve(done === null ? ABANDONED : done.has(this.idOf(b.item)));

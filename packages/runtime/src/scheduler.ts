@@ -1,4 +1,6 @@
 import type { Clock, CommandStore, TokenSource } from '@asynccmd/core';
+import { AdaptiveQueue } from './adaptive-queue.js';
+import { MAX_OUTCOME_BATCH } from './outcome-writer.js';
 import type { CommandEvents } from './command-events.js';
 import type { CommandRunner } from './command-runner.js';
 import type { Dispatcher, RunHere } from './dispatcher.js';
@@ -11,8 +13,11 @@ import { WakeSignal, type WakeReason } from './wake-signal.js';
 
 export interface SchedulerOptions {
   readonly pollIntervalMs: number;
-  /** SCHEDULED commands claimed per round; they run one after another in the loop. */
-  readonly scheduledBatchSize: number;
+  /**
+   * SCHEDULED commands claimed per round; they run one after another in the loop. Undefined:
+   * adaptive, as a pool's queue with one slot (see AdaptiveQueue).
+   */
+  readonly scheduledBatchSize: number | undefined;
 }
 
 export interface SchedulerDeps {
@@ -104,11 +109,20 @@ export class Scheduler {
    */
   #freedKeys = 0;
   #otherWake = true;
+  /**
+   * The SCHEDULED claim's size when it adapts: the loop is its one runner, so it claims the command
+   * it runs now and as many as it would run in about two claim round trips — hundreds of fast
+   * commands per statement, one at a time of slow ones (no instance sits on work others could start).
+   */
+  readonly #inline: AdaptiveQueue | null;
+  /** The outcome writes of the last round's inline work, still going out while the next claims. */
+  #inlineWrites: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly deps: SchedulerDeps,
     readonly options: SchedulerOptions,
   ) {
+    this.#inline = options.scheduledBatchSize === undefined ? new AdaptiveQueue(1) : null;
     this.#groups = claimGroups(deps.registry, deps.pools);
     for (const group of this.#groups) group.limitedTypes = deps.typeLimits.among(group.types);
   }
@@ -145,7 +159,7 @@ export class Scheduler {
         if (this.#stopping) break;
         if (refill && !group.hungry) continue;
         const { pool, types, leaseMs } = group;
-        const room = budget.get(pool) ?? (pool === null ? this.options.scheduledBatchSize : pool.free);
+        const room = budget.get(pool) ?? (pool === null ? this.#inlineRoom() : pool.free);
         // The cap is for groups whose last claim found all there was; where work was left waiting,
         // a wake-up claims the room, as always.
         const limit = cap === null || group.hungry ? room : Math.min(room, cap);
@@ -163,7 +177,9 @@ export class Scheduler {
         const limitedTypes = group.limitedTypes;
         if (limitedTypes !== null) await this.deps.typeLimits.ready();
         const rows = await store.claimDue(limitedTypes === null ? params : { ...params, limitedTypes });
-        pool?.claimTook(performance.now() - claimStarted);
+        const claimMs = performance.now() - claimStarted;
+        if (pool) pool.claimTook(claimMs);
+        else this.#inline?.claimTook(claimMs);
         budget.set(pool, room - rows.length);
         claimed += rows.length;
         // A claim that came back short found all there was. A full one means more is probably
@@ -181,8 +197,7 @@ export class Scheduler {
     } catch (error) {
       failed = { error }; // what was claimed before the failure still runs
     }
-    // SCHEDULED (and caller-runs) work runs here, serially; on stop the rest is released unstarted.
-    for (const run of here) if (!this.#stopping) await run();
+    await this.#runHere(here);
     if (failed) throw failed.error;
     for (const group of this.#groups) {
       if (group.pool && group.hungry && group.pool.free > 0) this.#armTopUp(group.pool);
@@ -192,6 +207,35 @@ export class Scheduler {
     const durationMs = performance.now() - began;
     if (events.listensTo('round')) events.emit({ kind: 'round', claimed, reclaimed, durationMs });
     return { reclaimed, claimed, full, starved };
+  }
+
+  /** SCHEDULED commands a round claims now: adaptive, at most as many as one outcome write takes. */
+  #inlineRoom(): number {
+    const adaptive = Math.min(1 + (this.#inline?.size ?? 0), MAX_OUTCOME_BATCH);
+    return this.options.scheduledBatchSize ?? adaptive;
+  }
+
+  /**
+   * Runs SCHEDULED (and caller-runs) work here, one after another; on stop the rest is released
+   * unstarted. The next starts once the last has run, not once its outcome is written: the
+   * outcomes of the round go out together (the runner's writes coalesce) while the next round
+   * claims, as a pool's slot frees before its outcome is written. The round is over once the
+   * previous round's outcomes are written: no more than two rounds' go unwritten.
+   */
+  async #runHere(here: readonly RunHere[]): Promise<void> {
+    const { runner } = this.deps;
+    const recorded: Promise<void>[] = [];
+    for (const work of here) {
+      if (this.#stopping) break;
+      const started = performance.now();
+      const tail = await runner.run(work.execution, work.runner);
+      if (work.runner === 'inline') this.#inline?.executionTook(performance.now() - started);
+      if (tail) recorded.push(tail.recorded);
+    }
+    const previous = this.#inlineWrites;
+    // Never rejects: the runner reports a failed write itself.
+    this.#inlineWrites = recorded.length === 0 ? previous : Promise.all([previous, ...recorded]);
+    await previous;
   }
 
   /** Starts the loop. Applications call AsyncCommands.start(), which also starts the background services. */
@@ -228,6 +272,7 @@ export class Scheduler {
     this.#wake.wake();
     this.#disarmTopUps();
     await this.#loop;
+    await this.#inlineWrites; // the last round's outcomes
     this.#loop = null;
     const unsubscribe = this.#unsubscribe;
     this.#unsubscribe = null;

@@ -1,10 +1,5 @@
-import {
-  adaptiveQueueSize,
-  DEFAULT_ADAPTIVE_QUEUE_LIMIT,
-  InvalidArgumentError,
-  movingAverage,
-  type PoolCapacity,
-} from '@asynccmd/core';
+import { InvalidArgumentError, type PoolCapacity } from '@asynccmd/core';
+import { AdaptiveQueue } from './adaptive-queue.js';
 import { poolOptionsProblem } from './options-validation.js';
 
 export interface PoolOptions {
@@ -35,13 +30,6 @@ export interface PoolOptions {
 }
 
 export const DEFAULT_REFILL_WAIT_MS = 20;
-
-/**
- * Weights of the newest sample in the adaptive queue's moving averages: an execution time follows
- * the last few dozen commands, a claim time the last few claims.
- */
-const EXECUTION_WEIGHT = 0.05;
-const CLAIM_WEIGHT = 0.2;
 
 /**
  * What a job's run leaves behind once its slot is free: the write of its outcome, which needs a
@@ -79,10 +67,9 @@ export class WorkPool {
   /** The queue adapts (no fixed `queueSize`). */
   readonly adaptiveQueue: boolean;
   readonly #refillAt: number | undefined;
-  #queueSize: number;
-  /** Moving averages of an execution's wall time and a claim's round trip, in ms. */
-  #executionMs: number | null = null;
-  #claimMs: number | null = null;
+  /** The queue's size when fixed; null when it adapts (#adaptive). */
+  readonly #fixedQueueSize: number | null;
+  readonly #adaptive: AdaptiveQueue | null;
   #active = 0;
   #recording = 0;
   readonly #queue: PoolJob[] = [];
@@ -97,36 +84,26 @@ export class WorkPool {
     if (problem) throw new InvalidArgumentError(`pool "${name}": ${problem}`);
     this.concurrency = options.concurrency;
     this.adaptiveQueue = options.queueSize === undefined;
-    this.#queueSize = options.queueSize ?? 0;
+    this.#fixedQueueSize = options.queueSize ?? null;
+    this.#adaptive = this.adaptiveQueue ? new AdaptiveQueue(this.concurrency) : null;
     this.#refillAt = options.refillAt;
     this.refillWaitMs = options.refillWaitMs ?? DEFAULT_REFILL_WAIT_MS;
   }
 
   /** Claimed commands allowed to wait for a slot, now. */
   get queueSize(): number {
-    return this.#queueSize;
+    return this.#fixedQueueSize ?? this.#adaptive?.size ?? 0;
   }
 
   /** Free places that make a refill round worth it; never more than the pool has places. */
   get refillAt(): number {
-    const places = this.concurrency + this.#queueSize;
+    const places = this.concurrency + this.queueSize;
     return Math.min(this.#refillAt ?? Math.ceil(places / 2), places);
   }
 
   /** A claim for this pool took `ms`: an adaptive queue follows the claim round trip. */
   claimTook(ms: number): void {
-    if (!this.adaptiveQueue) return;
-    this.#claimMs = movingAverage(this.#claimMs, ms, CLAIM_WEIGHT);
-    this.#resize();
-  }
-
-  #resize(): void {
-    this.#queueSize = adaptiveQueueSize({
-      concurrency: this.concurrency,
-      executionMs: this.#executionMs,
-      claimRoundTripMs: this.#claimMs,
-      limit: DEFAULT_ADAPTIVE_QUEUE_LIMIT,
-    });
+    this.#adaptive?.claimTook(ms);
   }
 
   /**
@@ -139,8 +116,9 @@ export class WorkPool {
   get free(): number {
     const unwritten = this.#recording - this.concurrency;
     const held = this.#active + Math.max(0, unwritten);
-    const queueHeld = this.#queue.length + Math.max(0, unwritten - this.#queueSize);
-    return Math.max(0, this.concurrency - held) + Math.max(0, this.#queueSize - queueHeld);
+    const queueSize = this.queueSize;
+    const queueHeld = this.#queue.length + Math.max(0, unwritten - queueSize);
+    return Math.max(0, this.concurrency - held) + Math.max(0, queueSize - queueHeld);
   }
 
   capacity(): PoolCapacity {
@@ -153,7 +131,7 @@ export class WorkPool {
       this.#start(job);
       return true;
     }
-    if (this.#queue.length < this.#queueSize) {
+    if (this.#queue.length < this.queueSize) {
       this.#queue.push(job);
       return true;
     }
@@ -194,7 +172,7 @@ export class WorkPool {
     return {
       name: this.name,
       concurrency: this.concurrency,
-      queueSize: this.#queueSize,
+      queueSize: this.queueSize,
       adaptiveQueue: this.adaptiveQueue,
       refillAt: this.refillAt,
       active: this.#active,
@@ -210,13 +188,11 @@ export class WorkPool {
 
   #start(job: PoolJob): void {
     this.#active++;
-    const began = this.adaptiveQueue ? performance.now() : 0;
+    const adaptive = this.#adaptive;
+    const began = adaptive ? performance.now() : 0;
     const done = (tail: void | PoolJobTail): void => {
       this.#active--;
-      if (this.adaptiveQueue) {
-        this.#executionMs = movingAverage(this.#executionMs, performance.now() - began, EXECUTION_WEIGHT);
-        this.#resize();
-      }
+      adaptive?.executionTook(performance.now() - began);
       if (tail) {
         this.#recording++;
         const recorded = (): void => {

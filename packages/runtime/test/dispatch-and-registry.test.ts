@@ -60,7 +60,7 @@ function wire(store: CommandStore, registry: ExecutorRegistry, pools: PoolSet) {
     outage,
     onClaimable: () => undefined,
   });
-  return { events, leases, runner, dispatcher: new Dispatcher(pools, runner) };
+  return { events, leases, runner, dispatcher: new Dispatcher(pools) };
 }
 
 describe('Dispatcher', () => {
@@ -82,13 +82,15 @@ describe('Dispatcher', () => {
     const runners: string[] = [];
     events.onKind('started', (e) => runners.push(`${e.command.id}:${e.runner}`));
 
-    expect(dispatcher.dispatch(runner.track(claimedRow('1', 'inline'), 'poll'))).toBeTypeOf('function');
+    expect(dispatcher.dispatch(runner.track(claimedRow('1', 'inline'), 'poll'))).toMatchObject({
+      runner: 'inline',
+    });
     expect(dispatcher.dispatch(runner.track(claimedRow('2', 'slow'), 'poll'))).toBeNull();
     const callerRuns = dispatcher.dispatch(runner.track(claimedRow('3', 'slow'), 'poll'));
-    expect(callerRuns).toBeTypeOf('function');
+    expect(callerRuns).toMatchObject({ runner: 'caller' });
     // The slow pool being full does not touch the shared pool.
     expect(dispatcher.dispatch(runner.track(claimedRow('4', 'fast'), 'poll'))).toBeNull();
-    const ran = callerRuns?.();
+    const ran = callerRuns && runner.execute(callerRuns.execution, callerRuns.runner);
     expect(runners).toEqual(['2:pool:slow', '4:pool:shared', '3:caller']);
     openGate();
     await ran;
