@@ -23,7 +23,7 @@ import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import { MYSQL_TABLE, seedPendingMysql } from './baselines/raw-sql-mysql.js';
 import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from './mysql.js';
 
-const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw] [--store-loop] [--keyed|--type-limit]
+const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw] [--store-loop] [--keyed|--type-limit] [--scheduled]
   Drains N pre-inserted no-op commands with asynccmd's defaults in this one process, R times,
   and prints CPU µs per command (process.cpuUsage, from start to stop), the rate and peak RSS.
   --raw drains with the raw batch-500 SQL loop instead (the physical reference; pg and sqlite).
@@ -34,6 +34,8 @@ const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total 
   --instances N runs N runtimes in this process, each with its own store, claiming from one table.
   --keyed spreads the backlog over ORDERING_KEYS ordering keys, as the bench's "ordering keys" row.
   --type-limit gives the runtimes the bench's "type limit" row's typeLimits (TYPE_LIMIT, never reached).
+  --scheduled runs the bench executor in the default mode, SCHEDULED (inline in the poll loop, one
+  at a time; C does not apply), not ASYNC_POOL on a shared pool of C.
   For profiling: node --cpu-prof bench/dist/profile-drain.js …`;
 
 const SCHEMA = 'bench_profile';
@@ -54,6 +56,7 @@ async function main(): Promise<void> {
       'store-loop': { type: 'boolean', default: false },
       keyed: { type: 'boolean', default: false },
       'type-limit': { type: 'boolean', default: false },
+      scheduled: { type: 'boolean', default: false },
       instances: { type: 'string', default: '1' },
       help: { type: 'boolean', default: false },
     },
@@ -81,6 +84,7 @@ async function main(): Promise<void> {
         rounds: values.rounds,
         raw: values.raw,
         storeLoop: values['store-loop'],
+        scheduled: values.scheduled,
         usage,
         instances,
       };
@@ -121,6 +125,8 @@ interface DrainRun {
   readonly raw: boolean;
   /** The store's own claim/complete loop instead of the runtime (see storeLoopDrain). */
   readonly storeLoop: boolean;
+  /** The bench executor runs SCHEDULED (the default mode), not ASYNC_POOL. */
+  readonly scheduled: boolean;
   readonly usage: FeatureUsage | undefined;
   /** Runtimes in this process, each with its own store. */
   readonly instances: number;
@@ -213,12 +219,12 @@ type OpenedStore = Awaited<ReturnType<typeof openStore>>;
 async function drainWith(
   stores: readonly OpenedStore[],
   total: number,
-  run: Pick<DrainRun, 'concurrency' | 'rounds' | 'storeLoop'>,
+  run: Pick<DrainRun, 'concurrency' | 'rounds' | 'storeLoop' | 'scheduled'>,
   typeLimit: number | undefined,
 ): Promise<ProfileResult> {
   const [first] = stores;
   if (!run.storeLoop || first === undefined)
-    return drain(stores, total, run.concurrency, run.rounds, typeLimit);
+    return drain(stores, total, run.concurrency, run.rounds, typeLimit, run.scheduled);
   const result = await rawDrain(total, () => claimStoreBatch(first));
   return { ...result, rounds: ' (store loop)' };
 }
@@ -265,6 +271,7 @@ async function drain(
   concurrency: number,
   countRounds: boolean,
   typeLimit: number | undefined,
+  scheduled: boolean,
 ): Promise<ProfileResult> {
   let executed = 0;
   let done: () => void = () => undefined;
@@ -274,7 +281,7 @@ async function drain(
       store,
       { concurrency },
       {
-        mode: 'ASYNC_POOL',
+        mode: scheduled ? 'SCHEDULED' : 'ASYNC_POOL',
         onExecute: (_payload: BenchPayload) => {
           if (++executed === total) done();
         },

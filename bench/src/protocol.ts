@@ -2,7 +2,9 @@
 
 /**
  * Which queue a child drives. Each kind names a system and where its tables live. asynccmd's
- * `typeLimit`: the runtime's `typeLimits` for the bench type (unset: none).
+ * `typeLimit`: the runtime's `typeLimits` for the bench type (unset: none); its `mode`: the bench
+ * executor's (unset: ASYNC_POOL on the shared pool of C; 'SCHEDULED', the mode of an executor that
+ * names none: inline in the poll loop, one at a time).
  */
 export type SystemSpec =
   /** `queueSize`: the runtime pool's queue of claimed commands waiting for a slot (unset: the runtime's adaptive default). */
@@ -11,6 +13,7 @@ export type SystemSpec =
       readonly schema: string;
       readonly queueSize?: number;
       readonly typeLimit?: number;
+      readonly mode?: AsynccmdBenchMode;
     }
   /**
    * `oneRoundTrip`: a submitter sends BEGIN, the INSERT (its payload as a literal) and COMMIT as one
@@ -31,7 +34,12 @@ export type SystemSpec =
   | { readonly kind: 'pg-boss'; readonly schema: string; readonly batchSize: number }
   /** Sidequest in-process (inline runner, no fork) on MySQL/MariaDB, polling every `pollMs`. */
   | { readonly kind: 'sidequest'; readonly database: string; readonly pollMs: number }
-  | { readonly kind: 'asynccmd-sqlite'; readonly filename: string; readonly typeLimit?: number }
+  | {
+      readonly kind: 'asynccmd-sqlite';
+      readonly filename: string;
+      readonly typeLimit?: number;
+      readonly mode?: AsynccmdBenchMode;
+    }
   /** `batch` rows per `UPDATE … RETURNING` claim, completed in one statement. */
   | { readonly kind: 'raw-sqlite'; readonly filename: string; readonly batch: number }
   | {
@@ -39,8 +47,12 @@ export type SystemSpec =
       readonly database: string;
       readonly claimStrategy: 'skip-locked' | 'legacy';
       readonly typeLimit?: number;
+      readonly mode?: AsynccmdBenchMode;
     }
   | { readonly kind: 'raw-mysql'; readonly database: string; readonly batch: number };
+
+/** The bench executor's mode when not ASYNC_POOL (see SystemSpec). */
+export type AsynccmdBenchMode = 'SCHEDULED';
 
 /** What a consumer child is asked to do: run the system's executor with this concurrency. */
 export interface ConsumerSpec {

@@ -19,6 +19,11 @@ export type PlanEntry<S extends string> = readonly [S, string, string, DrainTarg
 /** What runs in a given shape. */
 export type DrainPlan<S extends string> = (shape: DrainShape) => PlanEntry<S>[];
 
+/** The row of asynccmd's default mode: what an executor that names no mode runs with. */
+export const SCHEDULED_LABEL = 'asynccmd, default mode (SCHEDULED)';
+export const SCHEDULED_SETTINGS =
+  'an executor that names no mode: SCHEDULED, inline in the poll loop, one at a time (C does not apply); everything else default';
+
 const k = (n: number): string => (n >= 1000 ? `${n / 1000}k` : String(n));
 
 export const shapeLabel = (s: DrainShape): string =>

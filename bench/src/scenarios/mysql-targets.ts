@@ -5,7 +5,7 @@ import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { DrainTarget } from '../drain.js';
 import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from '../mysql.js';
-import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
+import { BENCH_TYPE, type AsynccmdBenchMode, type SystemSpec } from '../protocol.js';
 import { migrateWith } from './migrate.js';
 import { countMysqlAgainst, countMysqlExecutions } from './mysql-verify.js';
 import type * as SidequestModule from '../baselines/sidequest.js';
@@ -85,13 +85,14 @@ export function asynccmdMysqlTarget(
   strategy: 'skip-locked' | 'legacy',
   finishedRows: number,
   usage?: FeatureUsage,
+  mode?: AsynccmdBenchMode,
 ): DrainTarget {
   const database = strategy === 'legacy' ? MYSQL_DATABASES.legacy : MYSQL_DATABASES.skipLocked;
   return mysqlTarget(
     admin,
     database,
     `asynccmd (${strategy})`,
-    { kind: 'asynccmd-mysql', database, claimStrategy: strategy, typeLimit: usageTypeLimit(usage) },
+    { kind: 'asynccmd-mysql', database, claimStrategy: strategy, typeLimit: usageTypeLimit(usage), mode },
     finishedRows,
     usage,
   );

@@ -6,7 +6,16 @@ import { mysqlServerCpu, serverCpuOnce } from '../server-cpu.js';
 import type { Target } from '../stats.js';
 import { peer } from '../versions.js';
 import { FEATURE_USAGES, usageSettings, type FeatureUsageKey } from './usage.js';
-import { drainRows, findRow, runDrainRows, shapeLabel, shapesOf, type PlanEntry } from './drain-rows.js';
+import {
+  drainRows,
+  findRow,
+  runDrainRows,
+  SCHEDULED_LABEL,
+  SCHEDULED_SETTINGS,
+  shapeLabel,
+  shapesOf,
+  type PlanEntry,
+} from './drain-rows.js';
 import {
   asynccmdMysqlTarget,
   freshMysqlTables,
@@ -20,10 +29,11 @@ import type { Scenario, Sizes } from './sizes.js';
 const DRAIN = 'MySQL/MariaDB: drain';
 const LATENCY = 'MySQL/MariaDB: commit → start latency';
 
-type MysqlDrainSystem = 'skip-locked' | 'legacy' | 'raw-batch' | 'raw-c' | 'sidequest' | FeatureUsageKey;
+type MysqlDrainSystem =
+  'skip-locked' | 'legacy' | 'raw-batch' | 'raw-c' | 'sidequest' | 'scheduled' | FeatureUsageKey;
 
 const ASYNCCMD = (strategy: string): string =>
-  `runtime defaults: sharedPool { concurrency: C }; store claimStrategy '${strategy}'`;
+  `executor mode ASYNC_POOL; runtime defaults: sharedPool { concurrency: C }; store claimStrategy '${strategy}'`;
 
 /**
  * The MySQL/MariaDB scenarios: asynccmd with each claim strategy against the raw batch-500 loop
@@ -63,6 +73,16 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
             false,
           ],
         ];
+        // One at a time, whatever C: beside the first one-process shape.
+        if (shape === sizes.mysqlShapes.find((s) => s.processes === 1)) {
+          entries.push([
+            'scheduled',
+            `${SCHEDULED_LABEL}, skip-locked`,
+            `${SCHEDULED_SETTINGS}; store claimStrategy 'skip-locked'`,
+            asynccmdMysqlTarget(admin, 'skip-locked', 0, undefined, 'SCHEDULED'),
+            false,
+          ]);
+        }
         if (shape.concurrency === sizes.concurrency) {
           for (const [usage, key] of FEATURE_USAGES)
             entries.push([
@@ -182,6 +202,11 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
             target({ atLeast: 0.8 }),
           );
         }
+        const scheduled = findRow(drains, 'scheduled', shape);
+        ratio(`asynccmd default mode (SCHEDULED) / raw batch-${batch} loop`, scheduled, raw, {
+          atLeast: 0.8,
+        });
+        ratio('asynccmd default mode (SCHEDULED) / Sidequest', scheduled, sidequest, { atLeast: 30 });
         ratio('raw batch-C loop / raw batch-500 loop', findRow(drains, 'raw-c', shape), raw, {});
       }
       if (lat) {

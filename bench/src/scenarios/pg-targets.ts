@@ -8,7 +8,7 @@ import { exactlyOnceVerdict } from '../checks.js';
 import type { DrainTarget } from '../drain.js';
 import type { LatencyTarget } from '../latency.js';
 import { dropSchema, PG_URL, recreateSchema } from '../pg.js';
-import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
+import { BENCH_TYPE, type AsynccmdBenchMode, type SystemSpec } from '../protocol.js';
 import type { SubmitTarget } from '../submits.js';
 import { migrateWith } from './migrate.js';
 import { countCommandTable, countGraphileJobs, countPgBossJobs, loadExecutions } from './pg-verify.js';
@@ -82,13 +82,14 @@ export function asynccmdPgTarget(
   finishedRows: number,
   queueSize?: number,
   usage?: FeatureUsage,
+  mode?: AsynccmdBenchMode,
 ): DrainTarget {
   const schema = PG_SCHEMAS.asynccmd;
   return commandTableTarget(
     pool,
     schema,
     'asynccmd',
-    { kind: 'asynccmd-pg', schema, queueSize, typeLimit: usageTypeLimit(usage) },
+    { kind: 'asynccmd-pg', schema, queueSize, typeLimit: usageTypeLimit(usage), mode },
     finishedRows,
     usage,
   );

@@ -14,6 +14,8 @@ import {
   drainRows,
   findRow,
   runDrainRows,
+  SCHEDULED_LABEL,
+  SCHEDULED_SETTINGS,
   shapeLabel,
   shapesOf,
   type DrainRow,
@@ -201,9 +203,11 @@ type PgDrainSystem =
   | 'pg-boss'
   | 'raw-batch'
   | 'raw-c'
+  | 'scheduled'
   | FeatureUsageKey;
 
-const ASYNCCMD_DEFAULTS = 'runtime defaults: sharedPool { concurrency: C }, everything else default';
+const ASYNCCMD_DEFAULTS =
+  'executor mode ASYNC_POOL; runtime defaults: sharedPool { concurrency: C }, everything else default';
 
 function pgDrainRows(sizes: Sizes, rec: Recorder, pool: Pool): DrainRow<PgDrainSystem>[] {
   const gw = peer('graphile-worker');
@@ -243,6 +247,16 @@ function pgDrainRows(sizes: Sizes, rec: Recorder, pool: Pool): DrainRow<PgDrainS
         false,
       ],
     ];
+    // One at a time, whatever C: beside the first one-process shape (C=1 in the full run).
+    if (shape === sizes.pgShapes.find((s) => s.processes === 1)) {
+      entries.push([
+        'scheduled',
+        SCHEDULED_LABEL,
+        SCHEDULED_SETTINGS,
+        asynccmdPgTarget(pool, 0, undefined, undefined, 'SCHEDULED'),
+        false,
+      ]);
+    }
     if (shape.concurrency === sizes.concurrency && shape.processes === sizes.processes) {
       for (const [usage, key] of FEATURE_USAGES)
         entries.push([
@@ -285,6 +299,10 @@ function drainRatios(rec: Recorder, drains: readonly DrainRow<PgDrainSystem>[]):
     ratio('asynccmd defaults / graphile-worker local queue', ours, graphile, { atLeast: 1.25 });
     ratio('asynccmd defaults / raw batch-500 loop', ours, raw, { atLeast: 0.8 });
     ratio('asynccmd with history / empty table', row('asynccmd', true), ours, { atLeast: 0.8 });
+    ratio('asynccmd default mode (SCHEDULED) / graphile-worker local queue', row('scheduled'), graphile, {
+      atLeast: 1.25,
+    });
+    ratio('asynccmd default mode (SCHEDULED) / raw batch-500 loop', row('scheduled'), raw, { atLeast: 0.8 });
     ratio('graphile-worker defaults / local queue', row('graphile-default'), graphile, {});
     ratio('pg-boss / graphile-worker local queue', row('pg-boss'), graphile, {});
     ratio('raw batch-500 loop / graphile-worker local queue', raw, graphile, {});

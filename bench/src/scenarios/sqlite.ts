@@ -16,7 +16,15 @@ import {
 import { latencyInRounds, type LatencyTarget } from '../latency.js';
 import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
 import type { Measurement } from '../report.js';
-import { drainRows, findRow, runDrainRows, shapeLabel, shapesOf } from './drain-rows.js';
+import {
+  drainRows,
+  findRow,
+  runDrainRows,
+  SCHEDULED_LABEL,
+  SCHEDULED_SETTINGS,
+  shapeLabel,
+  shapesOf,
+} from './drain-rows.js';
 import { migrateWith } from './migrate.js';
 import type { Recorder, Suite } from './recorder.js';
 import type { Scenario, Sizes } from './sizes.js';
@@ -74,10 +82,10 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
   const ours = join(dir, 'asynccmd.db');
   const raw = join(dir, 'raw.db');
   const batch = sizes.rawBatch;
-  const defaults =
-    'runtime defaults: sharedPool { concurrency: C }; store { filename } (WAL, busy_timeout 5000, synchronous NORMAL)';
+  const store = 'store { filename } (WAL, busy_timeout 5000, synchronous NORMAL)';
+  const defaults = `executor mode ASYNC_POOL; runtime defaults: sharedPool { concurrency: C }; ${store}`;
   const drains = scenarios.has('drain')
-    ? drainRows<'asynccmd' | 'raw-batch' | FeatureUsageKey>(
+    ? drainRows<'asynccmd' | 'raw-batch' | 'scheduled' | FeatureUsageKey>(
         rec,
         DRAIN,
         sizes,
@@ -96,6 +104,17 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
             `raw SQL loop, batch ${batch}`,
             `UPDATE … WHERE id IN (SELECT … ORDER BY next_run_at, id LIMIT ${batch}) RETURNING, then one token-fenced UPDATE completes the batch; same pragmas`,
             sqliteDrainTarget(raw, 'raw SQL loop', { kind: 'raw-sqlite', filename: raw, batch }),
+            false,
+          ],
+          [
+            'scheduled',
+            SCHEDULED_LABEL,
+            `${SCHEDULED_SETTINGS}; ${store}`,
+            sqliteDrainTarget(ours, 'asynccmd', {
+              kind: 'asynccmd-sqlite',
+              filename: ours,
+              mode: 'SCHEDULED',
+            }),
             false,
           ],
           ...FEATURE_USAGES.map(
@@ -160,6 +179,15 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
           rec.ratio(DRAIN, `asynccmd defaults / raw batch-${batch} loop, ${shapeLabel(shape)}`, a, b, {
             atLeast: 0.8,
           });
+        const s: Measurement | undefined = findRow(drains, 'scheduled', shape);
+        if (s && b)
+          rec.ratio(
+            DRAIN,
+            `asynccmd default mode (SCHEDULED) / raw batch-${batch} loop, ${shapeLabel(shape)}`,
+            s,
+            b,
+            { atLeast: 0.8 },
+          );
       }
       // Sidequest's SQLite p99 is not measured here; the bound is the one its MariaDB figure sets.
       if (lat) rec.bound(LATENCY, 'asynccmd cross-process p99', lat, { atMost: 30 });

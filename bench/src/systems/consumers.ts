@@ -68,7 +68,7 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
       const runtime = benchRuntime(
         store,
         { concurrency: spec.concurrency, ...(queueSize === undefined ? {} : { queueSize }) },
-        { mode: 'ASYNC_POOL', onExecute },
+        { mode: system.mode ?? 'ASYNC_POOL', onExecute },
         system.typeLimit,
       );
       let rounds = 0;
