@@ -94,7 +94,8 @@ export class Run {
   }
 
   spec(timing: typeof QUICK, concurrency = SLOTS, port?: number): WorkerSpec {
-    return { store: this.target.workerStore(port), type: TYPE, log: this.log, concurrency, ...timing };
+    const store = this.target.workerStore(port);
+    return { store, type: TYPE, log: this.log, concurrency, mode: 'ASYNC_POOL', ...timing };
   }
 
   async spawn(spec: WorkerSpec): Promise<WorkerProcess> {
@@ -216,14 +217,18 @@ export function describeFaults(db: FaultDatabase): void {
       saveResults(db.name, results);
     });
 
-    it(
-      'SIGKILL of workers in a loop during a drain: nothing lost or stuck, orphans run elsewhere',
-      async () => {
+    // SCHEDULED too: the default mode runs a round's commands before their outcomes are written.
+    it.each([
+      ['ASYNC_POOL', `${WORKERS} processes × ${SLOTS} slots`],
+      ['SCHEDULED', `${WORKERS} processes, SCHEDULED (one at a time, adaptive claims)`],
+    ] as const)(
+      'SIGKILL of %s workers in a loop during a drain: nothing lost or stuck, orphans run elsewhere',
+      async (mode, shape) => {
         const size = SIZES.kill;
         run = await Run.open(db, 'kill');
         const r = run;
         await r.submit(size.commands, size.workMs);
-        const spec = r.spec(QUICK);
+        const spec: WorkerSpec = { ...r.spec(QUICK), mode };
         const alive = await Promise.all(Array.from({ length: WORKERS }, () => r.spawn(spec)));
         const kills: { pid: number; at: number }[] = [];
         for (let k = 0; k < size.kills; k++) {
@@ -260,11 +265,11 @@ export function describeFaults(db: FaultDatabase): void {
         }
         results.push(
           row(
-            `${size.kills} × SIGKILL of a worker`,
+            `${size.kills} × SIGKILL of a ${mode === 'SCHEDULED' ? 'SCHEDULED ' : ''}worker`,
             db,
             verdict,
             `orphans back in ≤ ${worst(recoveries)}`,
-            `${WORKERS} processes × ${SLOTS} slots, ${size.workMs} ms commands, lease ${QUICK.leaseMs} ms`,
+            `${shape}, ${size.workMs} ms commands, lease ${QUICK.leaseMs} ms`,
           ),
         );
         // A kill between the end of the work and the commit of its success re-runs it: at-least-once.

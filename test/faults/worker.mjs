@@ -41,12 +41,11 @@ const runtime = createAsyncCommands({
   heartbeatIntervalMs: spec.heartbeatIntervalMs,
   pollIntervalMs: spec.pollIntervalMs,
   reclaimIntervalMs: spec.reclaimIntervalMs,
-  scheduledBatchSize: spec.concurrency,
   sharedPool: { concurrency: spec.concurrency, queueSize: 0 },
   executors: [
     {
       type: spec.type,
-      mode: 'ASYNC_POOL',
+      mode: spec.mode,
       execute: async ({ ms }, ctx) => {
         log('start', ctx.id);
         try {

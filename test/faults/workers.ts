@@ -13,6 +13,11 @@ export interface WorkerSpec {
   readonly pollIntervalMs: number;
   readonly reclaimIntervalMs: number;
   readonly concurrency: number;
+  /**
+   * The executor's mode: ASYNC_POOL runs `concurrency` at once (no queue); SCHEDULED runs one at a
+   * time in the poll loop with the runtime's default (adaptive) claim size.
+   */
+  readonly mode: 'ASYNC_POOL' | 'SCHEDULED';
 }
 
 /** Every worker process this test process started and has not seen exit: killed at exit at the latest. */

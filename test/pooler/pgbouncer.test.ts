@@ -75,6 +75,7 @@ async function startWorkers(
     type: TYPE,
     log,
     concurrency: 4,
+    mode: 'ASYNC_POOL',
     leaseMs: 5_000,
     heartbeatIntervalMs: 100,
     reclaimIntervalMs: 300,
