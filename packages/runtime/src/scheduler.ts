@@ -62,6 +62,11 @@ export interface SchedulerState {
   /** Consecutive failed rounds (store unreachable); 0 when healthy. */
   readonly consecutiveFailures: number;
   readonly inflight: number;
+  /**
+   * SCHEDULED commands the next round claims at most: the adaptive size now, or
+   * `scheduledBatchSize` when that fixes it.
+   */
+  readonly scheduledClaim: number;
   readonly pools: readonly PoolState[];
 }
 
@@ -349,6 +354,7 @@ export class Scheduler {
       lastRoundAt: this.#lastRoundAt,
       consecutiveFailures: this.#failures,
       inflight: this.deps.runner.inflight().length,
+      scheduledClaim: this.#inlineRoom(),
       pools: this.deps.pools.state(),
     };
   }

@@ -80,8 +80,10 @@ describe('SCHEDULED claims by default (no scheduledBatchSize)', () => {
     runtime.on((e) => {
       if (e.kind === 'succeeded') succeeded++;
     });
+    expect(runtime.state().scheduler.scheduledClaim).toBe(1);
     runtime.start();
     await until(() => succeeded === total);
+    const claimAtEnd = runtime.state().scheduler.scheduledClaim;
     await runtime.stop();
 
     expect(overlapped).toBe(false); // SCHEDULED: one after another
@@ -91,6 +93,7 @@ describe('SCHEDULED claims by default (no scheduledBatchSize)', () => {
     // Once it has measured a command and a claim, a claim covers far more than the old fixed 10…
     expect(Math.max(...calls.claimLimits)).toBeGreaterThan(50);
     expect(Math.max(...calls.claimLimits)).toBeLessThanOrEqual(500);
+    expect(claimAtEnd).toBeGreaterThan(50); // what the runtime's state reports
     // …and each round's outcomes go out together: about one write per claim, not one per command.
     expect(calls.completes.reduce((a, b) => a + b, 0)).toBe(total);
     expect(calls.completes.length).toBeLessThanOrEqual(calls.claimed.filter((n) => n > 0).length);
@@ -148,5 +151,6 @@ describe('SCHEDULED claims by default (no scheduledBatchSize)', () => {
     await until(() => done === 40);
     await runtime.stop();
     expect(new Set(calls.claimLimits)).toEqual(new Set([7]));
+    expect(runtime.state().scheduler.scheduledClaim).toBe(7);
   });
 });
