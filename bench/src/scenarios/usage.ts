@@ -27,8 +27,13 @@ export function usageTypeLimit(usage: FeatureUsage | undefined): number | undefi
   return usage === 'type limit' ? TYPE_LIMIT : undefined;
 }
 
-/** The settings text of a drain row with `usage`. */
+/** The settings text of a drain row with `usage` (its executor runs ASYNC_POOL, as the defaults row's). */
 export function usageSettings(usage: FeatureUsage): string {
+  return `executor mode ASYNC_POOL; ${usageDescription(usage)}`;
+}
+
+/** What the row does with `usage`, on top of the runtime's defaults. */
+function usageDescription(usage: FeatureUsage): string {
   if (usage === 'type limit') {
     return `runtime defaults and typeLimits { '${BENCH_TYPE}': ${TYPE_LIMIT} }: never reached, every claim locks the type's limit row and counts its RUNNING commands first`;
   }
