@@ -139,6 +139,18 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 11,
+    name: 'paused types',
+    // One row per paused type; the runtime leaves those types out of its claims.
+    statements: (t) => [
+      `CREATE TABLE IF NOT EXISTS ${t}_paused_types (
+        type      TEXT    PRIMARY KEY,
+        paused_at INTEGER NOT NULL,
+        reason    TEXT
+      )`,
+    ],
+  },
 ];
 
 /**

@@ -174,6 +174,10 @@ export function sqliteSql(t: string) {
     typeLimitDeclare: `INSERT INTO ${t}_type_limits (type, max_running) VALUES (?, ?)
        ON CONFLICT (type) DO UPDATE SET max_running = excluded.max_running`,
     typeLimitList: `SELECT type, max_running AS maxRunning FROM ${t}_type_limits ORDER BY type`,
+    typePause: `INSERT INTO ${t}_paused_types (type, paused_at, reason) VALUES (?, ${DB_NOW}, ?)
+       ON CONFLICT (type) DO NOTHING`,
+    typeResume: `DELETE FROM ${t}_paused_types WHERE type = ?`,
+    typePauseList: `SELECT type, paused_at AS pausedAt, reason FROM ${t}_paused_types ORDER BY type`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
     heartbeat: `UPDATE ${t} NOT INDEXED SET lease_until = ${DB_NOW} + :leaseMs, updated_at = ${DB_NOW}

@@ -29,6 +29,7 @@ import {
   outcomeCountsFromRows,
   StoreInput,
   typeLimitStore,
+  typePauseStore,
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
@@ -112,6 +113,16 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       ),
     () => this.run(() => this.stmt('typeLimitList').all() as { type: string; maxRunning: number }[]),
   );
+  readonly typePauses: Port.TypePauseStore = typePauseStore({
+    insert: (type, reason) => this.run(() => this.stmt('typePause').run(type, reason).changes === 1),
+    remove: (type) => this.run(() => this.stmt('typeResume').run(type).changes === 1),
+    read: () =>
+      this.run(() =>
+        (this.stmt('typePauseList').all() as { type: string; pausedAt: number; reason: string | null }[]).map(
+          (r) => ({ type: r.type, pausedAt: new Date(r.pausedAt), reason: r.reason }),
+        ),
+      ),
+  });
 
   constructor(options: SqliteStoreOptions) {
     const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);

@@ -10,6 +10,7 @@ import {
   MAX_HEALTH_PROBE_DEAD_LETTERS,
   MAX_OUTCOME_LATENCY_BOUNDS,
   MAX_TYPE_LIMIT,
+  MAX_PAUSE_REASON_CHARS,
   ON_PENDING_CHOICES,
   type OnPending,
   type TypeLimit,
@@ -299,6 +300,28 @@ export function decodeListCursor(cursor: unknown): ListPosition {
 export const MAX_LIMITED_TYPE_CHARS = 128;
 
 /**
+ * A command type a type limit or a type pause stores: 1..MAX_LIMITED_TYPE_CHARS characters, no NUL.
+ * `what` names it in the error ("a type limit", "a type pause").
+ */
+export function requireStoredType(what: string, type: unknown): string {
+  if (typeof type !== 'string' || type.length === 0 || [...type].length > MAX_LIMITED_TYPE_CHARS) {
+    throw new InvalidArgumentError(
+      `${what} needs a command type of 1 to ${MAX_LIMITED_TYPE_CHARS} characters, got ${JSON.stringify(type)}`,
+    );
+  }
+  return refuseNul('a command type', type);
+}
+
+/** A type pause's reason: absent (null), or a string of at most MAX_PAUSE_REASON_CHARS without NUL. */
+export function optionalPauseReason(reason: unknown): string | null {
+  if (reason === undefined || reason === null) return null;
+  if (typeof reason !== 'string' || [...reason].length > MAX_PAUSE_REASON_CHARS) {
+    throw new InvalidArgumentError(`a pause reason must be a string of at most ${MAX_PAUSE_REASON_CHARS} characters`);
+  }
+  return refuseNul('a pause reason', reason);
+}
+
+/**
  * The limits a TypeLimitStore declares: each a command type (1..MAX_LIMITED_TYPE_CHARS characters,
  * no NUL) given once, with a limit that is an integer in 1..MAX_TYPE_LIMIT.
  */
@@ -307,13 +330,8 @@ export function requireTypeLimits(limits: unknown): TypeLimit[] {
     throw new InvalidArgumentError('type limits must be an array of { type, maxRunning }');
   const seen = new Set<string>();
   return (limits as unknown[]).map((l) => {
-    const { type, maxRunning } = (typeof l === 'object' && l !== null ? l : {}) as Record<string, unknown>;
-    if (typeof type !== 'string' || type.length === 0 || [...type].length > MAX_LIMITED_TYPE_CHARS) {
-      throw new InvalidArgumentError(
-        `a type limit needs a command type of 1 to ${MAX_LIMITED_TYPE_CHARS} characters, got ${JSON.stringify(type)}`,
-      );
-    }
-    refuseNul('a command type', type);
+    const { type: given, maxRunning } = (typeof l === 'object' && l !== null ? l : {}) as Record<string, unknown>;
+    const type = requireStoredType('a type limit', given);
     if (seen.has(type)) throw new InvalidArgumentError(`type "${type}" has two limits`);
     seen.add(type);
     return { type, maxRunning: requireInt(`the limit of type "${type}"`, maxRunning, 1, MAX_TYPE_LIMIT) };

@@ -209,6 +209,13 @@ export interface CommandStore<Tx = unknown> {
    */
   readonly typeLimits?: TypeLimitStore;
 
+  /**
+   * The types paused for every instance (`<table>_paused_types`), where the adapter has them
+   * (every adapter of this repository does). The store only keeps the rows: the runtime leaves a
+   * paused type out of its claims. Submits of a paused type are accepted as always.
+   */
+  readonly typePauses?: TypePauseStore;
+
   /** Closes the store's own connections (never the caller's). */
   close(): Promise<void>;
 }
@@ -348,6 +355,33 @@ export interface TypeLimitStore {
   declare(limits: readonly TypeLimit[]): Promise<void>;
   /** Every stored limit, by type. */
   list(): Promise<TypeLimit[]>;
+}
+
+/** The longest reason a type pause keeps. */
+export const MAX_PAUSE_REASON_CHARS = 1_000;
+
+/** A type paused for every instance, as stored. */
+export interface PausedType {
+  readonly type: string;
+  /** When it was paused, on the database clock. */
+  readonly pausedAt: Date;
+  /** What the person who paused it said; null when nothing. */
+  readonly reason: string | null;
+}
+
+/**
+ * The `<table>_paused_types` rows: one per paused type, shared by every instance. A type name is
+ * 1..MAX_LIMITED_TYPE_CHARS characters without NUL, a reason at most MAX_PAUSE_REASON_CHARS
+ * without NUL; anything else is refused (INVALID_ARGUMENT) before anything is written. The type
+ * need not be one this process knows: another service may execute it.
+ */
+export interface TypePauseStore {
+  /** Pauses `type`; false when it was paused already (its time and reason stay as they were). */
+  pause(type: string, reason?: string | null): Promise<boolean>;
+  /** Resumes `type`; false when it was not paused. */
+  resume(type: string): Promise<boolean>;
+  /** Every paused type, by name. */
+  list(): Promise<PausedType[]>;
 }
 
 export interface ReclaimParams {

@@ -10,3 +10,4 @@ export * from './rows.js';
 export * from './schedules.js';
 export * from './executor.js';
 export * from './type-limits.js';
+export * from './type-pauses.js';
