@@ -44,6 +44,7 @@ import { RecurringService } from './recurring/recurring-service.js';
 import { pause, StoreOutage } from './store-outage.js';
 import { toNewCommand } from './submit-validation.js';
 import { DeclaredTypeLimits } from './type-limits.js';
+import { PausedTypes, TypePauses } from './type-pauses.js';
 
 export type RuntimeStatus = 'idle' | 'running' | 'stopping' | 'stopped';
 
@@ -83,6 +84,8 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   readonly instanceId: string;
   /** The recurring schedules in the table: list, pause, resume (shared by all instances). */
   readonly schedules: RecurringSchedules;
+  /** Command types paused for every instance: pause, resume, list (see TypePauses). */
+  readonly typePauses: TypePauses;
   readonly #runner: CommandRunner;
   readonly #outcomes: OutcomeWriter;
   readonly #outage: StoreOutage;
@@ -116,9 +119,11 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     const heartbeatMs = heartbeatPeriod(options.heartbeatIntervalMs, shortestLease);
     this.leases = new LeaseKeeper(store, this.#outage, heartbeatMs);
     this.#outcomes = new OutcomeWriter(store, this.#outage);
+    const pausedTypes = new PausedTypes(store, this.#outage, () => this.scheduler.wake());
     const shared = {
       store,
       typeLimits: new DeclaredTypeLimits(store, options.typeLimits ?? {}),
+      pausedTypes,
       registry: this.registry,
       events: this.events,
       clock: this.clock,
@@ -166,7 +171,14 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
       changed: () => recurring?.refreshSoon(),
     });
-    this.#maintainer = new Maintainer(this.leases, [reclaimer, retention, recurring]);
+    this.typePauses = new TypePauses(store, {
+      changed: (type, paused) => pausedTypes.changed(type, paused),
+      // The others claim it again once their next read finds it resumed.
+      resumed: () => this.scheduler.wake(),
+    });
+    // Only an instance that claims reads the paused types.
+    const reader = this.registry.types().length > 0 ? pausedTypes : null;
+    this.#maintainer = new Maintainer(this.leases, [reader, reclaimer, retention, recurring]);
     const immediate = new ImmediateDispatch({
       ...shared,
       runner: this.#runner,
@@ -266,8 +278,9 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     if (this.#status !== 'idle')
       throw new InvalidArgumentError(`cannot start: the runtime is ${this.#status}`);
     this.#status = 'running';
-    this.scheduler.start();
+    // The services first: the first claim round waits for the first read of the paused types.
     this.#maintainer.start();
+    this.scheduler.start();
   }
 
   /**

@@ -11,6 +11,7 @@ import type { Dispatcher } from './dispatcher.js';
 import type { ExecutorRegistry } from './executor-registry.js';
 import type { StoreOutage } from './store-outage.js';
 import type { DeclaredTypeLimits } from './type-limits.js';
+import type { PausedTypes } from './type-pauses.js';
 
 export interface ImmediateDispatchDeps {
   readonly store: CommandStore;
@@ -24,6 +25,8 @@ export interface ImmediateDispatchDeps {
   readonly instance: string;
   /** The `typeLimits` option: a command of these types is claimed by id only within its limit. */
   readonly typeLimits: DeclaredTypeLimits;
+  /** Types paused for every instance: their commands stay PENDING until resumed. */
+  readonly pausedTypes: PausedTypes;
   /** False before start and once stopping: then the poll loop (here or elsewhere) runs them. */
   readonly accepting: () => boolean;
 }
@@ -65,7 +68,10 @@ export class ImmediateDispatch {
     const [id] = ids;
     const riding = this.deps.store.capabilities.commitRiding;
     if (id === undefined || this.#types.length === 0 || !this.deps.accepting() || !riding) return null;
-    const claimed = riding.claimById(tx, this.#params(id));
+    const paused = this.deps.pausedTypes;
+    const types = paused.settled ? this.#unpaused(paused.known()) : [];
+    if (types.length === 0) return null; // all paused, or not read yet: dispatch() claims after commit
+    const claimed = riding.claimById(tx, this.#params(id, types));
     if (!claimed) return null;
     claimed.catch(() => undefined); // dispatch() reads the failure; never an unhandled rejection
     return { id, claimed };
@@ -79,13 +85,17 @@ export class ImmediateDispatch {
   async dispatch(ids: readonly CommandId[], onCommit: ClaimOnCommit | null = null): Promise<number> {
     const { store, runner, dispatcher, outage } = this.deps;
     if (this.#types.length === 0) return ids.length;
+    // Those paused stay PENDING, for a poll loop after the resume. (A claim that rode on the commit
+    // was asked with the types as they were then: what it claimed runs.)
+    await this.deps.pausedTypes.firstRead();
+    const types = this.#unpaused(this.deps.pausedTypes.known());
     let claimed = 0;
     for (const id of ids) {
       const rideOn = onCommit?.id === id;
-      if (!rideOn && !this.deps.accepting()) break;
+      if (!rideOn && (!this.deps.accepting() || types.length === 0)) continue;
       let row: ClaimedCommand | null;
       try {
-        row = rideOn ? await onCommit.claimed : await store.claimById(this.#params(id));
+        row = rideOn ? await onCommit.claimed : await store.claimById(this.#params(id, types));
         outage.succeeded('claimById');
       } catch (error) {
         outage.failed('claimById', error);
@@ -105,16 +115,15 @@ export class ImmediateDispatch {
     return ids.length - claimed;
   }
 
-  #params(id: CommandId): ClaimByIdParams {
+  /** The IMMEDIATE types not in `paused`. */
+  #unpaused(paused: ReadonlySet<string>): readonly string[] {
+    return paused.size === 0 ? this.#types : this.#types.filter((t) => !paused.has(t));
+  }
+
+  /** The claim of `id` if it is of one of `types` (the IMMEDIATE types not paused). */
+  #params(id: CommandId, types: readonly string[]): ClaimByIdParams {
     const { clock, tokens, instance } = this.deps;
-    const params = {
-      id,
-      now: clock.now(),
-      token: tokens.next(),
-      leaseMs: this.#leaseMs,
-      types: this.#types,
-      instance,
-    };
+    const params = { id, now: clock.now(), token: tokens.next(), leaseMs: this.#leaseMs, types, instance };
     // Before the limits are stored, a limited command is refused (no stored limit) and stays PENDING.
     return this.#limitedTypes === null ? params : { ...params, limitedTypes: this.#limitedTypes };
   }

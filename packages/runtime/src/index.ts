@@ -54,5 +54,7 @@ export type { CatchUpPolicy } from './recurring/tick-plan.js';
 export type { RecurringTick } from './recurring/tick.js';
 export { SCHEDULE_HEADER, TICK_HEADER } from './recurring/tick.js';
 export type { RecurringSchedules } from './recurring/recurring-control.js';
+export { PAUSED_TYPES_REFRESH_MS } from './type-pauses.js';
+export type { TypePauses } from './type-pauses.js';
 export type { NewScheduleInput, ScheduleView } from './ops/schedules-view.js';
 export { RUN_TIME_SCHEDULES_REFRESH_MS } from './recurring/recurring-service.js';

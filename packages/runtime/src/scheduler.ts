@@ -9,6 +9,7 @@ import type { PoolSet } from './pool-set.js';
 import type { PoolState, WorkPool } from './work-pool.js';
 import { outageDelayMs, type StoreOutage } from './store-outage.js';
 import type { DeclaredTypeLimits } from './type-limits.js';
+import type { PausedTypes } from './type-pauses.js';
 import { WakeSignal, type WakeReason } from './wake-signal.js';
 
 export interface SchedulerOptions {
@@ -34,6 +35,8 @@ export interface SchedulerDeps {
   readonly instance: string;
   /** The `typeLimits` option: claims of these types stay within their stored limits. */
   readonly typeLimits: DeclaredTypeLimits;
+  /** Types paused for every instance: left out of every claim. */
+  readonly pausedTypes: PausedTypes;
 }
 
 export interface RoundResult {
@@ -67,6 +70,8 @@ export interface SchedulerState {
    * `scheduledBatchSize` when that fixes it.
    */
   readonly scheduledClaim: number;
+  /** Of this instance's types, those paused for every instance (as last read), by name. */
+  readonly pausedTypes: readonly string[];
   readonly pools: readonly PoolState[];
 }
 
@@ -160,10 +165,17 @@ export class Scheduler {
     let starved = false;
     let failed: { error: unknown } | null = null;
     try {
+      await this.deps.pausedTypes.firstRead();
+      const paused = this.deps.pausedTypes.known();
       for (const group of this.#groups) {
         if (this.#stopping) break;
         if (refill && !group.hungry) continue;
-        const { pool, types, leaseMs } = group;
+        const { pool, leaseMs } = group;
+        const types = paused.size === 0 ? group.types : group.types.filter((t) => !paused.has(t));
+        if (types.length === 0) {
+          group.hungry = false; // nothing it may claim until a resume, which wakes the loop
+          continue;
+        }
         const room = budget.get(pool) ?? (pool === null ? this.#inlineRoom() : pool.free);
         // The cap is for groups whose last claim found all there was; where work was left waiting,
         // a wake-up claims the room, as always.
@@ -179,7 +191,10 @@ export class Scheduler {
         if (pool) this.#disarmTopUp(pool); // claiming for it now; if still short, re-armed below
         const claimStarted = performance.now();
         const params = { types, limit, now, token: tokens.next(), leaseMs, instance };
-        const limitedTypes = group.limitedTypes;
+        const limitedTypes =
+          paused.size === 0 || group.limitedTypes === null
+            ? group.limitedTypes
+            : this.deps.typeLimits.among(types);
         if (limitedTypes !== null) await this.deps.typeLimits.ready();
         const rows = await store.claimDue(limitedTypes === null ? params : { ...params, limitedTypes });
         const claimMs = performance.now() - claimStarted;
@@ -355,6 +370,7 @@ export class Scheduler {
       consecutiveFailures: this.#failures,
       inflight: this.deps.runner.inflight().length,
       scheduledClaim: this.#inlineRoom(),
+      pausedTypes: this.deps.registry.types().filter((t) => this.deps.pausedTypes.known().has(t)),
       pools: this.deps.pools.state(),
     };
   }

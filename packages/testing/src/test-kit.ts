@@ -392,10 +392,15 @@ export class TestKit<TM extends CommandTypeMap = CommandTypeMap> {
     }
   }
 
-  /** Claims everything due now, each type with its own lease; in claim order (priority, due, id). */
+  /**
+   * Claims everything due now, each type with its own lease, but the paused types (as a runtime
+   * leaves them out); in claim order (priority, due, id).
+   */
   async #claimDue(): Promise<ClaimedCommand[]> {
+    const paused = new Set((await this.store.typePauses?.list())?.map((p) => p.type));
     const byLease = new Map<number, string[]>();
     for (const entry of this.#runtime.registry.entries()) {
+      if (paused.has(entry.type)) continue;
       byLease.set(entry.leaseMs, [...(byLease.get(entry.leaseMs) ?? []), entry.type]);
     }
     const now = this.clock.now();

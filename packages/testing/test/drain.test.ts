@@ -47,6 +47,24 @@ function waiting<T extends string>(type: T) {
 }
 
 describe('drainUntilIdle', () => {
+  it('leaves the commands of a paused type PENDING, as a runtime does, until it is resumed', async () => {
+    const paused = recorder('p.paused');
+    const other = recorder('p.other');
+    const kit = await kitWith([paused.executor, other.executor]);
+    await kit.store.typePauses!.pause('p.paused', 'downstream down');
+    await kit.transaction(async (_tx, submit) => {
+      await submit('p.paused', { n: 1 });
+      await submit('p.other', { n: 2 });
+    });
+    await kit.drainUntilIdle();
+    expect(paused.ran).toEqual([]);
+    expect(other.ran).toEqual([{ n: 2 }]);
+    expect((await kit.submitted('p.paused')).map((c) => c.status)).toEqual(['PENDING']);
+    await kit.store.typePauses!.resume('p.paused');
+    await kit.drainUntilIdle();
+    expect(paused.ran).toEqual([{ n: 1 }]);
+  });
+
   it('runs IMMEDIATE, SCHEDULED and ASYNC_POOL commands inline, oldest due first, and reports each', async () => {
     const immediate = recorder('a.immediate', { mode: 'IMMEDIATE' });
     const scheduled = recorder('a.scheduled', { mode: 'SCHEDULED' });
