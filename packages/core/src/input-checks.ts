@@ -316,7 +316,9 @@ export function requireStoredType(what: string, type: unknown): string {
 export function optionalPauseReason(reason: unknown): string | null {
   if (reason === undefined || reason === null) return null;
   if (typeof reason !== 'string' || [...reason].length > MAX_PAUSE_REASON_CHARS) {
-    throw new InvalidArgumentError(`a pause reason must be a string of at most ${MAX_PAUSE_REASON_CHARS} characters`);
+    throw new InvalidArgumentError(
+      `a pause reason must be a string of at most ${MAX_PAUSE_REASON_CHARS} characters`,
+    );
   }
   return refuseNul('a pause reason', reason);
 }
@@ -330,7 +332,8 @@ export function requireTypeLimits(limits: unknown): TypeLimit[] {
     throw new InvalidArgumentError('type limits must be an array of { type, maxRunning }');
   const seen = new Set<string>();
   return (limits as unknown[]).map((l) => {
-    const { type: given, maxRunning } = (typeof l === 'object' && l !== null ? l : {}) as Record<string, unknown>;
+    const entry = (typeof l === 'object' && l !== null ? l : {}) as Record<string, unknown>;
+    const { type: given, maxRunning } = entry;
     const type = requireStoredType('a type limit', given);
     if (seen.has(type)) throw new InvalidArgumentError(`type "${type}" has two limits`);
     seen.add(type);

@@ -14,7 +14,8 @@ export interface TypePauseStatements {
 /** A TypePauseStore over the adapter's three statements: every call's input is checked first. */
 export function typePauseStore(sql: TypePauseStatements): TypePauseStore {
   return {
-    pause: async (type, reason) => sql.insert(requireStoredType('a type pause', type), optionalPauseReason(reason)),
+    pause: async (type, reason) =>
+      sql.insert(requireStoredType('a type pause', type), optionalPauseReason(reason)),
     resume: async (type) => sql.remove(requireStoredType('a type pause', type)),
     list: () => sql.read(),
   };
