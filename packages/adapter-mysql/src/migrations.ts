@@ -173,6 +173,20 @@ export const MIGRATIONS: readonly Migration[] = [
        ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = ${collation}`,
     ],
   },
+  {
+    version: 11,
+    name: 'paused types',
+    // One row per paused type; the runtime leaves those types out of its claims. The type compares
+    // as the command table's type column does; paused_at is UTC, as every time of this adapter.
+    statements: (t, collation) => [
+      `CREATE TABLE IF NOT EXISTS \`${t}_paused_types\` (
+         type      VARCHAR(128) NOT NULL,
+         paused_at DATETIME(3)  NOT NULL,
+         reason    TEXT         NULL,
+         PRIMARY KEY (type)
+       ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = ${collation}`,
+    ],
+  },
 ];
 
 /** Rows of `<table>_key_locks`: keys sharing a slot only wait for each other's submits to commit. */

@@ -128,6 +128,14 @@ export function mysqlSql(t: string) {
   return {
     now: `SELECT ${DB_NOW} AS now`,
     ping: 'SELECT 1',
+    /**
+     * A plain INSERT: its duplicate-key error says the type was paused already. Not ON DUPLICATE
+     * KEY UPDATE (mysql2's FOUND_ROWS flag makes a kept row count 1, as an inserted one) nor INSERT
+     * IGNORE (it turns every other error into a warning too).
+     */
+    typePause: `INSERT INTO \`${t}_paused_types\` (type, paused_at, reason) VALUES (?, ${DB_NOW}, ?)`,
+    typeResume: `DELETE FROM \`${t}_paused_types\` WHERE type = ?`,
+    typePauseList: `SELECT type, paused_at, reason FROM \`${t}_paused_types\` ORDER BY type`,
     autoIncrementStep: 'SELECT @@auto_increment_increment AS step',
     lastInsertId: 'SELECT LAST_INSERT_ID() AS id',
     /** A harmless statement whose OK packet tells whether the connection is inside a transaction. */

@@ -21,6 +21,7 @@ import {
   statsRowsFromRows,
   runThroughExecutor,
   StoreInput,
+  typePauseStore,
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as E from 'fp-ts/lib/Either.js';
@@ -96,6 +97,25 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   private closed = false;
   readonly schedules: MysqlScheduleStore;
   readonly typeLimits: Port.TypeLimitStore;
+  readonly typePauses: Port.TypePauseStore = typePauseStore({
+    insert: async (type, reason) => {
+      try {
+        await write(this.pool, this.sql.typePause, [type, reason]);
+        return true;
+      } catch (e) {
+        if (isDuplicateKey(e)) return false;
+        throw e;
+      }
+    },
+    remove: async (type) => (await write(this.pool, this.sql.typeResume, [type])).affectedRows === 1,
+    read: async () =>
+      (
+        await select<{ type: string; paused_at: string; reason: string | null }>(
+          this.pool,
+          this.sql.typePauseList,
+        )
+      ).map((r) => ({ type: r.type, pausedAt: fromUtcText(r.paused_at), reason: r.reason })),
+  });
   private readonly limitSql: TypeLimitSql;
   /** Other processes' submits, seen by a polled probe (wakeups.ts). */
   readonly wakeups: MysqlWakeups;

@@ -54,6 +54,13 @@ describe.each(['+09:00', '-05:00'])('session time zone %s', (zone) => {
     expect(Math.abs((await store.now()).getTime() - Date.now())).toBeLessThan(5_000);
   });
 
+  it('a type pause is timed on the UTC database clock', async () => {
+    const before = Date.now();
+    expect(await store.typePauses.pause('tz.paused', 'zone')).toBe(true);
+    const [paused] = (await store.typePauses.list()).filter((p) => p.type === 'tz.paused');
+    expect(Math.abs((paused?.pausedAt.getTime() ?? 0) - before)).toBeLessThan(5_000);
+  });
+
   it('due checks use the application clock at millisecond precision', async () => {
     const runAt = new Date(Date.now() + 3_600_000);
     const [id] = await store.transaction((tx) =>

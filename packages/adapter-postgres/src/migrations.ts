@@ -184,6 +184,18 @@ export const MIGRATIONS: readonly Migration[] = [
     // submit_once takes on_pending and answers replaced, as the store's replacing idempotent insert.
     statements: (n) => replacingSubmitOnce(n),
   },
+  {
+    version: 13,
+    name: 'paused types',
+    // One row per paused type; the runtime leaves those types out of its claims.
+    statements: (n) => [
+      `CREATE TABLE IF NOT EXISTS ${n.pausedTypes} (
+         type      TEXT           PRIMARY KEY,
+         paused_at TIMESTAMPTZ(3) NOT NULL,
+         reason    TEXT
+       )`,
+    ],
+  },
 ];
 
 export interface MigrateSettings {

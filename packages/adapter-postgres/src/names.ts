@@ -17,6 +17,8 @@ export interface TableNames {
   readonly migrations: string;
   /** The per-type limits of RUNNING commands (migration 10). */
   readonly typeLimits: string;
+  /** The types paused for every instance (migration 13). */
+  readonly pausedTypes: string;
   /** An index name next to the table (suffixes stay ≤ 15 characters: 48 + 15 fits Postgres's 63). */
   index(suffix: string): string;
   /** A function next to the table, quoted and qualified (suffixes ≤ 15 characters, as index names). */
@@ -43,6 +45,7 @@ export function tableNames(schema: unknown, table: unknown): TableNames {
     table: `${q(s)}.${q(t)}`,
     migrations: `${q(s)}.${q(`${t}_migrations`)}`,
     typeLimits: `${q(s)}.${q(`${t}_type_limits`)}`,
+    pausedTypes: `${q(s)}.${q(`${t}_paused_types`)}`,
     index: (suffix) => q(`${t}_${suffix}`),
     fn: (suffix) => `${q(s)}.${q(`${t}_${suffix}`)}`,
     lockKey: `${s}.${t}`,

@@ -432,6 +432,11 @@ export function buildSql(n: TableNames) {
         LIMIT $3
         FOR UPDATE SKIP LOCKED
       )`,
+    /** $1 type, $2 reason: a row unless the type has one (rowCount 1: paused by this call). */
+    typePause: `INSERT INTO ${n.pausedTypes} (type, paused_at, reason) VALUES ($1::text, ${NOW}, $2::text)
+      ON CONFLICT (type) DO NOTHING`,
+    typeResume: `DELETE FROM ${n.pausedTypes} WHERE type = $1::text`,
+    typePauseList: `SELECT type, paused_at, reason FROM ${n.pausedTypes} ORDER BY type`,
     now: `SELECT ${NOW} AS now`,
     ping: `SELECT 1`,
     notify: `SELECT pg_notify($1, '')`,

@@ -21,6 +21,7 @@ import {
   outcomeCountsFromRows,
   statsRowsFromRows,
   StoreInput,
+  typePauseStore,
 } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, OutcomeCountRow } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
@@ -112,6 +113,19 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
   private readonly named: boolean;
   readonly schedules: PostgresScheduleStore;
   readonly typeLimits: Port.TypeLimitStore;
+  readonly typePauses: Port.TypePauseStore = typePauseStore({
+    insert: async (type, reason) =>
+      (await this.pool.query(this.sql.typePause, [type, reason])).rowCount === 1,
+    remove: async (type) => (await this.pool.query(this.sql.typeResume, [type])).rowCount === 1,
+    read: async () =>
+      (
+        await this.query<{ type: string; paused_at: string; reason: string | null }>(
+          this.pool,
+          this.sql.typePauseList,
+          [],
+        )
+      ).map((r) => ({ type: r.type, pausedAt: toDate(r.paused_at), reason: r.reason })),
+  });
   private readonly limitSql: ReturnType<typeof typeLimitSql>;
 
   constructor(parts: PostgresCommandStoreParts) {

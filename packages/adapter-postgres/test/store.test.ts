@@ -148,6 +148,7 @@ describe('PostgresCommandStore', () => {
         'async_command_type_biz_idx',
         'async_command_migrations_pkey',
         'async_command_outcome_idx',
+        'async_command_paused_types_pkey',
         'async_command_schedule_tick',
         'async_command_schedules_pkey',
         'async_command_type_limits_pkey',

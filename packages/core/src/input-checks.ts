@@ -332,10 +332,8 @@ export function requireTypeLimits(limits: unknown): TypeLimit[] {
     throw new InvalidArgumentError('type limits must be an array of { type, maxRunning }');
   const seen = new Set<string>();
   return (limits as unknown[]).map((l) => {
-    const { type: given, maxRunning } = (typeof l === 'object' && l !== null ? l : {}) as Record<
-      string,
-      unknown
-    >;
+    const entry = (typeof l === 'object' && l !== null ? l : {}) as Record<string, unknown>;
+    const { type: given, maxRunning } = entry;
     const type = requireStoredType('a type limit', given);
     if (seen.has(type)) throw new InvalidArgumentError(`type "${type}" has two limits`);
     seen.add(type);

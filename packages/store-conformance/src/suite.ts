@@ -19,6 +19,7 @@ import { reclaimArea } from './areas/reclaim.js';
 import { schedulesArea } from './areas/schedules.js';
 import { statsArea } from './areas/stats.js';
 import { typeLimitsArea } from './areas/type-limits.js';
+import { typePausesArea } from './areas/type-pauses.js';
 
 export type { StoreHarness, StoreHarnessFactory } from './harness.js';
 
@@ -38,6 +39,7 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     priorityArea(factory, name);
     orderingArea(factory, name);
     typeLimitsArea(factory, name);
+    typePausesArea(factory, name);
     outcomesArea(factory, name);
     reclaimArea(factory, name);
     adminArea(factory, name);
