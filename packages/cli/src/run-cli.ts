@@ -514,6 +514,26 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       }),
     );
 
+  const typePauseAction =
+    (paused: boolean) =>
+    async (type: string, opts: { reason?: string; json?: boolean }, cmd: Command): Promise<void> => {
+      // Checked before the database is asked, as every argument of the CLI.
+      requireStoredType('a type pause', type);
+      const reason = parsePauseReason(opts.reason);
+      await withStore(cmd, async (store) => {
+        const change = await setTypePaused(store, type, paused, reason ?? undefined);
+        if (opts.json) return json(change);
+        const outcome = change.changed
+          ? paused
+            ? 'paused'
+            : 'resumed'
+          : paused
+            ? 'was paused already'
+            : 'was not paused';
+        // Quoted: a type may hold any character, a terminal's control codes included.
+        out(`type ${JSON.stringify(change.type)}: ${outcome}`);
+      });
+    };
   program
     .command('pause')
     .description(
@@ -522,30 +542,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     .argument('<type>', 'command type')
     .option('--reason <text>', 'why (shown with the paused types)')
     .option('--json', 'machine-readable output')
-    .action(async (type: string, opts: { reason?: string; json?: boolean }, cmd: Command) => {
-      // Checked before the database is asked, as every argument of the CLI.
-      requireStoredType('a type pause', type);
-      const reason = parsePauseReason(opts.reason);
-      await withStore(cmd, async (store) => {
-        const change = await setTypePaused(store, type, true, reason ?? undefined);
-        if (opts.json) json(change);
-        // Quoted: a type may hold any character, a terminal's control codes included.
-        else out(`type ${JSON.stringify(change.type)}: ${change.changed ? 'paused' : 'was paused already'}`);
-      });
-    });
+    .action(typePauseAction(true));
   program
     .command('resume')
     .description('let the PENDING commands of a paused type run again, on every instance')
     .argument('<type>', 'command type')
     .option('--json', 'machine-readable output')
-    .action(async (type: string, opts: { json?: boolean }, cmd: Command) => {
-      requireStoredType('a type pause', type);
-      await withStore(cmd, async (store) => {
-        const change = await setTypePaused(store, type, false);
-        if (opts.json) json(change);
-        else out(`type ${JSON.stringify(change.type)}: ${change.changed ? 'resumed' : 'was not paused'}`);
-      });
-    });
+    .action(typePauseAction(false));
   program
     .command('paused')
     .description('the command types paused for every instance, since when and why')
