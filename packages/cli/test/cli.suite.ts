@@ -266,6 +266,58 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect((await run('schedules', 'pause', 'bad name!')).code).toBe(2);
     });
 
+    it('pause|resume|paused: a type held for every instance; stats shows it; bad input exits 2, writes nothing', async (ctx) => {
+      const pauses = store.typePauses;
+      if (pauses === undefined) return ctx.skip();
+      // Quotes, a slash and unicode: one type, printed quoted.
+      const type = `cli."erp"/sync é`;
+      await submit(store, type);
+      const paused = await run('pause', type, '--reason', 'ERP maintenance until 14:00');
+      expect(paused).toEqual({ code: 0, out: `type ${JSON.stringify(type)}: paused\n`, err: '' });
+      expect((await run('pause', type)).out).toBe(`type ${JSON.stringify(type)}: was paused already\n`);
+      expect(await pauses.list()).toEqual([
+        { type, pausedAt: expect.any(Date), reason: 'ERP maintenance until 14:00' },
+      ]);
+
+      const listed = await run('paused');
+      expect(listed.code).toBe(0);
+      expect(listed.out).toMatch(/^PAUSED TYPE\s+PAUSED AT\s+PENDING\s+REASON$/m);
+      expect(listed.out).toContain(`${type}  `);
+      expect(listed.out).toMatch(/\S+Z\s+1\s+ERP maintenance until 14:00$/m);
+      const json = JSON.parse((await run('paused', '--json')).out) as { items: unknown[] };
+      expect(json.items).toEqual([
+        { type, pausedAt: expect.any(String), reason: 'ERP maintenance until 14:00' },
+      ]);
+      const stats = await run('stats');
+      expect(stats.out).toMatch(/^PAUSED TYPE\s+PAUSED AT\s+PENDING\s+REASON$/m);
+      expect(JSON.parse((await run('stats', '--json')).out).pausedTypes).toEqual(json.items);
+
+      for (const bad of [
+        ['pause', ''],
+        ['pause', 'x'.repeat(129)],
+        ['pause', 'a\u0000b'],
+        ['pause', 'cli.other', '--reason', ''],
+        ['pause', 'cli.other', '--reason', 'r'.repeat(1_001)],
+        ['resume', ''],
+        ['pause'],
+        ['resume', 'cli.other', '--reason', 'why'],
+      ]) {
+        const r = await run(...bad);
+        expect(r.code, bad.join(' ').slice(0, 60)).toBe(2);
+        expect(r.err).toMatch(/^(asynccmd: |error: )/);
+      }
+      expect((await run('pause', '')).err).toBe(
+        'asynccmd: a type pause needs a command type of 1 to 128 characters, got ""\n',
+      );
+      expect((await pauses.list()).map((p) => p.type)).toEqual([type]);
+
+      const resumed = await run('resume', type, '--json');
+      expect(JSON.parse(resumed.out)).toEqual({ type, paused: false, changed: true });
+      expect((await run('resume', type)).out).toBe(`type ${JSON.stringify(type)}: was not paused\n`);
+      expect((await run('paused')).out).toBe('no paused types\n');
+      expect(JSON.parse((await run('paused', '--json')).out)).toEqual({ items: [] });
+    });
+
     it('a missing table says to run asynccmd migrate, exits 1, and never prints the driver', async () => {
       const table = `no_table_${process.pid}`;
       // Named as the operator gave it: schema-qualified where --schema was passed.

@@ -21,6 +21,9 @@ describe('asynccmd CLI: usage and connection errors', () => {
       'kill',
       'cancel',
       'purge',
+      'pause',
+      'resume',
+      'paused',
     ]) {
       expect(r.out).toContain(command);
     }

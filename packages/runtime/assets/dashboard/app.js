@@ -282,7 +282,11 @@
         stats.oldestDueAt === null
           ? 'No pending command is due: nothing is waiting.'
           : `Oldest due pending command: due ${time(stats.oldestDueAt)}, waiting ${duration(stats.oldestPendingAgeMs)}.`;
-      renderTypeCounts(stats.byType);
+      renderTypeCounts(
+        stats.byType,
+        Array.isArray(stats.pausedTypes) ? stats.pausedTypes : [],
+        s.typePauses === true,
+      );
     } else {
       fill($('status-counts'), el('p', { class: 'error' }, 'The database could not be read.'));
       $('oldest-pending').textContent = '';
@@ -293,13 +297,26 @@
     renderSchedules(s.schedules);
   }
 
-  /** @param {Record<string, Record<string, number>>} byType */
-  function renderTypeCounts(byType) {
+  /**
+   * The counts of each type, with its pause state and the button that changes it. A paused type
+   * without a command still gets its row: it is where it is resumed.
+   * @param {Record<string, Record<string, number>>} byType
+   * @param {{ type: string, pausedAt: string, reason: string | null }[]} pausedTypes
+   * @param {boolean} pausable whether the store keeps type pauses
+   */
+  function renderTypeCounts(byType, pausedTypes, pausable) {
     fill(
       $('type-counts-head'),
-      el('tr', {}, el('th', {}, 'type'), ...STATUSES.map((st) => el('th', { class: 'num' }, st))),
+      el(
+        'tr',
+        {},
+        el('th', {}, 'type'),
+        ...STATUSES.map((st) => el('th', { class: 'num' }, st)),
+        pausable ? el('th', {}, '') : null,
+      ),
     );
-    const types = Object.keys(byType).sort();
+    const paused = new Map(pausedTypes.map((p) => [p.type, p]));
+    const types = [...new Set([...Object.keys(byType), ...paused.keys()])].sort();
     fill(
       $('type-counts'),
       ...(types.length === 0
@@ -307,17 +324,43 @@
             el(
               'tr',
               {},
-              el('td', { class: 'empty', colspan: String(STATUSES.length + 1) }, 'No commands yet.'),
+              el(
+                'td',
+                { class: 'empty', colspan: String(STATUSES.length + (pausable ? 2 : 1)) },
+                'No commands yet.',
+              ),
             ),
           ]
-        : types.map((type) =>
-            el(
+        : types.map((type) => {
+            const pause = paused.get(type);
+            const button = el(
+              'button',
+              {
+                type: 'button',
+                class: 'small secondary',
+                'data-action': pause ? 'resume-type' : 'pause-type',
+              },
+              pause ? 'Resume' : 'Pause',
+            );
+            button.addEventListener('click', () => void confirmTypePause(type, pause));
+            const badge = pause
+              ? el(
+                  'span',
+                  {
+                    class: 'badge paused',
+                    title: `paused ${time(pause.pausedAt)}${pause.reason ? `: ${pause.reason}` : ''}`,
+                  },
+                  'paused',
+                )
+              : null;
+            return el(
               'tr',
-              {},
-              el('td', { class: 'mono' }, type),
+              { 'data-type': type },
+              el('td', { class: 'mono' }, type, badge ? ' ' : null, badge),
               ...STATUSES.map((st) => el('td', { class: 'num' }, byType[type]?.[st] ?? 0)),
-            ),
-          )),
+              pausable ? el('td', {}, button) : null,
+            );
+          })),
     );
   }
 
@@ -723,15 +766,17 @@
    * @param {string} message
    * @param {'none' | 'optional' | 'required'} reason
    * @param {boolean} danger
+   * @param {number} [reasonMaxLength] what the route takes
    * @returns {Promise<string | null>}
    */
-  function ask(title, message, reason, danger) {
+  function ask(title, message, reason, danger, reasonMaxLength = 2000) {
     const dialog = /** @type {HTMLDialogElement} */ ($('confirm'));
     const input = /** @type {HTMLInputElement} */ ($('confirm-reason'));
     $('confirm-title').textContent = `${title}?`;
     $('confirm-message').textContent = message;
     $('confirm-reason-label').hidden = reason === 'none';
     input.value = '';
+    input.maxLength = reasonMaxLength;
     input.required = reason === 'required';
     const ok = $('confirm-ok');
     ok.textContent = title;
@@ -781,6 +826,45 @@
     }
     void poll();
     void route();
+  }
+
+  /**
+   * Pauses a type for every instance (asking for an optional reason), or resumes it.
+   * @param {string} type
+   * @param {{ pausedAt: string, reason: string | null } | undefined} pause
+   */
+  async function confirmTypePause(type, pause) {
+    const pending = summary?.stats?.byType?.[type]?.PENDING ?? 0;
+    const reason = pause
+      ? await ask(
+          `Resume ${type}`,
+          `Type ${type} is paused (since ${time(pause.pausedAt)}${pause.reason ? `: ${pause.reason}` : ''}). ` +
+            `Resume lets its ${pending} pending command(s) run again, on every instance.`,
+          'none',
+          false,
+        )
+      : await ask(
+          `Pause ${type}`,
+          `No instance will start a command of type ${type} until it is resumed: its ${pending} pending command(s) wait, ` +
+            'new ones are still accepted, and those already running finish. The reason, if given, is shown with the pause.',
+          'optional',
+          false,
+          1000,
+        );
+    if (reason === null) return;
+    const action = pause ? 'resume' : 'pause';
+    try {
+      const after = await api(`/types/${encodeURIComponent(type)}/${action}`, {
+        method: 'POST',
+        body: action === 'pause' && reason !== '' ? { reason } : {},
+      });
+      toast(
+        `Type ${after.type}: ${after.changed ? `${action}d` : `was ${after.paused ? 'paused' : 'not paused'} already`}.`,
+      );
+    } catch (e) {
+      toast(`Type ${type}: ${action} refused — ${describe(e)}`);
+    }
+    void poll();
   }
 
   /** @param {any[]} dead */

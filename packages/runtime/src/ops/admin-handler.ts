@@ -33,6 +33,7 @@ import {
 } from './schedules-view.js';
 import { readStats } from './stats-view.js';
 import { toStatusResource } from './status-resource.js';
+import { readPausedTypes, setTypePaused } from './type-pauses-view.js';
 import { parseListQuery, parseMountPath, parseReason, requireCommandId } from './validation.js';
 
 /** Everything but how callers authenticate (see AdminAuthOptions: a token, or `auth: 'none'`). */
@@ -181,6 +182,22 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
       sendJson(res, 200, view);
     };
 
+  // A type need not be one this process executes: another service may run it.
+  const typeAction =
+    (paused: boolean) =>
+    async (req: IncomingMessage, res: ServerResponse, type: string): Promise<void> => {
+      const body = await readJsonBody(req);
+      const extra = Object.keys(body).find((key) => !paused || key !== 'reason');
+      if (extra !== undefined) {
+        throw new InvalidArgumentError(
+          `${paused ? 'pause takes only "reason"' : 'resume takes no body fields'}, not ${JSON.stringify(extra.slice(0, 40))}`,
+        );
+      }
+      const change = await setTypePaused(store, type, paused, paused ? body['reason'] : undefined);
+      logger.info({ type: change.type, paused, changed: change.changed }, 'admin type pause change');
+      sendJson(res, 200, change);
+    };
+
   const addScheduleNamed = async (req: IncomingMessage, res: ServerResponse, name: string): Promise<void> => {
     const body = await readJsonBody(req);
     if ('name' in body)
@@ -244,6 +261,11 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
         access: 'protected',
         handle: async (_req, res) => sendJson(res, 200, { items: await readSchedules(store, new Date()) }),
       },
+      '/types/paused': {
+        method: 'GET',
+        access: 'protected',
+        handle: async (_req, res) => sendJson(res, 200, { items: await readPausedTypes(store) }),
+      },
       '/commands': {
         method: 'GET',
         access: 'protected',
@@ -288,6 +310,17 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
             ? removeScheduleNamed
             : scheduleAction(action === 'pause');
       return { method: 'POST', access: 'protected', handle: (req, res) => act(req, res, name) };
+    }
+    const typed = /^\/types\/([^/]+)\/(pause|resume)$/.exec(path);
+    if (typed !== null) {
+      const segment = typed[1] ?? '';
+      const act = typeAction(typed[2] === 'pause');
+      return {
+        method: 'POST',
+        access: 'protected',
+        // Decoded only once the caller is known: a stranger learns nothing from a 400.
+        handle: (req, res) => act(req, res, decodeTextSegment('type', segment)),
+      };
     }
     const m = /^\/commands\/([^/]+)(?:\/([^/]+))?$/.exec(path);
     if (m === null) return undefined;
@@ -362,6 +395,18 @@ function decodeSegment(segment: string): string {
   } catch {
     // Not even text: parseCommandId will refuse it with a 400.
     return segment;
+  }
+}
+
+/**
+ * A path segment that is free text (a type may hold any character, '/' as %2F): a bad encoding is
+ * refused, never taken as the literal text it failed to decode.
+ */
+function decodeTextSegment(what: string, segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new InvalidArgumentError(`the ${what} in the path is not percent-encoded UTF-8`);
   }
 }
 

@@ -56,7 +56,17 @@ export interface HealthReport {
     /** Counted up to HEALTH_DEAD_LETTER_LIMIT; null when the database could not be read. */
     readonly deadLetters: number | null;
     readonly oldestPendingAgeMs: number | null;
+    /**
+     * How many types are paused for every instance: a pause is an operator's decision, so it never
+     * makes the report DOWN. null when the database could not be read.
+     */
+    readonly pausedTypes: number | null;
   };
+  /**
+   * The paused types by name, for the log and callers with the token (public health names no
+   * type); `publicHealthReport` drops it.
+   */
+  readonly pausedTypes?: readonly string[];
   /** When this answer was computed (application clock): a cached answer says how old it is. */
   readonly checkedAt: string;
 }
@@ -104,7 +114,8 @@ export async function checkHealth(store: CommandStore, options?: HealthOptions):
 
 /** The report without what only the log and callers with the token may see. */
 export function publicHealthReport(report: HealthReport): HealthReport {
-  return { ...report, reasons: report.reasons.map(({ code, message }) => ({ code, message })) };
+  const { pausedTypes: _names, ...rest } = report;
+  return { ...rest, reasons: report.reasons.map(({ code, message }) => ({ code, message })) };
 }
 
 /**
@@ -144,11 +155,16 @@ async function readHealth(
   const checkedAt = new Date().toISOString();
   let now: Date;
   let probe: HealthProbe;
+  let pausedTypes: string[];
   try {
     // The database clock, like every lease: the ops process's own clock may be off.
-    [now, probe] = await withTimeout(async () => {
+    [now, probe, pausedTypes] = await withTimeout(async () => {
       const at = await store.now();
-      return [at, await store.healthProbe({ now: at, deadLetterLimit: HEALTH_DEAD_LETTER_LIMIT })] as const;
+      const [found, paused] = await Promise.all([
+        store.healthProbe({ now: at, deadLetterLimit: HEALTH_DEAD_LETTER_LIMIT }),
+        store.typePauses?.list() ?? [],
+      ]);
+      return [at, found, paused.map((p) => p.type)] as const;
     }, s.timeoutMs);
   } catch (failure) {
     return {
@@ -162,7 +178,7 @@ async function readHealth(
             detail: describeFailure(failure),
           },
         ],
-        checks: { database: 'DOWN', deadLetters: null, oldestPendingAgeMs: null },
+        checks: { database: 'DOWN', deadLetters: null, oldestPendingAgeMs: null, pausedTypes: null },
         checkedAt,
       },
     };
@@ -184,7 +200,8 @@ async function readHealth(
     report: {
       status: reasons.length === 0 ? 'UP' : 'DOWN',
       reasons,
-      checks: { database: 'UP', deadLetters, oldestPendingAgeMs: age },
+      checks: { database: 'UP', deadLetters, oldestPendingAgeMs: age, pausedTypes: pausedTypes.length },
+      pausedTypes,
       checkedAt,
     },
   };

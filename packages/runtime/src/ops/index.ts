@@ -24,3 +24,10 @@ export {
   type NewScheduleInput,
   type ScheduleView,
 } from './schedules-view.js';
+export {
+  parsePauseReason,
+  readPausedTypes,
+  setTypePaused,
+  type PausedTypeView,
+  type TypePauseChange,
+} from './type-pauses-view.js';

@@ -190,11 +190,18 @@ function registerStoreGauges(store: CommandStore, p: string, registry: Registry)
     'How long the oldest due PENDING command has waited past its due time; 0 when none waits.',
   );
   const storeUp = gauge('store_up', '1 when the last scrape could read the store, else 0.');
+  const typePaused = gauge(
+    'type_paused',
+    '1 while the type is paused for every instance (its PENDING commands wait), 0 once resumed.',
+    ['type'],
+  );
 
   // Every type seen since start keeps a series per status, zero included: a series that vanished
   // when its last dead letter went would leave an alert on it hanging instead of resolving. Types
   // are the executors' few names, so the set stays small.
   const typesSeen = new Set<string>();
+  // Likewise a type resumed keeps its series at 0, so an alert on a long pause resolves.
+  const pausedSeen = new Set<string>();
 
   async function refreshFromStore(): Promise<void> {
     try {
@@ -205,12 +212,17 @@ function registerStoreGauges(store: CommandStore, p: string, registry: Registry)
         const counts = stats.byType[type];
         for (const status of COMMAND_STATUSES) commands.set({ status, type }, counts?.[status] ?? 0);
       }
+      const pausedNow = new Set(stats.pausedTypes.map((p) => p.type));
+      for (const type of pausedNow) pausedSeen.add(type);
+      typePaused.reset();
+      for (const type of pausedSeen) typePaused.set({ type }, pausedNow.has(type) ? 1 : 0);
       deadLetters.set(stats.byStatus.DEAD);
       pendingAge.set((stats.oldestPendingAgeMs ?? 0) / 1_000);
       storeUp.set(1);
     } catch {
       // Stale or zero counts would look healthy: NaN says "unknown", and store_up says why.
       commands.reset();
+      typePaused.reset();
       deadLetters.set(Number.NaN);
       pendingAge.set(Number.NaN);
       storeUp.set(0);

@@ -6,6 +6,7 @@ import {
   type TypeLimit,
 } from '@asynccmd/core';
 import { readSchedules, type ScheduleView } from './schedules-view.js';
+import { readPausedTypes, type PausedTypeView } from './type-pauses-view.js';
 
 /** Counts by status and by type, and the age of the backlog, as /stats and `asynccmd stats` show them. */
 export interface StatsView {
@@ -24,6 +25,8 @@ export interface StatsView {
   readonly schedules: readonly ScheduleView[];
   /** The stored type limits (the values every instance's claims enforce); empty when none. */
   readonly typeLimits: readonly TypeLimit[];
+  /** The types paused for every instance (their PENDING commands wait); empty when none. */
+  readonly pausedTypes: readonly PausedTypeView[];
 }
 
 export function zeroCounts(): Record<CommandStatus, number> {
@@ -36,10 +39,11 @@ export function zeroCounts(): Record<CommandStatus, number> {
  */
 export async function readStats(store: CommandStore): Promise<StatsView> {
   const now = await store.now();
-  const [stats, schedules, typeLimits] = await Promise.all([
+  const [stats, schedules, typeLimits, pausedTypes] = await Promise.all([
     store.stats(now),
     readSchedules(store, now),
     store.typeLimits?.list() ?? [],
+    readPausedTypes(store),
   ]);
   const byStatus = zeroCounts();
   const byType: Record<string, Record<CommandStatus, number>> = {};
@@ -60,5 +64,6 @@ export async function readStats(store: CommandStore): Promise<StatsView> {
       stats.oldestDueAt === null ? null : Math.max(0, now.getTime() - stats.oldestDueAt.getTime()),
     schedules,
     typeLimits,
+    pausedTypes,
   };
 }

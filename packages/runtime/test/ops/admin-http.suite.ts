@@ -858,6 +858,149 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       expect(eventsOnly).toContain('# TYPE asynccmd_commands_succeeded_total counter');
     });
 
+    it('pauses and resumes a type for every instance; hostile names travel percent-encoded', async (ctx) => {
+      const pauses = store.typePauses;
+      if (pauses === undefined) return ctx.skip();
+      // Quotes, a slash (sent as %2F), a backslash, unicode: all one type, stored as given.
+      const type = `erp."sync'/push\\ é✓`;
+      const at = (name: string, action: string) => `/types/${encodeURIComponent(name)}/${action}`;
+      await killAllDead();
+      await submit(store, type);
+
+      const paused = await api.post(at(type, 'pause'), { reason: 'the ERP is down' });
+      expect(paused.status).toBe(200);
+      expect(paused.body).toEqual({ type, paused: true, changed: true });
+      // A second pause changes nothing: the first one's reason and time stay.
+      expect((await api.post(at(type, 'pause'), { reason: 'again' })).body).toEqual({
+        type,
+        paused: true,
+        changed: false,
+      });
+      const listed = await api.get('/types/paused');
+      expect(listed.status).toBe(200);
+      const item = (
+        listed.body as { items: { type: string; pausedAt: string; reason: string }[] }
+      ).items.find((i) => i.type === type);
+      expect(item).toEqual({ type, pausedAt: expect.any(String), reason: 'the ERP is down' });
+      expect(new Date(item?.pausedAt ?? '').toISOString()).toBe(item?.pausedAt);
+      expect((await api.get('/stats')).body).toMatchObject({ pausedTypes: expect.arrayContaining([item]) });
+
+      // A pause is a decision, not a fault: still UP. Names for the token only, the count for all.
+      const health = await api.get('/health');
+      expect(health.status).toBe(200);
+      expect(health.body).toMatchObject({ status: 'UP', pausedTypes: expect.arrayContaining([type]) });
+      const anonymous = await api.anonymous.get('/health');
+      expect(anonymous.status).toBe(200);
+      expect((anonymous.body as HealthBody & { checks: { pausedTypes: number } }).checks.pausedTypes).toBe(
+        (health.body as { pausedTypes: string[] }).pausedTypes.length,
+      );
+      expect(anonymous.text).not.toContain('erp.');
+
+      // Prometheus escapes \ and " in label values.
+      const label = type.replaceAll('\\', '\\\\').replaceAll('"', '\\"');
+      expect((await api.get('/metrics')).text).toContain(`asynccmd_type_paused{type="${label}"} 1`);
+
+      const resumed = await api.post(at(type, 'resume'));
+      expect(resumed.body).toEqual({ type, paused: false, changed: true });
+      expect((await api.post(at(type, 'resume'))).body).toEqual({ type, paused: false, changed: false });
+      expect((await pauses.list()).map((p) => p.type)).not.toContain(type);
+      // Resumed, its series reads 0: an alert on a long pause resolves.
+      expect((await api.get('/metrics')).text).toContain(`asynccmd_type_paused{type="${label}"} 0`);
+      await api.post(at('a/b', 'pause'));
+      expect((await pauses.list()).map((p) => p.type)).toContain('a/b');
+      await api.post(at('a/b', 'resume'));
+    });
+
+    it('type pauses: bad input is a 400 and writes nothing; the usual auth, JSON and Origin rules hold', async (ctx) => {
+      const pauses = store.typePauses;
+      if (pauses === undefined) return ctx.skip();
+      const before = await pauses.list();
+      const bad: [string, unknown][] = [
+        ['/types/t.ok/pause', { reason: 5 }],
+        ['/types/t.ok/pause', { reason: '' }],
+        ['/types/t.ok/pause', { reason: 'x'.repeat(1_001) }],
+        ['/types/t.ok/pause', { reason: 'a\u0000b' }],
+        ['/types/t.ok/pause', { reason: 'why', until: 'tomorrow' }],
+        ['/types/t.ok/pause', [1]],
+        ['/types/t.ok/resume', { reason: 'why' }],
+        // Not UTF-8 once decoded: refused, not taken as the literal text.
+        ['/types/t%E0%A4%A/pause', undefined],
+        ['/types/%FF/pause', undefined],
+        ['/types/a%00b/pause', undefined],
+        [`/types/${'t'.repeat(129)}/pause`, undefined],
+      ];
+      for (const [path, body] of bad) {
+        const a = await api.post(path, body);
+        expect(a.status, path).toBe(400);
+        expect(errorCode(a), path).toBe('INVALID_ARGUMENT');
+      }
+      expect((await api.post('/types/t.ok/pause', 'not json')).status).toBe(400);
+      expect(await pauses.list()).toEqual(before);
+
+      const json = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' };
+      for (const path of ['/types/t.ok/pause', '/types/t.ok/resume']) {
+        expect(errorCode(await api.anonymous.post(path)), path).toBe('UNAUTHORIZED');
+        expect((await api.post(path, undefined, `${TOKEN}-wrong`)).status).toBe(401);
+        const typed = await rawRequest(server.url, 'POST', path, { ...json, 'Content-Type': 'text/plain' });
+        expect(errorCode(typed), path).toBe('UNSUPPORTED_MEDIA_TYPE');
+        const foreign = await rawRequest(server.url, 'POST', path, {
+          ...json,
+          Origin: 'http://evil.example',
+        });
+        expect(errorCode(foreign), path).toBe('ORIGIN_NOT_ALLOWED');
+        expect((await api.get(path)).status).toBe(405);
+      }
+      expect(errorCode(await api.anonymous.get('/types/paused'))).toBe('UNAUTHORIZED');
+      expect((await api.post('/types/paused')).status).toBe(405);
+      expect((await api.get('/types/t.ok')).status).toBe(404);
+      expect(await pauses.list()).toEqual(before);
+
+      // A database failure is a 500 in our words; the driver's stay in the log.
+      const unreachable = await db.unreachable();
+      const log = recordingLogger();
+      const gone = await startAdminServer({ store: unreachable, token: TOKEN, logger: log.logger });
+      try {
+        for (const [method, path] of [
+          ['POST', '/types/t.ok/pause'],
+          ['GET', '/types/paused'],
+        ] as const) {
+          const a = await client(gone.url, TOKEN).call(method, path);
+          if (unreachable.typePauses === undefined) continue;
+          expect(a.status, path).toBe(500);
+          expect(a.body).toEqual({
+            error: { code: 'INTERNAL', message: 'internal error (see the server log)' },
+          });
+        }
+      } finally {
+        await gone.close();
+        await unreachable.close().catch(() => undefined);
+      }
+    });
+
+    it('a store that keeps no type pauses: the mutations are a 400 saying so, the list is empty', async () => {
+      const without = new Proxy(store, {
+        get: (target, property) => {
+          if (property === 'typePauses') return undefined;
+          const value: unknown = Reflect.get(target, property);
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const own = await startAdminServer({ store: without, token: TOKEN });
+      try {
+        const ownApi = client(own.url, TOKEN);
+        const a = await ownApi.post('/types/t.ok/pause');
+        expect(a.status).toBe(400);
+        expect(a.body).toEqual({
+          error: { code: 'INVALID_ARGUMENT', message: `the ${store.dialect} store keeps no type pauses` },
+        });
+        expect((await ownApi.get('/types/paused')).body).toEqual({ items: [] });
+        expect((await ownApi.get('/stats')).body).toMatchObject({ pausedTypes: [] });
+        expect((await ownApi.get('/health')).body).toMatchObject({ pausedTypes: [] });
+      } finally {
+        await own.close();
+      }
+    });
+
     it('mounts into an existing app under a prefix and passes other requests on', async () => {
       const handler = createAdminHandler({ store, token: TOKEN, prefix: '/ops' });
       const app = await serve((req, res) =>

@@ -29,6 +29,8 @@ export interface DashboardSummary {
   readonly outcomes: OutcomeSeries | null;
   /** Recurring schedules and their next ticks: empty while the runtime has none. */
   readonly schedules: readonly ScheduleSummary[];
+  /** Whether the store keeps type pauses: the page offers Pause / Resume only where it does. */
+  readonly typePauses: boolean;
 }
 
 export interface SummarySources {
@@ -82,6 +84,7 @@ export function createSummaryReader(s: SummarySources): () => Promise<DashboardS
         lastTick: sc.lastTick,
         paused: sc.paused,
       })),
+      typePauses: s.store.typePauses !== undefined,
     };
   };
 }

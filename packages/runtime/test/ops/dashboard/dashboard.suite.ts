@@ -183,7 +183,8 @@ export function describeDashboard(
       );
       for (const [type, counts] of Object.entries(stats.byType)) {
         const row = p.locator('#type-counts tr', { hasText: type });
-        expect(await row.locator('td').allTextContents()).toEqual([
+        // The cells after the counts hold the Pause button, where the store keeps pauses.
+        expect((await row.locator('td').allTextContents()).slice(0, COMMAND_STATUSES.length + 1)).toEqual([
           type,
           ...COMMAND_STATUSES.map((s) => String(counts[s])),
         ]);
@@ -465,6 +466,45 @@ export function describeDashboard(
           (c) => c.type !== 'order.sync-external',
         ),
       ).toBe(true);
+    });
+
+    it('pauses a type from the by-type table after saying what happens, shows the badge, and resumes it', async (ctx) => {
+      const pauses = store.typePauses;
+      if (pauses === undefined) return ctx.skip();
+      const p = page.page;
+      const type = 'order.notify-user';
+      await go('#/');
+      const row = p.locator(`#type-counts tr[data-type="${type}"]`);
+      await row.locator('[data-action="pause-type"]').click();
+      await p.locator('#confirm').waitFor({ state: 'visible' });
+      expect(await p.locator('#confirm-message').textContent()).toMatch(
+        new RegExp(`No instance will start a command of type ${type} until it is resumed: its \\d+ pending`),
+      );
+      // Going back changes nothing.
+      await p.locator('#confirm button[value=cancel]').click();
+      await p.locator('#confirm').waitFor({ state: 'hidden' });
+      expect(await pauses.list()).toEqual([]);
+
+      await row.locator('[data-action="pause-type"]').click();
+      await p.locator('#confirm-reason').fill('the mail provider is down');
+      await p.locator('#confirm-ok').click();
+      await poll(async () => (await pauses.list()).map((x) => [x.type, x.reason])).toEqual([
+        [type, 'the mail provider is down'],
+      ]);
+      await poll(() => p.locator('#toast').textContent()).toBe(`Type ${type}: paused.`);
+      await poll(() => row.locator('.badge.paused').count()).toBe(1);
+      expect(await row.locator('.badge.paused').getAttribute('title')).toContain('the mail provider is down');
+      // Only that type's row.
+      expect(await p.locator('#type-counts .badge.paused').count()).toBe(1);
+
+      await row.locator('[data-action="resume-type"]').click();
+      await p.locator('#confirm').waitFor({ state: 'visible' });
+      expect(await p.locator('#confirm-reason-label').isHidden()).toBe(true);
+      await p.locator('#confirm-ok').click();
+      await poll(() => pauses.list()).toEqual([]);
+      await poll(() => row.locator('.badge.paused').count()).toBe(0);
+      expect(await row.locator('[data-action="pause-type"]').count()).toBe(1);
+      expect(page.problems).toEqual([]);
     });
 
     it('costs the database the same queries with ten open pages as with one: one summary per interval', async () => {
