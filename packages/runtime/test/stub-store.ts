@@ -20,7 +20,8 @@ export function stubStore(overrides: Partial<CommandStore>): CommandStore {
         };
       }
       // Optional parts of the port: absent unless stubbed.
-      if (['wakeups', 'revocations', 'schedules', 'typePauses', 'migrationScript', 'then'].includes(prop)) return undefined;
+      if (['wakeups', 'revocations', 'schedules', 'typePauses', 'migrationScript', 'then'].includes(prop))
+        return undefined;
       return missing(prop);
     },
   });

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import type { CommandStore } from '@asynccmd/core';
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
-import type { AsyncCommands} from '../src/index.js';
+import type { AsyncCommands } from '../src/index.js';
 import { createAsyncCommands, defineExecutor, PAUSED_TYPES_REFRESH_MS } from '../src/index.js';
 import { openTempSqlite, type TempSqlite } from './ops/support.js';
 
