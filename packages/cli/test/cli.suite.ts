@@ -307,7 +307,7 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
         expect(r.err).toMatch(/^(asynccmd: |error: )/);
       }
       expect((await run('pause', '')).err).toBe(
-        'asynccmd: a type pause needs a command type of 1 to 128 characters, got ""\n',
+        'asynccmd: a type pause needs a command type of 1 to 128 characters, got 0 characters\n',
       );
       expect((await pauses.list()).map((p) => p.type)).toEqual([type]);
 
