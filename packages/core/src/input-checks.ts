@@ -307,9 +307,7 @@ export function requireStoredType(what: string, type: unknown): string {
   if (typeof type !== 'string' || type.length === 0 || [...type].length > MAX_LIMITED_TYPE_CHARS) {
     // What was given, never its text: a message must not echo megabytes of it.
     const given =
-      typeof type === 'string'
-        ? `${[...type].length} characters`
-        : `${type === null ? 'null' : typeof type}`;
+      typeof type === 'string' ? `${[...type].length} characters` : `${type === null ? 'null' : typeof type}`;
     throw new InvalidArgumentError(
       `${what} needs a command type of 1 to ${MAX_LIMITED_TYPE_CHARS} characters, got ${given}`,
     );
