@@ -78,6 +78,11 @@ export interface CommandRecord<P = unknown> {
   readonly startedAt: Date | null;
   /** When it reached SUCCESS, DEAD or CANCELLED. */
   readonly finishedAt: Date | null;
+  /**
+   * What the executor of the attempt that succeeded left with `ctx.setResult` (as JSON gives it
+   * back); null when it left none, and for a command that has not succeeded.
+   */
+  readonly result: unknown;
 }
 
 /**
@@ -121,6 +126,12 @@ export interface ClaimedCommand<P = unknown> extends CommandRecord<P> {
 export interface ClaimRef {
   readonly id: CommandId;
   readonly token: string;
+}
+
+/** A success to record: the claim it ran under and, when its executor left one, its result. */
+export interface CompletedAttempt extends ClaimRef {
+  /** The result as JSON text (see serialiseResult); absent when the executor left none. */
+  readonly resultJson?: string;
 }
 
 /** What a submit writes. The payload is already serialised JSON text (see `serialisePayload`). */

@@ -12,6 +12,8 @@ export type AsyncCommandErrorCode =
   | 'UNKNOWN_COMMAND_TYPE'
   | 'PAYLOAD_NOT_SERIALISABLE'
   | 'PAYLOAD_TOO_LARGE'
+  | 'RESULT_NOT_SERIALISABLE'
+  | 'RESULT_TOO_LARGE'
   | 'INVALID_IDENTIFIER'
   | 'INVALID_ARGUMENT'
   | 'IDEMPOTENCY_CONFLICT'
@@ -100,6 +102,24 @@ export class PayloadTooLargeError extends AsyncCommandError {
   ) {
     super('PAYLOAD_TOO_LARGE', `payload is ${bytes} bytes as JSON, over the limit of ${limit} bytes`);
     this.name = 'PayloadTooLargeError';
+  }
+}
+
+/** A result given to `ctx.setResult` that JSON would not bring back the same (see serialisePayload). */
+export class ResultNotSerialisableError extends AsyncCommandError {
+  constructor(reason: string) {
+    super('RESULT_NOT_SERIALISABLE', `result is not JSON-serialisable: ${reason}`);
+    this.name = 'ResultNotSerialisableError';
+  }
+}
+
+export class ResultTooLargeError extends AsyncCommandError {
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super('RESULT_TOO_LARGE', `result is ${bytes} bytes as JSON, over the limit of ${limit} bytes`);
+    this.name = 'ResultTooLargeError';
   }
 }
 

@@ -1,5 +1,10 @@
 import * as E from 'fp-ts/lib/Either.js';
-import { PayloadNotSerialisableError, PayloadTooLargeError } from './errors.js';
+import {
+  PayloadNotSerialisableError,
+  PayloadTooLargeError,
+  ResultNotSerialisableError,
+  ResultTooLargeError,
+} from './errors.js';
 
 /** Default payload limit: a command carries a snapshot of facts, not documents. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024;
@@ -33,6 +38,24 @@ export function serialisePayload(
   }
   const bytes = Buffer.byteLength(json, 'utf8');
   return bytes > maxBytes ? E.left(new PayloadTooLargeError(bytes, maxBytes)) : E.right(json);
+}
+
+/** The largest result a store keeps, as JSON bytes (the runtime's `maxResultBytes` is at most this). */
+export const MAX_RESULT_BYTES = 1024 * 1024;
+
+/** Default result limit: a result says what was done (an id, a count), not the work itself. */
+export const DEFAULT_MAX_RESULT_BYTES = 64 * 1024;
+
+/** Serialises an executor's result by the payload's rules, with errors that name it a result. */
+export function serialiseResult(
+  result: unknown,
+  maxBytes: number = DEFAULT_MAX_RESULT_BYTES,
+): E.Either<ResultNotSerialisableError | ResultTooLargeError, string> {
+  return E.mapLeft((e: PayloadNotSerialisableError | PayloadTooLargeError) =>
+    e instanceof PayloadTooLargeError
+      ? new ResultTooLargeError(e.bytes, e.limit)
+      : new ResultNotSerialisableError(e.message.replace(/^payload is not JSON-serialisable: /, '')),
+  )(serialisePayload(result, maxBytes));
 }
 
 /** A value still to look at, with where it sits and how deep. */

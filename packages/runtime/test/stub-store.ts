@@ -62,6 +62,7 @@ export function claimedRow(
     updatedAt: now,
     startedAt: now,
     finishedAt: null,
+    result: null,
     ...overrides,
   };
 }

@@ -1,5 +1,12 @@
 import type * as E from 'fp-ts/lib/Either.js';
-import type { ClaimedCommand, ClaimRef, CommandId, CommandRecord, NewCommand } from '../command.js';
+import type {
+  ClaimedCommand,
+  ClaimRef,
+  CommandId,
+  CommandRecord,
+  CompletedAttempt,
+  NewCommand,
+} from '../command.js';
 import type { CommandNotFoundError, IdempotencyConflictError } from '../errors.js';
 import type { CommandStatus } from '../status.js';
 import type { SqlExecutor } from './sql-executor.js';
@@ -93,9 +100,11 @@ export interface CommandStore<Tx = unknown> {
    * `succeeded`, read from the row: see core readAttemptHistory). Returns the ids that were
    * completed; the others were fenced out (a stale executor never overwrites a newer outcome).
    * A ref whose command is already SUCCESS under that same claim (a retried complete whose first
-   * try landed, its reply lost) counts as completed and changes nothing.
+   * try landed, its reply lost) counts as completed and changes nothing. An attempt with a
+   * `resultJson` stores it as the command's result (at most MAX_RESULT_BYTES; longer, or not a
+   * string, is INVALID_ARGUMENT before anything is written); one without leaves the result null.
    */
-  complete(refs: readonly ClaimRef[]): Promise<CommandId[]>;
+  complete(attempts: readonly CompletedAttempt[]): Promise<CommandId[]>;
 
   /**
    * Writes failed attempts' outcomes (from core `decideFailure`): PENDING with the retry time, or

@@ -1,5 +1,5 @@
 import { DEFAULT_PRIORITY, MAX_ORDERING_KEY_CHARS, PRIORITY_RANGE } from '../command.js';
-import type { ClaimRef, CommandId, NewCommand } from '../command.js';
+import type { ClaimRef, CommandId, CompletedAttempt, NewCommand } from '../command.js';
 import { truncateErrorText } from '../error-text.js';
 import { InvalidArgumentError } from '../errors.js';
 import {
@@ -20,7 +20,7 @@ import {
   decodeListCursor,
 } from '../input-checks.js';
 import type { ListPosition } from '../input-checks.js';
-import { DEFAULT_MAX_PAYLOAD_BYTES } from '../payload.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES } from '../payload.js';
 import type {
   FailedAttempt,
   HealthProbeParams,
@@ -73,6 +73,13 @@ export interface CheckedCommand {
   readonly headersJson: string;
   readonly priority: number;
   readonly orderingKey: string | null;
+}
+
+/** A success to record, checked: the claim and, if its executor left one, the result's JSON text. */
+export interface CheckedCompletedAttempt {
+  readonly id: CommandId;
+  readonly token: string;
+  readonly resultJson?: string;
 }
 
 /** A failed attempt to record, checked: the claim it ran under and what it turns into. */
@@ -201,6 +208,20 @@ export class StoreInput {
   refs(refs: readonly ClaimRef[]): ClaimRef[] {
     if (!Array.isArray(refs)) throw new InvalidArgumentError('refs must be an array of claims');
     return refs.map((r) => ({ id: requireId(r.id), token: this.token(r.token) }));
+  }
+
+  /** A complete's attempts: each a valid ref, with a result of at most MAX_RESULT_BYTES of JSON text if any. */
+  completedAttempts(attempts: readonly CompletedAttempt[]): CheckedCompletedAttempt[] {
+    if (!Array.isArray(attempts)) throw new InvalidArgumentError('complete takes an array of claims');
+    return attempts.map((a) => {
+      const ref = { id: requireId(a.id), token: this.token(a.token) };
+      const resultJson = a.resultJson;
+      if (resultJson === undefined) return ref;
+      if (typeof resultJson !== 'string' || Buffer.byteLength(resultJson, 'utf8') > MAX_RESULT_BYTES) {
+        throw new InvalidArgumentError(`a result must be JSON text of at most ${MAX_RESULT_BYTES} bytes`);
+      }
+      return { ...ref, resultJson };
+    });
   }
 
   token(token: unknown): string {

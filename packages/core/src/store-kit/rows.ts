@@ -35,6 +35,8 @@ export interface StoredCommandRow<Time, Count, Flag> {
   readonly history: string | null;
   readonly priority: Count;
   readonly ordering_key: string | null;
+  /** JSON text; absent where a statement does not read it (the claims: a claimed row has none). */
+  readonly result?: string | null;
 }
 
 /** How an adapter reads its encodings of times, counts and the flag. */
@@ -82,6 +84,7 @@ export function recordFromRow<Time, Count, Flag>(
     updatedAt: decode.time(row.updated_at),
     startedAt,
     finishedAt,
+    result: row.result == null ? null : (JSON.parse(row.result) as unknown),
   };
 }
 

@@ -37,6 +37,9 @@ const STATUS_BY_CODE: Readonly<Record<AsyncCommandErrorCode, number>> = {
   UNKNOWN_COMMAND_TYPE: 400,
   PAYLOAD_NOT_SERIALISABLE: 400,
   PAYLOAD_TOO_LARGE: 400,
+  // Raised inside an executor (ctx.setResult), never by the admin API.
+  RESULT_NOT_SERIALISABLE: 400,
+  RESULT_TOO_LARGE: 400,
   NOT_FOUND: 404,
   ILLEGAL_TRANSITION: 409,
   IDEMPOTENCY_CONFLICT: 409,
