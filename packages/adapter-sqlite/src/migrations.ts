@@ -151,6 +151,12 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 12,
+    name: 'executor results',
+    // JSON text an executor left with ctx.setResult, written with its SUCCESS; NULL otherwise.
+    statements: (t) => [`ALTER TABLE ${t} ADD COLUMN result TEXT`],
+  },
 ];
 
 /**

@@ -17,7 +17,7 @@ export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
 const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
   created_at, updated_at, started_at, finished_at, retry_count_at_retry, rescue_count_at_retry,
-  claimed_by, history, priority, ordering_key`;
+  claimed_by, history, priority, ordering_key, result`;
 
 /**
  * The row as the claims return it, in raw mode: COLUMNS but the payload as one JSON array, in
@@ -197,6 +197,13 @@ export function sqliteSql(t: string) {
      * Of these refs, those SUCCESS under the same claim: completed by this complete or an earlier
      * one of the same claim (its outcome recorded, not fenced).
      */
+    /**
+     * The results of attempts this complete recorded, :results a JSON array of [id, token, result]:
+     * only on rows SUCCESS under that claim (a fenced attempt's result is dropped with it).
+     */
+    storeResults: `UPDATE ${t} NOT INDEXED SET result = r.result
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS result FROM json_each(:results)) AS r
+       WHERE ${t}.id = r.id AND ${t}.status = 'SUCCESS' AND ${t}.claim_token = r.token`,
     completedBefore: `SELECT CAST(id AS TEXT) AS id FROM ${t} NOT INDEXED
        WHERE status = 'SUCCESS' AND ${REFS}`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */

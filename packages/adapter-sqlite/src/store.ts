@@ -330,13 +330,20 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
    * update). All of them changed: all are done. Fewer: those now SUCCESS under the same claim are
    * done, by this complete or an earlier one of the claim.
    */
-  async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
-    const checked = this.input.refs(refs);
+  async complete(attempts: readonly Port.CompletedAttempt[]): Promise<Port.CommandId[]> {
+    const checked = this.input.completedAttempts(attempts);
     if (checked.length === 0) return [];
     const bound = { refs: refsJson(checked) };
     const asked = [...new Set(checked.map((r) => r.id))];
+    const withResults = checked.filter((a) => a.resultJson !== undefined);
     const completeAll = (): Port.CommandId[] => {
-      if (this.stmt('complete').run(bound).changes === asked.length) return asked;
+      const changed = this.stmt('complete').run(bound).changes;
+      if (withResults.length > 0) {
+        // The id as its decimal literal (read back exactly), the result as a JSON string value.
+        const results = withResults.map((a) => `[${a.id},${JSON.stringify([a.token, a.resultJson]).slice(1)}`);
+        this.stmt('storeResults').run({ results: `[${results.join(',')}]` });
+      }
+      if (changed === asked.length) return asked;
       return inCallersOrder(asked, this.stmt('completedBefore').pluck().all(bound) as string[]);
     };
     return this.run(() => this.db.transaction(completeAll)());
