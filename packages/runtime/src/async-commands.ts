@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_MAX_RESULT_BYTES,
   DEFAULT_MAX_RESCUES,
   exponentialBackoff,
   InvalidArgumentError,
@@ -136,6 +137,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       interceptors: options.interceptors ?? [],
       leases: this.leases,
       outcomes: this.#outcomes,
+      maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
       onClaimable: (by) => {
         if (by === 'succeeded') return this.scheduler.freed();
         store.wakeups?.notify();

@@ -1,6 +1,8 @@
 import { tickOf, type RecurringTick } from './recurring/tick.js';
+import * as E from 'fp-ts/lib/Either.js';
 import {
   decideFailure,
+  serialiseResult,
   type ClaimedCommand,
   type Clock,
   type CommandStore,
@@ -26,6 +28,8 @@ export interface CommandRunnerDeps {
   readonly leases: LeaseKeeper;
   readonly outcomes: OutcomeWriter;
   readonly outage: StoreOutage;
+  /** The largest result `ctx.setResult` takes, as JSON bytes. */
+  readonly maxResultBytes: number;
   /**
    * A command became claimable now (wake the claimers): a requeued one this instance let go of
    * (`released`), or the next of an ordering key whose command succeeded here (`succeeded`).
@@ -143,7 +147,9 @@ export class CommandRunner implements ExecutionHost {
   /** Writes the outcome (fenced by the claim token), reports it, and lets the claim go. Never rejects. */
   #record(execution: Execution, failure: { error: unknown } | null, durationMs: number): Promise<void> {
     if (failure !== null) return this.#recordFailure(execution, failure, durationMs);
-    return this.deps.outcomes.complete(execution.ref).then(
+    const { ref, resultJson } = execution;
+    const attempt = resultJson === undefined ? ref : { ...ref, resultJson };
+    return this.deps.outcomes.complete(attempt).then(
       (done) => {
         try {
           if (done !== true) this.#notRecorded(execution, done, 'succeeded');
@@ -234,7 +240,7 @@ export class CommandRunner implements ExecutionHost {
   /** Calls the executor inside the interceptors: what it returned, or it throws. */
   #invoke(execution: Execution): unknown {
     const { command, entry } = execution;
-    const context = contextOf(execution, this.deps.logger) as ExecutionContext<never>;
+    const context = contextOf(execution, this.deps) as ExecutionContext<never>;
     if (this.#interceptors.length === 0) return entry.executor.execute(command.payload as never, context);
     let next = async (): Promise<void> => {
       await entry.executor.execute(command.payload as never, context);
@@ -320,19 +326,27 @@ class AttemptContext implements ExecutionContext {
   readonly attempt: number;
   readonly tick: RecurringTick | null;
   declare readonly signal: AbortSignal;
+  readonly logger: Logger;
   readonly #execution: Execution;
+  readonly #maxResultBytes: number;
 
-  constructor(
-    execution: Execution,
-    readonly logger: Logger,
-  ) {
+  constructor(execution: Execution, settings: Pick<CommandRunnerDeps, 'logger' | 'maxResultBytes'>) {
     const { command } = execution;
     this.id = command.id;
     this.command = command;
     this.attempt = command.retryCount + 1;
     this.tick = tickOf(command.headers);
+    this.logger = settings.logger;
     this.#execution = execution;
+    this.#maxResultBytes = settings.maxResultBytes;
     Object.defineProperty(this, 'signal', SIGNAL);
+  }
+
+  setResult(result: unknown): void {
+    const json = serialiseResult(result, this.#maxResultBytes);
+    if (E.isLeft(json)) throw json.left;
+    // Once the attempt is over (given up on by a timeout, say), nothing it leaves is kept.
+    if (this.#execution.state === 'running') this.#execution.resultJson = json.right;
   }
 
   static signalOf(context: AttemptContext): AbortSignal {
@@ -347,8 +361,11 @@ const SIGNAL: PropertyDescriptor = {
   enumerable: true,
 };
 
-function contextOf(execution: Execution, logger: Logger): ExecutionContext {
-  return new AttemptContext(execution, logger);
+function contextOf(
+  execution: Execution,
+  settings: Pick<CommandRunnerDeps, 'logger' | 'maxResultBytes'>,
+): ExecutionContext {
+  return new AttemptContext(execution, settings);
 }
 
 const NOTHING: Promise<void> = Promise.resolve();

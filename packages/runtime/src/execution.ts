@@ -30,6 +30,8 @@ export class Execution implements PoolJob, HeldLease {
   ran: Promise<unknown> | null = null;
   /** How the claim was found taken away; null while it holds. */
   lostBy: LossNotice | null = null;
+  /** What the executor left with ctx.setResult, as JSON text; undefined when nothing. */
+  resultJson: string | undefined = undefined;
   readonly ref: ClaimRef;
   #controller: AbortController | null = null;
 

@@ -16,6 +16,14 @@ export interface ExecutionContext<P = unknown> {
   readonly logger: Logger;
   /** For the command of a recurring schedule: which schedule, and the tick it speaks for; else null. */
   readonly tick: RecurringTick | null;
+  /**
+   * Leaves `result` as what this attempt produced: written with its SUCCESS (in the same statement)
+   * and read back as the command's `result` — by the status resource, for one. Called again, the
+   * last call wins; an attempt that fails keeps none. Throws RESULT_NOT_SERIALISABLE (by the
+   * payload's rules) or RESULT_TOO_LARGE (over `maxResultBytes`), which fails the attempt unless
+   * caught.
+   */
+  setResult(result: unknown): void;
 }
 
 /**

@@ -4,6 +4,7 @@ import {
   InvalidArgumentError,
   MAX_INSTANCE_CHARS,
   MAX_LIMITED_TYPE_CHARS,
+  MAX_RESULT_BYTES,
   MAX_TYPE_LIMIT,
   PRIORITY_RANGE,
 } from '@asynccmd/core';
@@ -211,6 +212,7 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   owner: text(MAX_OWNER_LENGTH),
   instanceId: text(MAX_INSTANCE_CHARS),
   maxPayloadBytes: integer(1, 2 ** 31 - 1),
+  maxResultBytes: integer(1, MAX_RESULT_BYTES),
   defaultMaxRetry: integer(0, MAX_RETRY_LIMIT),
   typePriorities,
   typeLimits,

@@ -50,6 +50,11 @@ export interface AsyncCommandsOptions<Tx = unknown> {
   readonly instanceId?: string;
   /** Largest payload accepted, as UTF-8 JSON bytes. Default: core DEFAULT_MAX_PAYLOAD_BYTES (64 KiB). */
   readonly maxPayloadBytes?: number;
+  /**
+   * Largest result an executor may leave with `ctx.setResult`, as UTF-8 JSON bytes, at most core
+   * MAX_RESULT_BYTES (1 MiB). Default: core DEFAULT_MAX_RESULT_BYTES (64 KiB).
+   */
+  readonly maxResultBytes?: number;
   /** Retries after the first attempt when neither the submit nor the executor says. Default 5. */
   readonly defaultMaxRetry?: number;
   /**

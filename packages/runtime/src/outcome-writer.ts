@@ -1,4 +1,11 @@
-import type { ClaimRef, CommandId, CommandStore, FailedAttempt, FailureOutcome } from '@asynccmd/core';
+import type {
+  ClaimRef,
+  CommandId,
+  CommandStore,
+  CompletedAttempt,
+  FailedAttempt,
+  FailureOutcome,
+} from '@asynccmd/core';
 import { outageDelayMs, pause, type StoreOutage } from './store-outage.js';
 
 /** The write was given up (shutdown deadline during an outage): the lease will expire and the command run again. */
@@ -18,7 +25,7 @@ export const MAX_OUTCOME_BATCH = 500;
  */
 export class OutcomeWriter {
   readonly #giveUp = new AbortController();
-  readonly #completes: CoalescedWrites<ClaimRef>;
+  readonly #completes: CoalescedWrites<CompletedAttempt>;
   readonly #fails: CoalescedWrites<FailedAttempt>;
 
   constructor(
@@ -35,9 +42,12 @@ export class OutcomeWriter {
     );
   }
 
-  /** True when the claim still held and the command is now SUCCESS; false when it was fenced out. */
-  complete(ref: ClaimRef): Promise<WriteResult> {
-    return this.#completes.add(ref);
+  /**
+   * True when the claim still held and the command is now SUCCESS (with the attempt's result, if
+   * any); false when it was fenced out.
+   */
+  complete(attempt: CompletedAttempt): Promise<WriteResult> {
+    return this.#completes.add(attempt);
   }
 
   /** True when the claim still held and the outcome (PENDING for a retry, or DEAD) was written. */

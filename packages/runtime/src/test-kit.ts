@@ -1,5 +1,6 @@
 // @asynccmd/runtime/test-kit: for test kits (such as @asynccmd/testing) that run claimed commands
 // themselves, inline and one at a time, instead of through a started runtime's scheduler and pools.
+import { DEFAULT_MAX_RESULT_BYTES } from '@asynccmd/core';
 import type {
   ClaimedCommand,
   Clock,
@@ -25,6 +26,8 @@ export interface InlineRunnerOptions<Tx = unknown> {
   readonly logger: Logger;
   /** Wrap every execution, outermost first (as the runtime's option). */
   readonly interceptors?: readonly ExecutionInterceptor[];
+  /** The largest result `ctx.setResult` takes (as the runtime's option). */
+  readonly maxResultBytes?: number;
 }
 
 /** One attempt under way. */
@@ -74,6 +77,7 @@ export function createInlineRunner<Tx>(options: InlineRunnerOptions<Tx>): Inline
     leases: new LeaseKeeper(store, outage, 1_000),
     outcomes,
     outage,
+    maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
     // A test kit drains in rounds: a requeued claim let go of is claimed in the next one.
     onClaimable: () => undefined,
   });

@@ -58,6 +58,7 @@ function wire(store: CommandStore, registry: ExecutorRegistry, pools: PoolSet) {
     leases,
     outcomes: new OutcomeWriter(store, outage),
     outage,
+    maxResultBytes: 65_536,
     onClaimable: () => undefined,
   });
   return { events, leases, runner, dispatcher: new Dispatcher(pools) };

@@ -24,7 +24,11 @@ interface AttemptFacts {
  */
 export type AttemptReport = AttemptFacts &
   (
-    | { readonly outcome: 'succeeded' }
+    | {
+        readonly outcome: 'succeeded';
+        /** What the executor left with ctx.setResult, as the store now holds it; null when none. */
+        readonly result: unknown;
+      }
     | { readonly outcome: 'retried'; readonly error: string; readonly nextRunAt: Date }
     | { readonly outcome: 'dead'; readonly error: string }
     | { readonly outcome: 'fenced' }
@@ -93,7 +97,9 @@ export class AttemptRunner {
         { cause },
       );
     }
-    return report(row, round, ended);
+    // A success's result as the store now holds it: what the application will read.
+    const result = ended.kind === 'succeeded' ? ((await this.deps.store.get(row.id))?.result ?? null) : null;
+    return report(row, round, ended, result);
   }
 }
 
@@ -123,6 +129,7 @@ class Instance {
       clock: deps.clock,
       logger,
       interceptors: deps.interceptors,
+      maxResultBytes: deps.maxResultBytes,
     });
     this.runner.on((event) => {
       if (this.#alive) deps.events.emit(event);
@@ -159,11 +166,11 @@ function facts(row: ClaimedCommand, round: number): AttemptFacts {
   return { id: row.id, type: row.type, payload: row.payload, attempt: row.retryCount + 1, round };
 }
 
-function report(row: ClaimedCommand, round: number, ended: OutcomeEvent): AttemptReport {
+function report(row: ClaimedCommand, round: number, ended: OutcomeEvent, result: unknown): AttemptReport {
   const base = facts(row, round);
   switch (ended.kind) {
     case 'succeeded':
-      return { ...base, outcome: 'succeeded' };
+      return { ...base, outcome: 'succeeded', result };
     case 'retried':
       return { ...base, outcome: 'retried', error: ended.error, nextRunAt: ended.nextRunAt };
     case 'dead':

@@ -3,6 +3,7 @@ import { AssertionError } from 'node:assert';
 import Database from 'better-sqlite3';
 import {
   DEFAULT_MAX_RESCUES,
+  DEFAULT_MAX_RESULT_BYTES,
   InvalidArgumentError,
   silentLogger,
   type ClaimedCommand,
@@ -48,6 +49,7 @@ const RUNTIME_OPTIONS = [
   'headersProvider',
   'owner',
   'maxPayloadBytes',
+  'maxResultBytes',
   'defaultMaxRetry',
   'backoff',
   'leaseMs',
@@ -200,6 +202,7 @@ export class TestKit<TM extends CommandTypeMap = CommandTypeMap> {
       clock: parts.clock,
       logger,
       interceptors: options.interceptors ?? [],
+      maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
     });
   }
 

@@ -47,6 +47,20 @@ function waiting<T extends string>(type: T) {
 }
 
 describe('drainUntilIdle', () => {
+  it('reports what a succeeded attempt left with ctx.setResult, as the store holds it', async () => {
+    const invoice = defineExecutor<'r.invoice', { n: number }>({
+      type: 'r.invoice',
+      execute: ({ n }, ctx) => (n > 0 ? ctx.setResult({ invoice: `INV-${n}` }) : undefined),
+    });
+    const kit = await kitWith([invoice]);
+    expect(await kit.runOnce('r.invoice', { n: 7 })).toMatchObject({
+      outcome: 'succeeded',
+      result: { invoice: 'INV-7' },
+    });
+    await kit.transaction((_tx, submit) => submit('r.invoice', { n: 0 }));
+    expect((await kit.drainUntilIdle()).attempts).toMatchObject([{ outcome: 'succeeded', result: null }]);
+  });
+
   it('leaves the commands of a paused type PENDING, as a runtime does, until it is resumed', async () => {
     const paused = recorder('p.paused');
     const other = recorder('p.other');
