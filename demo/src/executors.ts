@@ -47,9 +47,11 @@ export function orderExecutors(
     type: COMMAND_TYPES.confirmInventory,
     // The client is polling its 202: start at once, not on the next poll.
     mode: 'IMMEDIATE',
-    async execute(p, { signal }) {
-      await downstreams.inventory.call(effectKey('confirm', p), signal);
+    async execute(p, ctx) {
+      await downstreams.inventory.call(effectKey('confirm', p), ctx.signal);
       const tooMany = p.lines.find((l) => l.quantity > SUPPLIER_CAPACITY);
+      // The client following its 202 reads the supplier's answer from this command's result.
+      ctx.setResult({ decision: tooMany ? 'REJECTED' : 'CONFIRMED' });
       // Record the supplier's answer and owe the follow-ups of the confirmed version, atomically.
       await service.transaction(async (tx) => {
         const decided = new OrderRepository(tx).decide(

@@ -97,6 +97,11 @@ describe('POST /orders on the split boundary', () => {
       'projection.updated',
       'user.notified',
     ]);
+    // The supplier's answer, as the confirming executor left it (ctx.setResult).
+    expect(done.commands.find((c) => c.fact === 'inventory.confirmed')?.result).toEqual({
+      decision: 'CONFIRMED',
+    });
+    expect(done.commands.find((c) => c.fact === 'user.notified')?.result).toBeNull();
   });
 
   it('answers 202 for local products too when the request asks for supplier confirmation', async () => {
@@ -117,6 +122,7 @@ describe('POST /orders on the split boundary', () => {
     expect(done.failedFacts).toEqual(['inventory.confirmed']);
     expect(done.order.rejectReason).toMatch(/supplier cannot make 45/);
     expect(done.commands.map((c) => c.fact)).toEqual(['inventory.confirmed']);
+    expect(done.commands[0]?.result).toEqual({ decision: 'REJECTED' });
   });
 
   it('refuses bad input with 400 and every problem named, and creates nothing', async () => {

@@ -30,6 +30,8 @@ export interface CommandView {
   readonly lastAttemptFailed: boolean;
   readonly nextRunAt: string;
   readonly finishedAt: string | null;
+  /** What its executor left (ctx.setResult) once it succeeded: the supplier's decision, say; else null. */
+  readonly result: unknown;
   readonly links: { readonly status: string };
 }
 
@@ -183,6 +185,7 @@ function toCommandView(fact: FactName, c: CommandRecord, paths: ViewPaths): Comm
     lastAttemptFailed: c.lastError !== null,
     nextRunAt: c.nextRunAt.toISOString(),
     finishedAt: c.finishedAt?.toISOString() ?? null,
+    result: c.result,
     links: { status: `${paths.adminBase}/commands/${encodeURIComponent(c.id)}` },
   };
 }
