@@ -36,6 +36,7 @@ import {
   requireCommandId,
   setSchedulePaused,
   type ScheduleView,
+  toStatusListItem,
   toStatusResource,
   type CommandStatusResource,
 } from '@asynccmd/runtime/ops';
@@ -257,7 +258,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         await withStore(cmd, async (store) => {
           const page = await store.list(query);
           if (opts.json) {
-            return json({ items: page.items.map((c) => toStatusResource(c)), nextCursor: page.nextCursor });
+            // As GET /commands: the items leave the results out (`show` has them).
+            return json({ items: page.items.map((c) => toStatusListItem(c)), nextCursor: page.nextCursor });
           }
           if (page.items.length === 0) return out('no commands match');
           out(
@@ -282,7 +284,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
   program
     .command('show')
-    .description('everything about one command, payload included')
+    .description('everything about one command, payload and result included')
     .argument('<id>', 'command id')
     .option('--json', 'machine-readable output')
     .action(async (idText: string, opts: { json?: boolean }, cmd: Command) => {
@@ -719,6 +721,8 @@ function describeCommand(c: CommandRecord): string {
     ['leaseUntil', iso(c.leaseUntil)],
     ['headers', JSON.stringify(c.headers)],
     ['history', describeHistory(view.history)],
+    // Pretty-printed as the payload; null until SUCCESS and when the executor left none.
+    ['result', view.result === null ? '-' : JSON.stringify(view.result, null, 2)],
     ['payload', JSON.stringify(c.payload, null, 2)],
   ];
   return lines.map(([k, v]) => `${k.padEnd(11)} ${v}`).join('\n');

@@ -143,6 +143,27 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect(unknown.err).toBe('asynccmd: command 987654321 does not exist\n');
     });
 
+    it('show ID prints the result a success left, --json carries it; list --json leaves it out', async () => {
+      const id = await submit(store, 'cli.result');
+      const pending = await run('show', id);
+      expect(pending.out).toMatch(/^result\s+-$/m);
+      expect(JSON.parse((await run('show', id, '--json')).out)).toMatchObject({ result: null });
+
+      const c = await claim(store, id);
+      const produced = { shipmentId: 'SHP-7', labels: ['a4'] };
+      await store.complete([{ id: c.id, token: c.claimToken, resultJson: JSON.stringify(produced) }]);
+      const human = await run('show', id);
+      expect(human.code).toBe(0);
+      expect(human.out).toMatch(/^result\s+\{$/m);
+      expect(human.out).toContain('"shipmentId": "SHP-7"');
+      const json = JSON.parse((await run('show', id, '--json')).out);
+      expect(json).toMatchObject({ id, status: 'SUCCESS', result: produced });
+
+      const listed = JSON.parse((await run('list', '--type', 'cli.result', '--json')).out);
+      expect(listed.items.map((i: { id: string }) => i.id)).toEqual([id]);
+      expect(listed.items[0]).not.toHaveProperty('result');
+    });
+
     it('retry ID, retry --all-dead, requeue, kill --reason, cancel; illegal transitions exit 1 with the reason', async () => {
       const one = await makeDead(store, 'cli.retry');
       const r = await run('retry', one);

@@ -45,7 +45,11 @@ export { checkHealth, publicHealthReport } from './ops/health.js';
 export type { HealthOptions, HealthReason, HealthReasonCode, HealthReport } from './ops/health.js';
 export { statusPath } from './ops/status-resource.js';
 export { publicStatusPath } from './ops/public-status.js';
-export type { PublicStatusLinkOptions, PublicStatusOptions } from './ops/public-status.js';
+export type {
+  PublicStatusHandlerOptions,
+  PublicStatusLinkOptions,
+  PublicStatusOptions,
+} from './ops/public-status.js';
 export { purgeFinished } from './services/retention.js';
 export type { PurgeOptions, PurgeResult, RetentionOptions } from './services/retention.js';
 export type { DashboardOptions } from './ops/dashboard/dashboard.js';

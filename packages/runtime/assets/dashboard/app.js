@@ -627,12 +627,14 @@
       'detail-actions',
       'detail-fields',
       'detail-attempts',
+      'detail-result',
       'detail-payload',
       'detail-headers',
     ]) {
       fill($(part));
     }
     $('detail-history-block').hidden = true;
+    $('detail-result-block').hidden = true;
     let view;
     let contents;
     try {
@@ -670,6 +672,11 @@
       ...Object.entries(attempts).flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, show(v))]),
     );
     renderHistory(view.history);
+    // What the executor left on success; null until then, and when it left none.
+    if (view.result !== null && view.result !== undefined) {
+      $('detail-result').textContent = JSON.stringify(view.result, null, 2);
+      $('detail-result-block').hidden = false;
+    }
     $('detail-payload').textContent = JSON.stringify(contents.payload, null, 2);
     $('detail-headers').textContent = JSON.stringify(contents.headers, null, 2);
 

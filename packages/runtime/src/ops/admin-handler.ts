@@ -17,10 +17,11 @@ import { createDashboard, type DashboardOptions } from './dashboard/dashboard.js
 import { createHealthCheck, publicHealthReport, type HealthOptions } from './health.js';
 import { describeHttpError, HttpError, sendJson, sendText } from './http-response.js';
 import {
+  resolvePublicStatusOptions,
   resolvePublicStatusReference,
   toPublicStatus,
-  validateStatusSecret,
-  type PublicStatusOptions,
+  type PublicStatusHandlerOptions,
+  type PublicStatusSettings,
 } from './public-status.js';
 import { createRequestGuard, type RequestGuardOptions } from './request-guard.js';
 import {
@@ -32,7 +33,7 @@ import {
   toScheduleView,
 } from './schedules-view.js';
 import { readStats } from './stats-view.js';
-import { toStatusResource } from './status-resource.js';
+import { toStatusListItem, toStatusResource } from './status-resource.js';
 import { readPausedTypes, setTypePaused } from './type-pauses-view.js';
 import { parseListQuery, parseMountPath, parseReason, requireCommandId } from './validation.js';
 
@@ -42,9 +43,10 @@ export interface AdminHandlerSettings extends RequestGuardOptions {
   /**
    * Let anyone holding a link read `GET /status/<reference>`: the status an API client follows
    * after a 202, without error text, addressed by an unguessable reference made with this secret
-   * (build the link with `publicStatusPath`). `GET /commands/:id` stays behind the token.
+   * (build the link with `publicStatusPath`). `GET /commands/:id` stays behind the token. The
+   * command's result is shown there only with `result: true`.
    */
-  readonly publicStatus?: PublicStatusOptions;
+  readonly publicStatus?: PublicStatusHandlerOptions;
   /** Let anyone scrape `GET /metrics`. Default false. `GET /health` is always public, for probes. */
   readonly publicMetrics?: boolean;
   /** Path the routes live under, e.g. '/ops' → '/ops/commands/42'. Default ''. */
@@ -119,7 +121,8 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   const guard = createRequestGuard(options, token === null);
   const prefix = parseMountPath('prefix', options.prefix ?? '');
   const linkBase = parseMountPath('linkBase', options.linkBase ?? prefix);
-  const statusSecret = options.publicStatus === undefined ? null : validateStatusSecret(options.publicStatus);
+  const publicStatus =
+    options.publicStatus === undefined ? null : resolvePublicStatusOptions(options.publicStatus);
   const logger = options.logger ?? silentLogger;
   const retryAfterSeconds = options.statusRetryAfterSeconds ?? 2;
   if (!Number.isSafeInteger(retryAfterSeconds) || retryAfterSeconds < 0) {
@@ -139,11 +142,16 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   };
 
   // A forged, foreign or stale reference and a missing command answer alike: nothing to count on.
-  const showPublicStatus = async (res: ServerResponse, reference: string, secret: string): Promise<void> => {
-    const id = resolvePublicStatusReference(reference, secret);
+  const showPublicStatus = async (
+    res: ServerResponse,
+    reference: string,
+    settings: PublicStatusSettings,
+  ): Promise<void> => {
+    const id = resolvePublicStatusReference(reference, settings.secret);
     const command = id === null ? null : await store.get(id);
     if (command === null) throw new HttpError(404, 'NOT_FOUND', 'no such status resource');
-    const view = toPublicStatus(command, reference, `${linkBase}/status/${reference}`);
+    const selfPath = `${linkBase}/status/${reference}`;
+    const view = toPublicStatus(command, reference, selfPath, settings.showResult);
     sendJson(res, 200, view, view.terminal ? {} : { 'Retry-After': retryAfter });
   };
 
@@ -275,7 +283,7 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
           const next = new URLSearchParams(url.searchParams);
           if (page.nextCursor !== null) next.set('cursor', page.nextCursor);
           sendJson(res, 200, {
-            items: page.items.map((c) => toStatusResource(c, linkBase)),
+            items: page.items.map((c) => toStatusListItem(c, linkBase)),
             nextCursor: page.nextCursor,
             links: { next: page.nextCursor === null ? null : `${linkBase}/commands?${next.toString()}` },
           });
@@ -288,12 +296,12 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
     const known = fixed.get(path) ?? dashboard?.route(path);
     if (known !== undefined) return known;
     const reference = /^\/status\/([^/]+)$/.exec(path);
-    if (reference !== null && statusSecret !== null) {
+    if (reference !== null && publicStatus !== null) {
       const text = decodeSegment(reference[1] ?? '');
       return {
         method: 'GET',
         access: 'public',
-        handle: (_req, res) => showPublicStatus(res, text, statusSecret),
+        handle: (_req, res) => showPublicStatus(res, text, publicStatus),
       };
     }
     const schedule = /^\/schedules\/([^/]+)(?:\/(pause|resume|add|remove))?$/.exec(path);

@@ -2,7 +2,12 @@
 // tools of your own, so that every front end shows the same views and takes input by the same rules.
 export { applyAdminTransition } from './admin-actions.js';
 export { readStats, type StatsView } from './stats-view.js';
-export { toStatusResource, type CommandStatusResource } from './status-resource.js';
+export {
+  toStatusListItem,
+  toStatusResource,
+  type CommandStatusListItem,
+  type CommandStatusResource,
+} from './status-resource.js';
 export { formatDuration, parseDuration } from './duration.js';
 export {
   DEFAULT_LIST_LIMIT,

@@ -26,6 +26,21 @@ export interface PublicStatusOptions {
   readonly secret: string;
 }
 
+/** How the admin handler serves the public status resource. */
+export interface PublicStatusHandlerOptions extends PublicStatusOptions {
+  /**
+   * Show the command's result (what its executor left with `ctx.setResult`) to anyone holding the
+   * link. Default false: a result may hold what the API never meant to publish; turn it on only
+   * when every type's results are fit for whoever is handed the link.
+   */
+  readonly result?: boolean;
+}
+
+export interface PublicStatusSettings {
+  readonly secret: string;
+  readonly showResult: boolean;
+}
+
 export interface PublicStatusLinkOptions extends PublicStatusOptions {
   /** Where the admin routes are mounted ('' or e.g. '/ops'). Default ''. */
   readonly basePath?: string;
@@ -33,7 +48,8 @@ export interface PublicStatusLinkOptions extends PublicStatusOptions {
 
 /**
  * The command as anyone holding its link sees it: where it stands, never why it failed (error
- * text can name hosts, users and data), nor its id, business key, owner or payload.
+ * text can name hosts, users and data), nor its id, business key, owner or payload; its result
+ * only where the handler's `publicStatus.result` allows.
  */
 export interface PublicCommandStatus {
   readonly reference: string;
@@ -50,6 +66,8 @@ export interface PublicCommandStatus {
   readonly startedAt: string | null;
   readonly finishedAt: string | null;
   readonly links: { readonly self: string };
+  /** With `publicStatus.result` only: the result once SUCCESS, null before and when none. */
+  readonly result?: unknown;
 }
 
 // 128 bits of HMAC-SHA256: far beyond guessing, and a short link.
@@ -65,6 +83,17 @@ export function validateStatusSecret(options: unknown): string {
     );
   }
   return secret;
+}
+
+/** The handler's `publicStatus` option, checked: a bad one is INVALID_ARGUMENT at construction. */
+export function resolvePublicStatusOptions(options: unknown): PublicStatusSettings {
+  const secret = validateStatusSecret(options);
+  // Only an absent option means the default: null is as much a mistake as 'yes'.
+  const result: unknown = (options as { result?: unknown }).result;
+  if (result !== undefined && typeof result !== 'boolean') {
+    throw new InvalidArgumentError('publicStatus.result must be true or false');
+  }
+  return { secret, showResult: result === true };
 }
 
 function tagOf(id: CommandId, secret: string): string {
@@ -99,9 +128,14 @@ export function resolvePublicStatusReference(reference: string, secret: string):
   return given.length === expected.length && timingSafeEqual(given, expected) ? id.right : null;
 }
 
-export function toPublicStatus(c: CommandRecord, reference: string, selfPath: string): PublicCommandStatus {
+export function toPublicStatus(
+  c: CommandRecord,
+  reference: string,
+  selfPath: string,
+  showResult: boolean,
+): PublicCommandStatus {
   const operation = operationState(c);
-  return {
+  const status: PublicCommandStatus = {
     reference,
     type: c.type,
     status: c.status,
@@ -115,4 +149,5 @@ export function toPublicStatus(c: CommandRecord, reference: string, selfPath: st
     finishedAt: c.finishedAt?.toISOString() ?? null,
     links: { self: selfPath },
   };
+  return showResult ? { ...status, result: c.result ?? null } : status;
 }

@@ -11,12 +11,11 @@ import {
 import { parseMountPath, requireCommandId } from './validation.js';
 
 /**
- * The command as a caller with the admin token sees it (seed 2, §3: a stable operation id, the
- * current state, where to look next), error text included. The payload, headers and claim token
- * are left out all the same: a payload can carry data its submitter never meant to show an
- * operator. What anyone may see is `PublicCommandStatus` (public-status.ts).
+ * A command as a list shows it (`GET /commands`, the dashboard's dead letters): the status
+ * resource without its result, since a page of up to MAX_LIST_LIMIT commands could otherwise carry
+ * that many results of up to maxResultBytes each. `GET /commands/:id` has the result.
  */
-export interface CommandStatusResource {
+export interface CommandStatusListItem {
   readonly id: string;
   readonly type: string;
   readonly bizKey: string | null;
@@ -51,6 +50,20 @@ export interface CommandStatusResource {
   readonly links: { readonly self: string };
 }
 
+/**
+ * The command as a caller with the admin token sees it (seed 2, §3: a stable operation id, the
+ * current state, where to look next), error text included. The payload, headers and claim token
+ * are left out all the same: a payload can carry data its submitter never meant to show an
+ * operator. What anyone may see is `PublicCommandStatus` (public-status.ts).
+ */
+export interface CommandStatusResource extends CommandStatusListItem {
+  /**
+   * What the executor of the attempt that succeeded left with `ctx.setResult` (parsed JSON); null
+   * until SUCCESS, and when it left none. Present in every answer, so a client need not test for it.
+   */
+  readonly result: unknown;
+}
+
 /** One attempt of the command. */
 export interface AttemptView {
   readonly startedAt: string | null;
@@ -73,6 +86,11 @@ export function toAttemptView(a: AttemptRecord): AttemptView {
 
 /** `basePath` is where the admin routes are mounted ('' or e.g. '/ops'). */
 export function toStatusResource(c: CommandRecord, basePath = ''): CommandStatusResource {
+  return { ...toStatusListItem(c, basePath), result: c.result ?? null };
+}
+
+/** The command as a list item: the status resource without the result. */
+export function toStatusListItem(c: CommandRecord, basePath = ''): CommandStatusListItem {
   const operation = operationState(c);
   return {
     id: c.id,

@@ -122,6 +122,29 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       expect(done.headers.get('retry-after')).toBeNull();
     });
 
+    it("carries the executor's result on GET /commands/:id: null until SUCCESS, never in list items", async () => {
+      const id = await submit(store, 'status.result');
+      const accepted = await api.get(`/commands/${id}`);
+      expect(accepted.body).toMatchObject({ status: 'PENDING', result: null });
+      const c = await claim(store, id);
+      expect((await api.get(`/commands/${id}`)).body).toMatchObject({ status: 'RUNNING', result: null });
+      const produced = { invoice: 'INV-2041', lines: [1, 2], note: '<b>ü</b>' };
+      await store.complete([{ id: c.id, token: c.claimToken, resultJson: JSON.stringify(produced) }]);
+      const done = await api.get(`/commands/${id}`);
+      expect(done.body).toMatchObject({ status: 'SUCCESS', operation: 'completed', result: produced });
+
+      // A success that left no result, and a command that never succeeded, answer null alike.
+      const bare = await succeed(store, await submit(store, 'status.result'));
+      expect((await api.get(`/commands/${bare.id}`)).body).toMatchObject({ status: 'SUCCESS', result: null });
+      const dead = await makeDead(store, 'status.result');
+      expect((await api.get(`/commands/${dead}`)).body).toMatchObject({ status: 'DEAD', result: null });
+
+      const listed = (await api.get('/commands?type=status.result')).body as { items: StatusBody[] };
+      expect(listed.items.map((i) => i.id)).toEqual([dead, bare.id, id]);
+      for (const item of listed.items) expect(item).not.toHaveProperty('result');
+      await api.post(`/commands/${dead}/kill`);
+    });
+
     it('answers 400 for a malformed id, 404 for an unknown one, 404/405 for unknown routes and methods', async () => {
       for (const bad of ['abc', '0', '-3', '99999999999999999999', "1'%20OR%20'1'='1", '%E0%A4%A']) {
         const a = await api.get(`/commands/${bad}`);
@@ -591,6 +614,45 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
       expect(thrownCode(() => publicStatusPath('1', { secret: STATUS_SECRET, basePath: '/../x' }))).toBe(
         'INVALID_ARGUMENT',
       );
+    });
+
+    it('public status shows the result only with publicStatus.result: true', async () => {
+      const withResult = { secret: STATUS_SECRET, result: true };
+      const hidden = await startAdminServer({ store, token: TOKEN, publicStatus: { secret: STATUS_SECRET } });
+      const shown = await startAdminServer({ store, token: TOKEN, publicStatus: withResult });
+      try {
+        const id = await submit(store, 'public.result');
+        const path = publicStatusPath(id, { secret: STATUS_SECRET });
+        expect((await client(shown.url).get(path)).body).toMatchObject({ status: 'PENDING', result: null });
+        const c = await claim(store, id);
+        const produced = { shipmentId: 'SHP-88' };
+        await store.complete([{ id: c.id, token: c.claimToken, resultJson: JSON.stringify(produced) }]);
+
+        const open = await client(shown.url).get(path);
+        expect(open.body).toMatchObject({ status: 'SUCCESS', terminal: true, result: produced });
+        const closed = await client(hidden.url).get(path);
+        expect(closed.body).toMatchObject({ status: 'SUCCESS', terminal: true });
+        expect(closed.body).not.toHaveProperty('result');
+        expect(closed.text).not.toContain('SHP-88');
+
+        // Shown results or not, a failure's text stays out of the public view.
+        const dead = await makeDead(store, 'public.result', 'smtp://mailer:s3cret@relay.internal refused');
+        const deadView = await client(shown.url).get(publicStatusPath(dead, { secret: STATUS_SECRET }));
+        expect(deadView.body).toMatchObject({ status: 'DEAD', result: null });
+        expect(deadView.text).not.toContain('s3cret');
+        await client(shown.url, TOKEN).post(`/commands/${dead}/kill`);
+      } finally {
+        await hidden.close();
+        await shown.close();
+      }
+      for (const result of ['yes', 1, null, {}]) {
+        const publicStatus = { secret: STATUS_SECRET, result };
+        const options = { store, token: TOKEN, publicStatus } as unknown as AdminHandlerOptions;
+        expect(
+          thrownCode(() => createAdminHandler(options)),
+          JSON.stringify(result),
+        ).toBe('INVALID_ARGUMENT');
+      }
     });
 
     it('refuses to listen on a non-loopback address without a token', async () => {

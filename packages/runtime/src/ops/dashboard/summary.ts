@@ -1,7 +1,7 @@
 import type { CommandStore, Logger } from '@asynccmd/core';
 import type { HealthReport } from '../health.js';
 import { readStats, type StatsView } from '../stats-view.js';
-import { toStatusResource, type CommandStatusResource } from '../status-resource.js';
+import { toStatusListItem, type CommandStatusListItem } from '../status-resource.js';
 import { createOutcomeWindow, type OutcomeSeries } from './outcome-window.js';
 
 /** A recurring schedule and its next tick, as the dashboard lists them. */
@@ -25,7 +25,7 @@ export interface DashboardSummary {
   /** null when the database could not be read. */
   readonly stats: StatsView | null;
   /** The newest dead letters (with lastError); `more` when there are others. */
-  readonly deadLetters: { readonly items: readonly CommandStatusResource[]; readonly more: boolean } | null;
+  readonly deadLetters: { readonly items: readonly CommandStatusListItem[]; readonly more: boolean } | null;
   readonly outcomes: OutcomeSeries | null;
   /** Recurring schedules and their next ticks: empty while the runtime has none. */
   readonly schedules: readonly ScheduleSummary[];
@@ -75,7 +75,7 @@ export function createSummaryReader(s: SummarySources): () => Promise<DashboardS
       deadLetters:
         dead === null
           ? null
-          : { items: dead.items.map((c) => toStatusResource(c, s.linkBase)), more: dead.nextCursor !== null },
+          : { items: dead.items.map((c) => toStatusListItem(c, s.linkBase)), more: dead.nextCursor !== null },
       outcomes: series,
       schedules: (stats?.schedules ?? []).map((sc) => ({
         name: sc.name,

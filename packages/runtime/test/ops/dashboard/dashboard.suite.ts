@@ -8,7 +8,7 @@ import { startAdminServer, type AdminServer } from '../../../src/ops/admin-serve
 import { readStats } from '../../../src/ops/stats-view.js';
 import type { OpsDatabase } from '../admin-http.suite.js';
 import { client, errorCode, rawRequest } from '../http-client.js';
-import { failLastAttempt, makeDead, submit } from '../support.js';
+import { claim, failLastAttempt, makeDead, submit } from '../support.js';
 import { openBrowser, watchedPage, type Browser, type WatchedPage } from './browser.js';
 import { erp, orderRuntime, seedDemoData, type DemoData } from './demo-data.js';
 
@@ -395,6 +395,49 @@ export function describeDashboard(
       }
       expect(await p.locator('script').count()).toBe(1);
       expect(await p.locator('svg[onload], svg:not(.chart svg)').count()).toBe(0);
+      expect(page.problems).toEqual([]);
+    });
+
+    it("shows a succeeded command's result pretty-printed, markup in it as text, a long one scrolling", async () => {
+      const p = page.page;
+      const complete = async (result?: unknown): Promise<CommandId> => {
+        const c = await claim(store, await submit(store, 'invoice.issue'));
+        const resultJson = result === undefined ? {} : { resultJson: JSON.stringify(result) };
+        await store.complete([{ id: c.id, token: c.claimToken, ...resultJson }]);
+        return c.id;
+      };
+      const result = {
+        invoice: 'INV-2041',
+        note: '<script>alert("result")</script>',
+        breakout: '</pre><img src="http://evil.invalid/r.png" onerror="alert(6)">',
+      };
+      const id = await complete(result);
+      await go(`#/commands/${id}`);
+      await poll(() => p.locator('#detail-title').textContent()).toBe(`Command ${id} SUCCESS`);
+      const shown = p.locator('#detail-result');
+      await poll(() => shown.isVisible()).toBe(true);
+      expect(await shown.textContent()).toBe(JSON.stringify(result, null, 2));
+      expect(await shown.locator('*').count()).toBe(0);
+      await sleep(200);
+      expect(page.dialogs).toEqual([]);
+      expect(await p.locator('img, [onerror], main script').count()).toBe(0);
+      const origin = new URL(server.url).origin;
+      expect(page.requests.filter((u) => new URL(u).origin !== origin)).toEqual([]);
+
+      // A long result keeps the page's layout: its box scrolls.
+      const long = await complete({ lines: Array.from({ length: 400 }, (_, i) => `line ${i}`) });
+      await go(`#/commands/${long}`);
+      await poll(() => p.locator('#detail-title').textContent()).toBe(`Command ${long} SUCCESS`);
+      await poll(() => shown.textContent()).toContain('line 399');
+      const box = await shown.evaluate((e) => ({ scroll: e.scrollHeight, client: e.clientHeight }));
+      expect(box.scroll).toBeGreaterThan(box.client);
+
+      // No result: no Result section, and none left over from the command shown before.
+      const bare = await complete();
+      await go(`#/commands/${bare}`);
+      await poll(() => p.locator('#detail-title').textContent()).toBe(`Command ${bare} SUCCESS`);
+      expect(await p.locator('#detail-result-block').isVisible()).toBe(false);
+      expect(await shown.textContent()).toBe('');
       expect(page.problems).toEqual([]);
     });
 
