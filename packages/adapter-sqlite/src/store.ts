@@ -340,7 +340,9 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       const changed = this.stmt('complete').run(bound).changes;
       if (withResults.length > 0) {
         // The id as its decimal literal (read back exactly), the result as a JSON string value.
-        const results = withResults.map((a) => `[${a.id},${JSON.stringify([a.token, a.resultJson]).slice(1)}`);
+        const results = withResults.map(
+          (a) => `[${a.id},${JSON.stringify([a.token, a.resultJson]).slice(1)}`,
+        );
         this.stmt('storeResults').run({ results: `[${results.join(',')}]` });
       }
       if (changed === asked.length) return asked;
