@@ -187,6 +187,14 @@ export const MIGRATIONS: readonly Migration[] = [
        ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = ${collation}`,
     ],
   },
+  {
+    version: 12,
+    name: 'executor results',
+    // The JSON an executor left with ctx.setResult, written with its SUCCESS; NULL otherwise.
+    // LONGTEXT in the table's utf8mb4, as payload: the text exactly as the executor left it.
+    addsColumn: { tableSuffix: '', column: 'result' },
+    statements: (t) => [`ALTER TABLE \`${t}\` ADD COLUMN result LONGTEXT NULL`],
+  },
 ];
 
 /** Rows of `<table>_key_locks`: keys sharing a slot only wait for each other's submits to commit. */

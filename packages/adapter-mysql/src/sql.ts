@@ -19,9 +19,14 @@ export const DB_NOW = 'UTC_TIMESTAMP(3)';
 /** leaseUntil for a claim or heartbeat; the bound value is the lease in microseconds. */
 const LEASE_UNTIL = `${DB_NOW} + INTERVAL ? MICROSECOND`;
 
-const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
+/**
+ * The columns of a record. The claims read them without the result (CLAIM_COLUMNS): a claimed
+ * RUNNING row never has one (SUCCESS is final, and an admin retry starts only from DEAD).
+ */
+const CLAIM_COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
   finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history, priority, ordering_key`;
+const COLUMNS = `${CLAIM_COLUMNS}, result`;
 
 /** A DATETIME (UTC) in epoch milliseconds, as the history keeps times; no time zone is involved. */
 const epochMs = (time: string): string =>
@@ -215,7 +220,7 @@ export function mysqlSql(t: string) {
        WHERE ${DUE}`,
     anyDue: `SELECT 1 AS due FROM ${byDue} WHERE ${DUE} AND ${firstOfKey(table, table)} LIMIT 1`,
     /** Step 2: this round's rows, read back by their fresh token (indexed). */
-    claimedBy: `SELECT ${COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY ${CLAIM_ORDER}`,
+    claimedBy: `SELECT ${CLAIM_COLUMNS} FROM ${table} WHERE claim_token = ? AND status = 'RUNNING' ORDER BY ${CLAIM_ORDER}`,
     /**
      * claimById: one row by primary key; `types` is optional (the list form is a second statement).
      * The last bound value says whether the row must have no ordering key (1) or one (0): MySQL
@@ -232,7 +237,7 @@ export function mysqlSql(t: string) {
     /** A command with an ordering key that is first of its key (a row) or not (none). */
     firstOfKeyById: `SELECT 1 AS first FROM ${table} AS c
        WHERE c.id = ? AND c.ordering_key IS NOT NULL AND ${firstOfKey(table, 'c')}`,
-    claimedRow: `SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND claim_token = ? AND status = 'RUNNING'`,
+    claimedRow: `SELECT ${CLAIM_COLUMNS} FROM ${table} WHERE id = ? AND claim_token = ? AND status = 'RUNNING'`,
 
     // Outcome writes: fenced by status and claim token, so a stale executor changes nothing.
     heartbeat: (tokens: number) =>
@@ -248,6 +253,18 @@ export function mysqlSql(t: string) {
     complete: (tokens: number) =>
       `UPDATE ${byId}
        SET status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW},
+           updated_at = ${DB_NOW}, last_error = NULL
+       WHERE status = 'RUNNING' AND ${refs(tokens)}`,
+    /**
+     * complete of attempts `results` of which left a result, written by the completion itself, so
+     * a fenced attempt's result goes with it (MySQL assigns SET left to right; claim_token stays).
+     * Bound: id, token and result of each, then the refs.
+     */
+    completeWithResults: (tokens: number, results: number) =>
+      `UPDATE ${byId}
+       SET result = CASE ${Array.from({ length: results }, () => 'WHEN id = CAST(? AS UNSIGNED) AND claim_token = ? THEN ?').join(' ')}
+                    ELSE result END,
+           status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW},
            updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND ${refs(tokens)}`,
     /** Of the refs, those SUCCESS under their own claim (this complete's, or an earlier try's). */

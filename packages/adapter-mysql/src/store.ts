@@ -445,15 +445,24 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     return refs.filter((r) => live.has(`${r.id} ${r.token}`));
   }
 
-  async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
-    const checkedRefs = this.input.refs(refs);
+  async complete(attempts: readonly Port.CompletedAttempt[]): Promise<Port.CommandId[]> {
+    const checkedRefs = this.input.completedAttempts(attempts);
     const { count, tokens, values } = refValues(checkedRefs);
     if (count === 0) return [];
+    const results = checkedRefs.filter((a) => a.resultJson !== undefined);
+    // Only attempts that left a result take the statement that writes them: the commonest write
+    // stays as it was.
+    const [sql, bound] =
+      results.length === 0
+        ? [this.sql.complete(tokens), values]
+        : [
+            this.sql.completeWithResults(tokens, results.length),
+            [...results.flatMap((a) => [a.id, a.token, a.resultJson]), ...values],
+          ];
     // Completing again after a lost connection is harmless: the read below reports the refs whose
-    // command is SUCCESS under their own claim, finished by the first try or the second.
-    const updated = await retryConnectionLoss(() =>
-      retryLockConflicts(() => write(this.pool, this.sql.complete(tokens), values)),
-    );
+    // command is SUCCESS under their own claim, finished by the first try or the second (which,
+    // finding the row SUCCESS, leaves the first try's result as it is).
+    const updated = await retryConnectionLoss(() => retryLockConflicts(() => write(this.pool, sql, bound)));
     const ids = unique(checkedRefs.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
     const done = await select<{ id: string }>(this.pool, this.sql.completedBy(tokens), values);

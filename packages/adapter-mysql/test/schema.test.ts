@@ -128,6 +128,9 @@ describe('schema, options and strategy choice', () => {
     expect(col('lease_until')?.type).toBe('datetime(3)');
     expect(col('last_error')?.type).toBe('varchar(500)');
     expect(col('biz_key')?.coll).toMatch(/^utf8mb4_.*bin$/);
+    // The result is kept as payload is: LONGTEXT in the table's utf8mb4.
+    expect(col('result')?.type).toBe('longtext');
+    expect(col('result')?.coll).toBe(col('payload')?.coll);
     const idx = Object.fromEntries(info.indexes.map((i) => [i.cols, Number(i.nonUnique) === 0]));
     expect(idx['status,next_run_at,id']).toBe(false);
     expect(idx['claim_token']).toBe(false);

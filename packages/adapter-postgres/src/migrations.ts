@@ -12,10 +12,10 @@ import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './su
  * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
  * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys, 9 = schedules added
  * at run time, 10 = type limits; PostgreSQL only: 11 = the claim function in PL/pgSQL, 12 = the
- * SQL submit_once's on_pending). Every statement is idempotent (`IF NOT EXISTS`, `OR REPLACE`,
- * `DROP … IF EXISTS`), so a half-applied version re-runs cleanly; versions run in one transaction
- * under an advisory lock, so two processes migrating at once take turns instead of racing on the
- * catalog.
+ * SQL submit_once's on_pending; 13 = paused types, 14 = executor results). Every statement is
+ * idempotent (`IF NOT EXISTS`, `OR REPLACE`, `DROP … IF EXISTS`), so a half-applied version
+ * re-runs cleanly; versions run in one transaction under an advisory lock, so two processes
+ * migrating at once take turns instead of racing on the catalog.
  */
 export interface Migration {
   readonly version: number;
@@ -195,6 +195,13 @@ export const MIGRATIONS: readonly Migration[] = [
          reason    TEXT
        )`,
     ],
+  },
+  {
+    version: 14,
+    name: 'executor results',
+    // The JSON an executor left with ctx.setResult, written with its SUCCESS; NULL otherwise.
+    // `json` as payload is: stored as written, so it reads back byte for byte.
+    statements: (n) => [`ALTER TABLE ${n.table} ADD COLUMN IF NOT EXISTS result JSON`],
   },
 ];
 

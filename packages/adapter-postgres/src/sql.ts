@@ -15,10 +15,15 @@ import type { TableNames } from './names.js';
 const NOW = `date_trunc('milliseconds', now())`;
 const lease = (param: string): string => `${NOW} + ${param}::float8 * interval '1 millisecond'`;
 
-/** Columns of a command row, in the order rows.ts reads them. */
-const COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
+/**
+ * Columns of a command row, in the order rows.ts reads them. The claims read them without the
+ * result (CLAIM_COLUMNS): a claimed RUNNING row never has one (SUCCESS is final, and an admin retry
+ * starts only from DEAD).
+ */
+const CLAIM_COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
   finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history, priority, ordering_key`;
+const COLUMNS = `${CLAIM_COLUMNS}, result`;
 
 /**
  * The columns a claimDue row comes back with: COLUMNS less what the claim itself wrote and the
@@ -87,6 +92,7 @@ export function buildSql(n: TableNames) {
   /** The rescue that a reclaim would add passes the limit ($2), counted since the latest admin retry. */
   const pastRescueLimit = 'c.rescue_count + 1 - c.rescue_count_at_retry > $2';
   const returning = `RETURNING ${COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
+  const returningClaim = `RETURNING ${CLAIM_COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
   const returningClaimed = `RETURNING ${CLAIMED_COLUMNS.replace(/(\w+)/g, 'c.$1')}`;
   /**
    * An admin write that may take a claim away (`set`, on the row aliased `c`; $1 id, $2 sources):
@@ -255,7 +261,7 @@ export function buildSql(n: TableNames) {
       WITH one AS (${claimableById})
       UPDATE ${t} AS c SET ${claimSet('$3', '$4', '$6')}
       FROM one WHERE c.id = one.id
-      ${returning}`,
+      ${returningClaim}`,
 
     /**
      * claimById as it runs right after a store transaction's COMMIT, on that transaction's durable
@@ -267,7 +273,7 @@ export function buildSql(n: TableNames) {
         one AS (${claimableById})
       UPDATE ${t} AS c SET ${claimSet('$3', '$4', '$6')}
       FROM one, fast WHERE c.id = one.id
-      ${returning}`,
+      ${returningClaim}`,
 
     /** Fenced batch writes: $1 ids, $2 tokens (parallel arrays). */
     heartbeat: `
@@ -286,6 +292,18 @@ export function buildSql(n: TableNames) {
       UPDATE ${t} AS c SET status = 'SUCCESS', lease_until = NULL, finished_at = ${NOW},
         updated_at = ${NOW}, last_error = NULL
       FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
+      WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+      RETURNING c.id`,
+
+    /**
+     * complete of attempts some of which left a result: $3 the results' JSON text, parallel to the
+     * refs (null: none). Written by the completion itself, so a fenced attempt's result goes with
+     * it, and a retried complete whose first try landed (the row SUCCESS already) leaves it as it is.
+     */
+    completeWithResults: `
+      UPDATE ${t} AS c SET status = 'SUCCESS', lease_until = NULL, finished_at = ${NOW},
+        updated_at = ${NOW}, last_error = NULL, result = r.result::json
+      FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, token, result)
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type * as E from 'fp-ts/lib/Either.js';
 import {
+  InvalidArgumentError,
   isSqlExecutor,
   optionalInstance,
   requireId,
@@ -72,6 +73,8 @@ export interface PostgresCommandStoreParts {
 type Queryable = Pick<ClientBase, 'query'> | Pool;
 
 const UNIQUE_VIOLATION = '23505';
+/** What the json cast answers for text that is not JSON (here: only a result can be). */
+const INVALID_TEXT_REPRESENTATION = '22P02';
 /**
  * Ids taken ahead per refill (IdReserve): a refill is one round trip per half a block of
  * submits in store transactions; an unused block is at most this many gaps in the sequence.
@@ -357,10 +360,27 @@ export class PostgresCommandStore implements Port.CommandStore<PoolClient> {
     return refs.filter((r) => held.has(`${r.id}:${r.token}`)).map((r) => ({ id: r.id, token: r.token }));
   }
 
-  async complete(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
-    const [ids, tokens] = refArrays(this.input.refs(refs));
+  async complete(attempts: readonly Port.CompletedAttempt[]): Promise<Port.CommandId[]> {
+    const checked = this.input.completedAttempts(attempts);
+    const [ids, tokens] = refArrays(checked);
     if (ids.length === 0) return [];
-    const done = (await this.hot<{ id: string }>(this.sql.complete, [ids, tokens])).map((r) => r.id);
+    // Only attempts that left a result take the statement with the results' array: the commonest
+    // write stays as it was.
+    const withResults = checked.some((a) => a.resultJson !== undefined);
+    const written = withResults
+      ? this.hot<{ id: string }>(this.sql.completeWithResults, [
+          ids,
+          tokens,
+          checked.map((a) => a.resultJson ?? null),
+        ]).catch((e: unknown) => {
+          // The statement wrote nothing; the driver's text stays out of the error.
+          if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
+            throw new InvalidArgumentError('a result must be JSON text');
+          }
+          throw e;
+        })
+      : this.hot<{ id: string }>(this.sql.complete, [ids, tokens]);
+    const done = (await written).map((r) => r.id);
     // A ref not completed now may have been by an earlier try whose reply was lost (a retry after a
     // cut connection): that is its own outcome recorded, not a fenced one.
     if (done.length < new Set(ids).size) {

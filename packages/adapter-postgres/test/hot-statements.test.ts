@@ -82,6 +82,53 @@ describe('PostgreSQL hot-path statements', () => {
     expect((await store.get(fine!.id))?.status).toBe('SUCCESS');
   });
 
+  it('a complete whose attempts carry results rides in the batch too; results arrive as written', async () => {
+    await store.transaction((tx) =>
+      store.insert(tx, [command('hot.res'), command('hot.res'), command('hot.res'), command('hot.res2')]),
+    );
+    const [a, b, c] = await claim(['hot.res'], 3);
+    const results = ['{"q": "say \\"NULL\\"", "b": "C:\\\\x", "e": "☃ 😀"}', '"NULL"', '{ "kept":  [1, 2] }'];
+    let answers: unknown[] = [];
+    const use = await hotPoolUse(async () => {
+      answers = await Promise.all([
+        store.complete([
+          { id: a!.id, token: a!.claimToken, resultJson: results[0]! },
+          { id: b!.id, token: b!.claimToken },
+          { id: c!.id, token: c!.claimToken, resultJson: results[1]! },
+        ]),
+        claim(['hot.res2']),
+      ]);
+    });
+    expect(use).toEqual({ batches: 1, alone: 0 });
+    expect([...(answers[0] as string[])].sort()).toEqual([a!.id, b!.id, c!.id].sort());
+    const stored = await adminQuery<{ id: string; result: string | null }>(
+      `SELECT id::text AS id, result::text AS result FROM "${schema}".async_command WHERE id = ANY($1::bigint[])`,
+      [[a!.id, b!.id, c!.id]],
+    );
+    expect(Object.fromEntries(stored.map((r) => [r.id, r.result]))).toEqual({
+      [a!.id]: results[0],
+      [b!.id]: null,
+      [c!.id]: results[1],
+    });
+    expect((await store.get(a!.id))?.result).toEqual(JSON.parse(results[0]!));
+    expect((await store.get(c!.id))?.result).toBe('NULL');
+    const [d] = answers[1] as { id: string; claimToken: string }[];
+    // Text the json cast refuses: INVALID_ARGUMENT without the driver's words, nothing written.
+    const refused = await store
+      .complete([{ id: d!.id, token: d!.claimToken, resultJson: 'not json' }])
+      .catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'INVALID_ARGUMENT', message: 'a result must be JSON text' });
+    expect((await store.get(d!.id))?.status).toBe('RUNNING');
+    expect(await store.complete([{ id: d!.id, token: d!.claimToken, resultJson: results[2]! }])).toEqual([
+      d!.id,
+    ]);
+    const [kept] = await adminQuery<{ result: string }>(
+      `SELECT result::text AS result FROM "${schema}".async_command WHERE id = $1::bigint`,
+      [d!.id],
+    );
+    expect(kept!.result).toBe(results[2]);
+  });
+
   it('binds arrays in a batch as PostgreSQL reads them: quotes, backslashes, commas, braces', async () => {
     const types = ['hot "quoted"', 'hot\\back', 'hot,comma', 'hot{brace}', 'hot NULL'];
     await store.transaction((tx) =>

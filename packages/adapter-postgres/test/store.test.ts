@@ -131,6 +131,18 @@ describe('PostgresCommandStore', () => {
       `SELECT version FROM "${schema}".async_command_migrations ORDER BY version`,
     );
     expect(versions).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
+    // Migration 14: the result, json as payload is (kept as written).
+    const types = await adminQuery<{ column_name: string; data_type: string }>(
+      `SELECT column_name, data_type FROM information_schema.columns
+       WHERE table_schema = $1 AND table_name = 'async_command' AND column_name IN ('payload', 'result')
+       ORDER BY column_name`,
+      [schema],
+    );
+    expect(types).toEqual([
+      { column_name: 'payload', data_type: 'json' },
+      { column_name: 'result', data_type: 'json' },
+    ]);
+    expect(MIGRATIONS.at(-1)).toMatchObject({ version: 14, name: 'executor results' });
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
       [schema],

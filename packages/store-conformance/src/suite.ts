@@ -16,6 +16,7 @@ import { priorityArea } from './areas/priority.js';
 import { purgeArea } from './areas/purge.js';
 import { readArea } from './areas/read.js';
 import { reclaimArea } from './areas/reclaim.js';
+import { resultsArea } from './areas/results.js';
 import { schedulesArea } from './areas/schedules.js';
 import { statsArea } from './areas/stats.js';
 import { typeLimitsArea } from './areas/type-limits.js';
@@ -41,6 +42,7 @@ export function describeStoreConformance<Tx>(name: string, factory: StoreHarness
     typeLimitsArea(factory, name);
     typePausesArea(factory, name);
     outcomesArea(factory, name);
+    resultsArea(factory, name);
     reclaimArea(factory, name);
     adminArea(factory, name);
     readArea(factory, name);
