@@ -199,11 +199,12 @@ export function sqliteSql(t: string) {
      */
     /**
      * The results of attempts this complete recorded, :results a JSON array of [id, token, result]:
-     * only on rows SUCCESS under that claim (a fenced attempt's result is dropped with it).
+     * only on rows SUCCESS under that claim (a fenced attempt's result is dropped with it) that have
+     * none yet (a retried complete whose first try landed keeps the first one's, as elsewhere).
      */
     storeResults: `UPDATE ${t} NOT INDEXED SET result = r.result
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS result FROM json_each(:results)) AS r
-       WHERE ${t}.id = r.id AND ${t}.status = 'SUCCESS' AND ${t}.claim_token = r.token`,
+       WHERE ${t}.id = r.id AND ${t}.status = 'SUCCESS' AND ${t}.claim_token = r.token AND ${t}.result IS NULL`,
     completedBefore: `SELECT CAST(id AS TEXT) AS id FROM ${t} NOT INDEXED
        WHERE status = 'SUCCESS' AND ${REFS}`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */

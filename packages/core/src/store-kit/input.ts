@@ -217,7 +217,11 @@ export class StoreInput {
       const ref = { id: requireId(a.id), token: this.token(a.token) };
       const resultJson = a.resultJson;
       if (resultJson === undefined) return ref;
-      if (typeof resultJson !== 'string' || Buffer.byteLength(resultJson, 'utf8') > MAX_RESULT_BYTES) {
+      if (
+        typeof resultJson !== 'string' ||
+        Buffer.byteLength(resultJson, 'utf8') > MAX_RESULT_BYTES ||
+        !isJsonText(resultJson)
+      ) {
         throw new InvalidArgumentError(`a result must be JSON text of at most ${MAX_RESULT_BYTES} bytes`);
       }
       return { ...ref, resultJson };
@@ -321,5 +325,15 @@ export class StoreInput {
     if (maxChars !== undefined && [...text].length > maxChars) {
       throw new InvalidArgumentError(`${what} is longer than ${maxChars} characters`);
     }
+  }
+}
+
+/** Whether `text` parses as JSON: a store must never keep a result its reads could not parse. */
+function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }

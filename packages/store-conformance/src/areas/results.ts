@@ -197,12 +197,33 @@ export function resultsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: strin
       expect(stored === JSON.parse(json)).toBe(true);
     });
 
-    it('a result one byte longer, or not a string, is INVALID_ARGUMENT and nothing of the complete is written', async () => {
+    it('a retried complete that carries another result keeps the first one (a command succeeds once)', async () => {
+      const store = ctx.store();
+      const { rows } = await claimed(store, 1);
+      const [a] = rows;
+      expect(await store.complete([{ id: a!.id, token: a!.claimToken, resultJson: '"first"' }])).toEqual([
+        a!.id,
+      ]);
+      expect(await store.complete([{ id: a!.id, token: a!.claimToken, resultJson: '"second"' }])).toEqual([
+        a!.id,
+      ]);
+      expect((await store.get(a!.id))?.result).toBe('first');
+    });
+
+    it('a result one byte longer, not a string, or not JSON text is INVALID_ARGUMENT and nothing of the complete is written', async () => {
       const store = ctx.store();
       const { rows } = await claimed(store, 2);
       const [a, b] = rows;
       const fine = { id: a!.id, token: a!.claimToken, resultJson: '"fine"' };
-      const bad: unknown[] = [jsonOfBytes(MAX_RESULT_BYTES + 1), 42, { json: '{}' }, null];
+      const bad: unknown[] = [
+        jsonOfBytes(MAX_RESULT_BYTES + 1),
+        42,
+        { json: '{}' },
+        null,
+        '{"open": ',
+        'NaN',
+        '',
+      ];
       for (const resultJson of bad) {
         const attempts = [fine, { id: b!.id, token: b!.claimToken, resultJson }] as CompletedAttempt[];
         expect(await rejectionCode(store.complete(attempts))).toBe('INVALID_ARGUMENT');
