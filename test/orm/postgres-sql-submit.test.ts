@@ -702,14 +702,17 @@ describe('PostgreSQL: submitting from SQL', () => {
             const script = await v11.migrationScript();
             expect(script.versions.map((v) => [v.version, v.name])).toEqual([
               [12, 'replacing submit from SQL'],
+              [13, 'paused types'],
+              [14, 'executor results'],
             ]);
             await inTransaction(async () => {
-              for (const statement of script.versions[0]!.statements) await db.query(statement);
+              for (const version of script.versions)
+                for (const statement of version.statements) await db.query(statement);
             });
             expect((await v11.migrationScript()).versions).toEqual([]);
             await v11.migrate();
           }
-          expect(await versionsOf(name)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+          expect(await versionsOf(name)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
           // Replaced, not added beside the function of version 8.
           const functions = await submitOnceFunctions(name);
           expect(functions).toHaveLength(1);

@@ -78,6 +78,11 @@ export class PausedTypes extends PeriodicService {
     if (this.#store !== null) super.start();
   }
 
+  /** Stopped before its first read (a runtime stopped right after start): nothing may wait for it. */
+  protected override async onStop(): Promise<void> {
+    this.#markRead();
+  }
+
   protected async work(): Promise<RunOutcome> {
     try {
       const changes = this.#localChanges;

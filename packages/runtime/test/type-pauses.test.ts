@@ -150,6 +150,16 @@ describe('type pauses (runtime.typePauses), two instances on one SQLite file', (
     ]);
   });
 
+  it('stops at once when stopped right after start, before the first read of the paused types', async () => {
+    db = await openTempSqlite();
+    const a = instance([]);
+    opened.pop(); // stopped here
+    a.start();
+    const began = performance.now();
+    await a.stop({ timeoutMs: 10_000 });
+    expect(performance.now() - began).toBeLessThan(2_000);
+  });
+
   it('keeps claiming when the paused types cannot be read (a table not yet migrated), and says so', async () => {
     db = await openTempSqlite();
     const raw = new Database(db.file);
