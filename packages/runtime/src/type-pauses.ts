@@ -1,5 +1,5 @@
 import type { CommandStore, PausedType, TypePauseStore } from '@asynccmd/core';
-import { InvalidArgumentError } from '@asynccmd/core';
+import { typePausesOf } from './ops/type-pauses-view.js';
 import type { StoreOutage } from './store-outage.js';
 import { PeriodicService, type RunOutcome } from './services/periodic-service.js';
 
@@ -147,12 +147,6 @@ export class TypePauses {
   }
 
   #pauses(): TypePauseStore {
-    const pauses = this.#store.typePauses;
-    if (!pauses) {
-      throw new InvalidArgumentError(
-        `pausing types needs a store that keeps them; the ${this.#store.dialect} store does not`,
-      );
-    }
-    return pauses;
+    return typePausesOf(this.#store);
   }
 }
