@@ -41,20 +41,31 @@ export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+/** How much of a server's output a guarded process keeps, for a failure message. */
+const OUTPUT_TAIL = 4_000;
+
+/** A server under the guard, and the tail of what it printed. */
+export interface GuardedProcess {
+  readonly child: ChildProcess;
+  /** The last few thousand characters of its stdout and stderr. */
+  output(): string;
+}
+
 /**
  * Starts `command` under the guard, in its own process group (so a crash takes every process of
  * the server at once), as `as` when given; the guard takes it down should this process end without
- * stopping it, and it is killed at this process's exit at the latest.
+ * stopping it, and it is killed at this process's exit at the latest. Its output is always read:
+ * a pipe nobody reads fills up and blocks the server at its next log line (a PgBouncer logging
+ * each login stalled every client after a few hundred).
  */
 export function spawnGuarded(
   command: string,
   args: readonly string[],
   as: { uid?: number; gid?: number },
-  stdout: 'pipe' | 'ignore',
-): ChildProcess {
+): GuardedProcess {
   const child = spawn(process.execPath, [GUARD, command, ...args], {
     detached: true,
-    stdio: ['pipe', stdout, 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
     env: {
       ...process.env,
       ...(as.uid === undefined
@@ -64,7 +75,11 @@ export function spawnGuarded(
   });
   running.add(child);
   child.once('exit', () => running.delete(child));
-  return child;
+  let tail = '';
+  const keep = (d: Buffer) => (tail = (tail + d.toString()).slice(-OUTPUT_TAIL));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return { child, output: () => tail };
 }
 
 export async function freePort(): Promise<number> {
@@ -111,7 +126,7 @@ abstract class ProcessServer implements TempServer {
   abstract readonly kind: 'postgres' | 'mysql';
   #child: ChildProcess | null = null;
   #exited: Promise<void> = Promise.resolve();
-  #log = '';
+  #output: () => string = () => '';
 
   protected constructor(
     readonly dir: string,
@@ -125,21 +140,20 @@ abstract class ProcessServer implements TempServer {
     const current = this.#child;
     if (current && current.exitCode === null && current.signalCode === null) return;
     const [command, args] = this.command();
-    const child = spawnGuarded(command, args, serverUser(this.kind), 'pipe');
+    const guarded = spawnGuarded(command, args, serverUser(this.kind));
+    const child = guarded.child;
     this.#child = child;
-    const keep = (d: Buffer) => (this.#log = (this.#log + d.toString()).slice(-4_000));
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
+    this.#output = guarded.output;
     this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
     const until = Date.now() + 60_000;
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`${this.kind} server exited at start: ${this.#log}`);
+      if (child.exitCode !== null) throw new Error(`${this.kind} server exited at start: ${this.#output()}`);
       try {
         await this.ping();
         return;
       } catch (error) {
         if (Date.now() > until)
-          throw new Error(`${this.kind} server did not answer: ${String(error)} ${this.#log}`);
+          throw new Error(`${this.kind} server did not answer: ${String(error)} ${this.#output()}`);
         await sleep(50);
       }
     }
