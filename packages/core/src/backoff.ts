@@ -4,7 +4,7 @@ export interface BackoffPolicy {
 }
 
 export interface ExponentialBackoffOptions {
-  /** Delay before the first retry. Default 60 s, as in the seed. */
+  /** Delay before the first retry. Default 60 s. */
   readonly baseMs?: number;
   /** Upper bound. Default 1 h. */
   readonly capMs?: number;

@@ -23,9 +23,6 @@ export interface ClaimSizing {
 /** Claim round trips' worth of work the queue holds (see ClaimSizing). */
 export const CLAIM_ROUNDS_QUEUED = 2;
 
-/** Largest adaptive queue of one pool: claimed rows held in memory stay bounded. */
-export const DEFAULT_ADAPTIVE_QUEUE_LIMIT = 500;
-
 /** Below this an execution counts as this long: a no-op's measured 0 ms must not divide by zero. */
 const SHORTEST_EXECUTION_MS = 0.001;
 

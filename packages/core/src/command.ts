@@ -1,5 +1,6 @@
+import { LIMITS } from './limits.js';
 import * as E from 'fp-ts/lib/Either.js';
-import { InvalidCommandIdError } from './errors.js';
+import { InvalidArgumentError, InvalidCommandIdError } from './errors.js';
 import type { CommandStatus } from './status.js';
 
 /**
@@ -83,7 +84,42 @@ export interface CommandRecord<P = unknown> {
    * back); null when it left none, and for a command that has not succeeded.
    */
   readonly result: unknown;
+  /**
+   * How far the command's executor said it had come (`ctx.progress`): the latest report of any of
+   * its attempts (a retry shows the last one's until it reports again); null before any. A claim's
+   * record does not read it (null there).
+   */
+  readonly progress: CommandProgress | null;
 }
+
+/**
+ * How far a running command has come: `done` of `total` units of its work (rows imported, bytes
+ * sent), whole numbers with 0 ≤ done ≤ total and total ≥ 1.
+ */
+export interface CommandProgress {
+  readonly done: number;
+  readonly total: number;
+}
+
+/** The largest `done` or `total` of a progress report: a whole number JavaScript holds exactly. */
+export const MAX_PROGRESS = LIMITS.progress;
+
+/** Checks a progress report (INVALID_ARGUMENT when it is not one): a copy of its two numbers. */
+export function requireProgress(value: unknown): CommandProgress {
+  const p = (typeof value === 'object' && value !== null ? value : {}) as Partial<Record<string, unknown>>;
+  const { done, total } = p;
+  const whole = (n: unknown, min: number): n is number =>
+    typeof n === 'number' && Number.isSafeInteger(n) && n >= min;
+  if (!whole(done, 0) || !whole(total, 1) || done > total) {
+    throw new InvalidArgumentError(
+      `progress takes { done, total }: whole numbers with 0 ≤ done ≤ total, total ≥ 1 and at most ${MAX_PROGRESS}`,
+    );
+  }
+  return { done, total };
+}
+
+/** A progress report to store: the claim it is made under, and the progress. */
+export interface ProgressReport extends ClaimRef, CommandProgress {}
 
 /**
  * How an attempt ended: succeeded; failed (a retry is due) or dead (no retry left, or past the
@@ -157,7 +193,7 @@ export interface NewCommand {
 export const PRIORITY_RANGE = { min: -32768, max: 32767 } as const;
 export const DEFAULT_PRIORITY = 0;
 /** The longest ordering key, in characters (as a bizKey). */
-export const MAX_ORDERING_KEY_CHARS = 128;
+export const MAX_ORDERING_KEY_CHARS = LIMITS.orderingKeyChars;
 
 /**
  * The times a store writes (due times, retry times) lie in the years 1000 to 9999, UTC: the range

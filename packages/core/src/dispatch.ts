@@ -1,5 +1,5 @@
 /**
- * How a command type runs once claimed (seed §6):
+ * How a command type runs once claimed:
  * - SCHEDULED: inline in the poll loop, one after another; for light, quick work.
  * - ASYNC_POOL: handed to a pool (the type's own, or the shared one) so slow work never blocks the loop.
  * - IMMEDIATE: claimed by id right after the submitting transaction commits, then run in a pool;

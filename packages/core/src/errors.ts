@@ -18,6 +18,7 @@ export type AsyncCommandErrorCode =
   | 'INVALID_ARGUMENT'
   | 'IDEMPOTENCY_CONFLICT'
   | 'TRANSACTION_ROLLED_BACK'
+  | 'TRANSACTION_CLOSED'
   | 'STORE_CONTENTION'
   | 'SCHEDULE_EXISTS'
   | 'SCHEDULE_DECLARED_IN_CODE';
@@ -171,6 +172,21 @@ export class TransactionRolledBackError extends AsyncCommandError {
 }
 
 /**
+ * A transactional executor's transaction (`ctx.tx`, `ctx.submit`) used once it is over: the
+ * executor returned, failed or was given up on (timeout, lost claim, shutdown), and the
+ * transaction committed or rolled back. A write then would land outside it, so it is refused.
+ */
+export class TransactionClosedError extends AsyncCommandError {
+  constructor(readonly commandId: string) {
+    super(
+      'TRANSACTION_CLOSED',
+      `the transaction of command ${commandId}'s attempt is over (the executor returned or was given up on); it can no longer be used`,
+    );
+    this.name = 'TransactionClosedError';
+  }
+}
+
+/**
  * A store operation gave up because other writers kept changing what it works on (an admin
  * transition whose row kept moving, an idempotent submit whose key holder kept finishing under it).
  * Nothing was written by it; trying again is safe.
@@ -197,6 +213,7 @@ const CODES: ReadonlySet<string> = new Set<AsyncCommandErrorCode>([
   'INVALID_ARGUMENT',
   'IDEMPOTENCY_CONFLICT',
   'TRANSACTION_ROLLED_BACK',
+  'TRANSACTION_CLOSED',
   'STORE_CONTENTION',
   'SCHEDULE_EXISTS',
   'SCHEDULE_DECLARED_IN_CODE',

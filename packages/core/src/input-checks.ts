@@ -1,7 +1,8 @@
+import { LIMITS } from './limits.js';
 import * as E from 'fp-ts/lib/Either.js';
 import type { CommandId, CommandRecord } from './command.js';
 import { InvalidArgumentError, PayloadNotSerialisableError, PayloadTooLargeError } from './errors.js';
-import { jsonNestsDeeperThan, MAX_PAYLOAD_DEPTH } from './payload.js';
+import { jsonNestsDeeperThan, jsonTextProblem, MAX_PAYLOAD_DEPTH } from './payload.js';
 import { isCommandStatus } from './status.js';
 import type { CommandStatus } from './status.js';
 import { EARLIEST_STORED_TIME, LATEST_STORED_TIME, parseCommandId } from './command.js';
@@ -129,7 +130,7 @@ export function requireFailureOutcome(outcome: unknown): FailureOutcome {
   if (typeof o.lastError !== 'string') throw new InvalidArgumentError('lastError must be a string');
   return {
     status: o.status,
-    retryCount: requireInt('retryCount', o.retryCount, 0, 2 ** 31 - 1),
+    retryCount: requireInt('retryCount', o.retryCount, 0, LIMITS.intColumn),
     nextRunAt: requireStoredTime('nextRunAt', o.nextRunAt),
     lastError: o.lastError,
   };
@@ -159,7 +160,7 @@ export function requireStatuses(status: unknown): CommandStatus[] {
 }
 
 /** Longest instance name a claim may carry (the narrowest column of the three databases). */
-export const MAX_INSTANCE_CHARS = 128;
+export const MAX_INSTANCE_CHARS = LIMITS.instanceChars;
 
 /** A claim's `instance`: a non-empty name of at most MAX_INSTANCE_CHARS characters, or none. */
 export function optionalInstance(value: unknown): string | null {
@@ -204,8 +205,9 @@ export function requirePayloadJson(payloadJson: unknown, maxBytes: number): stri
   }
   const bytes = Buffer.byteLength(payloadJson, 'utf8');
   if (bytes > maxBytes) throw new PayloadTooLargeError(bytes, maxBytes);
+  let parsed: unknown;
   try {
-    JSON.parse(payloadJson);
+    parsed = JSON.parse(payloadJson);
   } catch (e) {
     throw new PayloadNotSerialisableError(`payloadJson is not valid JSON (${(e as Error).message})`);
   }
@@ -214,6 +216,9 @@ export function requirePayloadJson(payloadJson: unknown, maxBytes: number): stri
       `payloadJson is nested deeper than ${MAX_PAYLOAD_DEPTH} levels of arrays and objects`,
     );
   }
+  // After the depth check: the walk recurses.
+  const problem = jsonTextProblem(payloadJson, parsed);
+  if (problem !== null) throw new PayloadNotSerialisableError(`payloadJson: ${problem}`);
   return payloadJson;
 }
 
@@ -221,16 +226,7 @@ export function requirePayloadJson(payloadJson: unknown, maxBytes: number): stri
  * Bounds of a command's headers (trace context and the like, copied with every command): room for
  * a W3C traceparent, tracestate and a full baggage header, nothing like a document.
  */
-export const HEADER_LIMITS = {
-  /** Headers per command. */
-  count: 64,
-  /** Characters of a header name (at least 1). */
-  nameLength: 128,
-  /** Characters of a header value. */
-  valueLength: 8192,
-  /** UTF-8 bytes of all the headers as JSON. */
-  totalBytes: 16 * 1024,
-} as const;
+export const HEADER_LIMITS = LIMITS.headers;
 
 /** Headers as the JSON text of a string map within HEADER_LIMITS (default: none). */
 export function requireHeadersJson(headers: unknown): string {
@@ -297,7 +293,7 @@ export function decodeListCursor(cursor: unknown): ListPosition {
 }
 
 /** The longest type name a type limit stores (the narrowest type column of the adapters). */
-export const MAX_LIMITED_TYPE_CHARS = 128;
+export const MAX_LIMITED_TYPE_CHARS = LIMITS.typeChars;
 
 /**
  * A command type a type limit or a type pause stores: 1..MAX_LIMITED_TYPE_CHARS characters, no NUL.

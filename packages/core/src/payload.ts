@@ -1,3 +1,4 @@
+import { LIMITS } from './limits.js';
 import * as E from 'fp-ts/lib/Either.js';
 import {
   PayloadNotSerialisableError,
@@ -7,21 +8,24 @@ import {
 } from './errors.js';
 
 /** Default payload limit: a command carries a snapshot of facts, not documents. */
-export const DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024;
+export const DEFAULT_MAX_PAYLOAD_BYTES = LIMITS.defaultPayloadBytes;
 
 /**
  * Deepest nesting of arrays and objects a payload may have (`{}` is 1, `{"a":[]}` is 2). Facts do
  * not nest deeply; the bound keeps every walk over a payload (here, JSON.stringify, the database's
  * JSON parser) far from any stack limit.
  */
-export const MAX_PAYLOAD_DEPTH = 64;
+export const MAX_PAYLOAD_DEPTH = LIMITS.payloadDepth;
 
 /**
  * Serialises a payload for the payload column, refusing what would not come back the same:
- * undefined (except as an omitted object field), functions, symbols, BigInt, cycles, non-finite
- * numbers, invalid Dates, fields whose getter throws, nesting deeper than MAX_PAYLOAD_DEPTH, and
- * class instances other than plain objects, arrays and Dates (which become ISO strings, as JSON
- * always does).
+ * undefined (except as an object field, which JSON omits — an absent optional field, read back
+ * absent), functions, symbols, BigInt, cycles, non-finite numbers, fields whose getter throws,
+ * nesting deeper than MAX_PAYLOAD_DEPTH, and class instances, a Date among them (JSON would turn
+ * it into a string the executor did not expect: send `toISOString()`); and a `__proto__` key (a
+ * reader assigning the fields of a parsed payload would set an object's prototype). NUL and lone
+ * surrogates in strings and keys are kept: JSON.stringify escapes them (`\u0000`, `\ud800`), so
+ * every store keeps them as ASCII and they read back the same.
  */
 export function serialisePayload(
   payload: unknown,
@@ -41,10 +45,10 @@ export function serialisePayload(
 }
 
 /** The largest result a store keeps, as JSON bytes (the runtime's `maxResultBytes` is at most this). */
-export const MAX_RESULT_BYTES = 1024 * 1024;
+export const MAX_RESULT_BYTES = LIMITS.resultBytes;
 
 /** Default result limit: a result says what was done (an id, a count), not the work itself. */
-export const DEFAULT_MAX_RESULT_BYTES = 64 * 1024;
+export const DEFAULT_MAX_RESULT_BYTES = LIMITS.defaultResultBytes;
 
 /** Serialises an executor's result by the payload's rules, with errors that name it a result. */
 export function serialiseResult(
@@ -122,9 +126,46 @@ function scalarProblem(value: unknown, path: string): string | null | undefined 
   }
   if (value === null) return null;
   if (value instanceof Date) {
-    return Number.isFinite(value.getTime()) ? null : `${path} is an invalid Date, which JSON turns into null`;
+    return Number.isFinite(value.getTime())
+      ? `${path} is a Date, which JSON turns into a string: send ${path.replace(/^\$\.?/, '') || 'it'}.toISOString() and type the field as a string`
+      : `${path} is an invalid Date, which JSON turns into null`;
   }
   return undefined;
+}
+
+/** A lone surrogate: half of a UTF-16 pair without its other half. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** What is wrong with a key of a payload object at `path`, or null. */
+function keyProblem(key: string, path: string): string | null {
+  return key === '__proto__'
+    ? `${path} has a "__proto__" key, which a reader copying the fields would take for the prototype`
+    : null;
+}
+
+/**
+ * The same rules over payload JSON a store is handed, as text and as parsed (`value`): no
+ * `__proto__` key, and no lone surrogate written out unescaped (UTF-8 cannot keep one; JSON.stringify
+ * escapes it). Null when it breaks none of them.
+ */
+export function jsonTextProblem(text: string, value: unknown): string | null {
+  if (LONE_SURROGATE.test(text)) {
+    return 'it holds an unescaped lone surrogate, which UTF-8 cannot keep (write it as \\uXXXX, as JSON.stringify does)';
+  }
+  let problem: string | null = null;
+  const visit = (v: unknown, path: string): void => {
+    if (problem !== null) return;
+    if (Array.isArray(v)) v.forEach((item, i) => visit(item, `${path}[${i}]`));
+    else if (typeof v === 'object' && v !== null) {
+      for (const [key, item] of Object.entries(v)) {
+        problem = keyProblem(key, path);
+        if (problem !== null) return;
+        visit(item, `${path}.${key}`);
+      }
+    }
+  };
+  visit(value, '$');
+  return problem;
 }
 
 /** The (path, value) pairs inside an array or plain object, or what is wrong with it. */
@@ -138,6 +179,8 @@ function childrenOf(obj: object, path: string): [string, unknown][] | string {
     }
     const children: [string, unknown][] = [];
     for (const key of Object.keys(obj)) {
+      const badKey = keyProblem(key, path);
+      if (badKey !== null) return badKey;
       let v: unknown;
       try {
         v = (obj as Record<string, unknown>)[key];

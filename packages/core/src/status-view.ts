@@ -1,7 +1,7 @@
 import type { CommandRecord } from './command.js';
 
 /**
- * The command as an API client sees it behind a 202 Accepted (seed 2, §3): accepted but not yet
+ * The command as an API client sees it behind a 202 Accepted: accepted but not yet
  * started, processing (running or waiting for a retry), completed, follow-up failed (a dead letter
  * a person must look at), or cancelled.
  */
@@ -11,6 +11,9 @@ export function operationState(
   c: Pick<CommandRecord, 'status' | 'retryCount' | 'rescueCount'>,
 ): OperationState {
   switch (c.status) {
+    // Accepted and held until the commands it depends on have finished.
+    case 'WAITING':
+      return 'accepted';
     case 'PENDING':
       return c.retryCount === 0 && c.rescueCount === 0 ? 'accepted' : 'processing';
     case 'RUNNING':

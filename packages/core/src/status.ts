@@ -1,7 +1,11 @@
-/** Where a command stands. The row's `status` column holds exactly these strings. */
-export type CommandStatus = 'PENDING' | 'RUNNING' | 'SUCCESS' | 'DEAD' | 'CANCELLED';
+/**
+ * Where a command stands. The row's `status` column holds exactly these strings. WAITING: held
+ * until the commands it depends on have finished (docs/workflows.md); no claim ever selects it.
+ */
+export type CommandStatus = 'WAITING' | 'PENDING' | 'RUNNING' | 'SUCCESS' | 'DEAD' | 'CANCELLED';
 
 export const COMMAND_STATUSES: readonly CommandStatus[] = [
+  'WAITING',
   'PENDING',
   'RUNNING',
   'SUCCESS',
@@ -9,7 +13,10 @@ export const COMMAND_STATUSES: readonly CommandStatus[] = [
   'CANCELLED',
 ];
 
-/** Unfinished: an idempotency key is held only while a command is in one of these. */
+/**
+ * An idempotency key is held only while a command is in one of these (a WAITING command is
+ * unfinished too, but holds no key: a workflow's steps are submitted without one).
+ */
 export const ACTIVE_STATUSES: readonly CommandStatus[] = ['PENDING', 'RUNNING'];
 
 /** Nothing happens to a command in these states unless a person acts (DEAD) or never again. */

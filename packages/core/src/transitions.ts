@@ -6,14 +6,16 @@ import { IllegalTransitionError, StaleClaimError } from './errors.js';
 import type { CommandStatus } from './status.js';
 
 /**
- * The state machine of seed §2 and §5, plus CANCELLED for commands a person disposed of:
+ * The command state machine, plus CANCELLED for commands a person disposed of:
  *
  *   PENDING ──claim──▶ RUNNING ──succeed──▶ SUCCESS
  *      ▲                 │ fail (retries left)        ──▶ PENDING (backoff)
  *      │                 │ fail (retries exhausted)   ──▶ DEAD ──retry──▶ PENDING
  *      │                 │ reclaim (lease expired)    ──▶ PENDING (same due time), or DEAD past the rescue limit
  *      │                 │ release / requeue          ──▶ PENDING
- *      └─────────────────┘ kill ──▶ CANCELLED (also from PENDING and DEAD); cancel: PENDING ──▶ CANCELLED
+ *      └─────────────────┘ kill ──▶ CANCELLED (also from WAITING, PENDING and DEAD); cancel: WAITING | PENDING ──▶ CANCELLED
+ *   WAITING ──its dependencies finished──▶ PENDING (or CANCELLED, by its dependencies' rule):
+ *   written by the store with the dependency's own transition (docs/workflows.md), never asked for.
  *
  * Adapters implement each transition as one guarded write (`WHERE status IN (sources)`), using
  * TRANSITION_SOURCES so the SQL and this model cannot drift apart.
@@ -40,9 +42,9 @@ export const TRANSITION_SOURCES: { readonly [T in TransitionName]: readonly Comm
   retry: ['DEAD'],
   requeue: ['RUNNING'],
   // kill disposes of a command whatever it is doing; a running executor's outcome is then fenced out.
-  kill: ['PENDING', 'RUNNING', 'DEAD'],
+  kill: ['WAITING', 'PENDING', 'RUNNING', 'DEAD'],
   // cancel is the polite form: only before the command has started (before any irreversible point).
-  cancel: ['PENDING'],
+  cancel: ['WAITING', 'PENDING'],
 };
 
 /** The transitions a person may ask for through the admin API or CLI. */
@@ -145,6 +147,23 @@ export function decideFailure(
     retryCount: s.retryCount + 1,
     nextRunAt: new Date(Math.max(now.getTime(), Math.min(at, LATEST_STORED_TIME))),
     lastError,
+  };
+}
+
+/**
+ * The outcome of an attempt that shutdown stopped, through no fault of its own: PENDING at its own
+ * due time (its place in the queue kept), its retry count unchanged — and written as a failed
+ * attempt, so the history shows it ran (it may have had effects) and why it stopped.
+ */
+export function decideShutdownAbort(
+  s: Pick<CommandState, 'retryCount' | 'nextRunAt'>,
+  reason: unknown,
+): FailureOutcome {
+  return {
+    status: 'PENDING',
+    retryCount: s.retryCount,
+    nextRunAt: s.nextRunAt,
+    lastError: truncateErrorText(describeFailure(reason)),
   };
 }
 

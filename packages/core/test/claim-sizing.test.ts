@@ -1,14 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  adaptiveQueueSize,
-  CLAIM_ROUNDS_QUEUED,
-  movingAverage,
-  WAKE_PROBE_LONGEST_MS,
-  WAKE_PROBE_SHORTEST_MS,
-  wakeProbeDelayMs,
-  type ClaimSizing,
-} from '../src/index.js';
+import { adaptiveQueueSize, movingAverage, type ClaimSizing } from '../src/index.js';
+import { CLAIM_ROUNDS_QUEUED } from '../src/claim-sizing.js';
+import { WAKE_PROBE_LONGEST_MS, WAKE_PROBE_SHORTEST_MS, wakeProbeDelayMs } from '../src/wake-probe.js';
 
 const sizingArb: fc.Arbitrary<ClaimSizing> = fc.record({
   concurrency: fc.integer({ min: 1, max: 10_000 }),

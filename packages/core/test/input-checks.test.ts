@@ -2,24 +2,26 @@ import * as E from 'fp-ts/lib/Either.js';
 import { describe, expect, it } from 'vitest';
 import {
   decideFailure,
-  decodeListCursor,
   EARLIEST_STORED_TIME,
-  encodeListCursor,
-  HEADER_LIMITS,
   LATEST_STORED_TIME,
-  MAX_PAYLOAD_DEPTH,
-  optionalText,
   requireHeadersJson,
-  requireId,
-  requireInstant,
   requireInt,
-  requirePayloadJson,
-  requireStatuses,
   requireStoredTime,
-  requireToken,
-  requireTypes,
   serialisePayload,
 } from '../src/index.js';
+import { HEADER_LIMITS } from '../src/input-checks.js';
+import { MAX_PAYLOAD_DEPTH } from '../src/payload.js';
+import {
+  decodeListCursor,
+  encodeListCursor,
+  optionalText,
+  requireId,
+  requireInstant,
+  requirePayloadJson,
+  requireStatuses,
+  requireToken,
+  requireTypes,
+} from '../src/input-checks.js';
 
 const code = (fn: () => unknown): string | undefined => {
   try {
@@ -94,7 +96,48 @@ describe('payload walk', () => {
       code: 'PAYLOAD_NOT_SERIALISABLE',
       message: expect.stringContaining('$.at is an invalid Date'),
     });
-    expect(serialisePayload({ at: new Date(0) })).toEqual(E.right('{"at":"1970-01-01T00:00:00.000Z"}'));
+  });
+
+  it('one rule per case: a Date is refused like every class instance, an undefined field is an absent one', () => {
+    // A Date would reach the executor as a string its type does not say: the caller sends the string.
+    expect(refusal({ at: new Date(0) })).toEqual({
+      code: 'PAYLOAD_NOT_SERIALISABLE',
+      message: expect.stringContaining(
+        '$.at is a Date, which JSON turns into a string: send at.toISOString()',
+      ),
+    });
+    expect(refusal(new Date(0))?.message).toContain('$ is a Date');
+    expect(refusal({ at: new Map() })?.message).toContain('$.at is an instance of Map');
+    // An optional field left undefined is absent, read back absent; undefined as the payload, or in an
+    // array (JSON would write null), is refused.
+    expect(serialisePayload({ u: undefined, n: 1 })).toEqual(E.right('{"n":1}'));
+    expect(refusal(undefined)?.message).toContain('$ is undefined');
+    expect(refusal({ list: [1, undefined] })?.message).toContain('$.list[1] is undefined');
+  });
+
+  it('refuses a __proto__ key, in a payload and in JSON text a store is given; keeps NUL and lone surrogates, escaped', () => {
+    for (const payload of [
+      JSON.parse('{"a":{"__proto__":{"admin":true}}}') as unknown,
+      JSON.parse('[{"__proto__":1}]') as unknown,
+    ]) {
+      expect(refusal(payload)).toEqual({
+        code: 'PAYLOAD_NOT_SERIALISABLE',
+        message: expect.stringContaining('has a "__proto__" key'),
+      });
+      expect(code(() => requirePayloadJson(JSON.stringify(payload), 1000))).toBe('PAYLOAD_NOT_SERIALISABLE');
+    }
+    // JSON.stringify escapes NUL and lone surrogates: ASCII in every store, read back the same.
+    const odd = { s: 'nul \u0000 lone \uD800 \uDC00 pair 😀', ['k\u0000\uD800']: 1, proto: { __proto: 1 } };
+    const json = serialisePayload(odd);
+    expect(json).toEqual(
+      E.right('{"s":"nul \\u0000 lone \\ud800 \\udc00 pair 😀","k\\u0000\\ud800":1,"proto":{"__proto":1}}'),
+    );
+    expect(JSON.parse(E.isRight(json) ? json.right : 'null')).toEqual(odd);
+    expect(requirePayloadJson(E.isRight(json) ? json.right : '', 1000)).toBe(
+      E.isRight(json) ? json.right : '',
+    );
+    // Written out raw, a lone surrogate is text UTF-8 cannot keep: refused.
+    expect(code(() => requirePayloadJson('{"s":"\uD800"}', 1000))).toBe('PAYLOAD_NOT_SERIALISABLE');
   });
 
   it('refuses nesting deeper than MAX_PAYLOAD_DEPTH with a typed error, however deep', () => {

@@ -8,8 +8,8 @@ import {
   parseCommandId,
   serialisePayload,
   truncateErrorText,
-  validateIdentifier,
 } from '../src/index.js';
+import { validateIdentifier } from '../src/identifier.js';
 
 describe('BackoffPolicy', () => {
   it('is min(60 s·2ⁿ, 1 h) by default', () => {

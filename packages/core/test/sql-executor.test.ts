@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isSqlExecutor, rowsOfResult, sqlTemplate, TransactionExecutors } from '../src/index.js';
+import { isSqlExecutor, rowsOfResult, TransactionExecutors } from '../src/index.js';
+import { sqlTemplate } from '../src/ports/sql-executor.js';
 
 describe('sqlTemplate', () => {
   it('splits numbered placeholders, repeating a value each time its number recurs', () => {

@@ -1,6 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { describe, expect, it } from 'vitest';
-import { decodeListCursor, isAsyncCommandError } from '@asynccmd/core';
+import { isAsyncCommandError } from '@asynccmd/core';
+import { decodeListCursor } from '../src/input-checks.js';
 import type { CommandRecord, CommandStatus } from '@asynccmd/core';
 import {
   ADMIN_TRANSITION_ATTEMPTS,

@@ -2,7 +2,6 @@ import * as E from 'fp-ts/lib/Either.js';
 import { describe, expect, it } from 'vitest';
 import {
   cancel,
-  checkTransition,
   claim,
   decideFailure,
   exponentialBackoff,
@@ -16,6 +15,7 @@ import {
   succeed,
   type CommandState,
 } from '../src/index.js';
+import { checkTransition } from '../src/transitions.js';
 
 const t0 = new Date('2026-01-01T00:00:00.000Z');
 const pending: CommandState = {
@@ -91,7 +91,7 @@ describe('state machine', () => {
     expect(leftCode(claim(done, 'x'))).toBe('ILLEGAL_TRANSITION');
     const msg = checkTransition('kill', 'SUCCESS', '42');
     expect(E.isLeft(msg) && msg.left.message).toBe(
-      'cannot kill command 42: it is SUCCESS (kill is allowed only from PENDING or RUNNING or DEAD)',
+      'cannot kill command 42: it is SUCCESS (kill is allowed only from WAITING or PENDING or RUNNING or DEAD)',
     );
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_TYPE_LIMIT, requireTypeLimits } from '@asynccmd/core';
+import { requireTypeLimits } from '../src/input-checks.js';
 import { claimWithinLimits } from '@asynccmd/core/store-kit';
+import { LIMITS } from '@asynccmd/core';
 
 /** Steps that hand out `available` rows per type and record each call. */
 function steps(available: Record<string, number>) {
@@ -51,22 +52,22 @@ describe('claimWithinLimits', () => {
 });
 
 describe('requireTypeLimits', () => {
-  it('accepts limits of 1 to MAX_TYPE_LIMIT and refuses anything else with INVALID_ARGUMENT', () => {
+  it('accepts limits of 1 to LIMITS.typeLimit and refuses anything else with INVALID_ARGUMENT', () => {
     expect(
       requireTypeLimits([
         { type: 'a', maxRunning: 1 },
-        { type: 'b', maxRunning: MAX_TYPE_LIMIT },
+        { type: 'b', maxRunning: LIMITS.typeLimit },
       ]),
     ).toEqual([
       { type: 'a', maxRunning: 1 },
-      { type: 'b', maxRunning: MAX_TYPE_LIMIT },
+      { type: 'b', maxRunning: LIMITS.typeLimit },
     ]);
     for (const bad of [
       null,
       [null],
       [{ type: 'a', maxRunning: 0 }],
       [{ type: 'a', maxRunning: 2.5 }],
-      [{ type: 'a', maxRunning: MAX_TYPE_LIMIT + 1 }],
+      [{ type: 'a', maxRunning: LIMITS.typeLimit + 1 }],
       [{ type: '', maxRunning: 1 }],
       [{ type: 'x'.repeat(129), maxRunning: 1 }],
       [{ type: 'a\u0000', maxRunning: 1 }],

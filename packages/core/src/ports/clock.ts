@@ -1,4 +1,4 @@
-/** The application's clock: due times (`runAt`, retry backoff) are judged on it, as the seed says. */
+/** The application's clock: due times (`runAt`, retry backoff) are judged on it; leases are not (they use the database clock). */
 export interface Clock {
   now(): Date;
 }

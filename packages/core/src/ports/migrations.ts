@@ -14,6 +14,13 @@ export interface MigrationScript {
    * statement commits on its own (MySQL / MariaDB).
    */
   readonly transactional: boolean;
+  /**
+   * Last, after the script's transaction, each on its own outside any transaction block: data that
+   * a version moves, in batches that each commit, so no lock is held for longer than one batch
+   * (PostgreSQL's finished commands moving to the history table). Run again, they find nothing to
+   * do. Absent where there is none.
+   */
+  readonly afterCommit?: readonly string[];
 }
 
 export interface MigrationStep {

@@ -1,3 +1,4 @@
+import { LIMITS } from '../limits.js';
 import { AsyncCommandError, InvalidArgumentError } from '../errors.js';
 import type { CommandId, NewCommand } from '../command.js';
 
@@ -124,9 +125,9 @@ export class ScheduleNotFoundError extends AsyncCommandError {
   }
 }
 
-export const MAX_SCHEDULE_NAME_LENGTH = 128;
+export const MAX_SCHEDULE_NAME_LENGTH = LIMITS.scheduleNameChars;
 /** Characters of a stored cron expression or time zone name. */
-export const MAX_CRON_LENGTH = 200;
+export const MAX_CRON_LENGTH = LIMITS.cronChars;
 
 const SCHEDULE_NAME = /^[A-Za-z0-9_.:-]+$/;
 
@@ -156,7 +157,7 @@ export function requireScheduleDefinition(d: ScheduleDefinition): ScheduleDefini
       throw new InvalidArgumentError(`schedule "${d.name}": ${what} must be 1 to ${max} characters`);
     }
   };
-  text('type', d.type, 128);
+  text('type', d.type, LIMITS.typeChars);
   text('cron', d.cron, MAX_CRON_LENGTH);
   if (d.timezone !== null) text('timezone', d.timezone, MAX_CRON_LENGTH);
   return d;

@@ -124,3 +124,25 @@ export function rowsOfResult(result: unknown): readonly Record<string, unknown>[
   const rows = (result as { rows?: unknown } | null)?.rows;
   return Array.isArray(rows) ? (rows as Record<string, unknown>[]) : [];
 }
+
+/**
+ * How a transactional executor's attempt opens its transaction through an ORM instead of the
+ * store's driver: `transaction(fn)` runs `fn` in a new transaction of the ORM's (commits when `fn`
+ * resolves, rolls back when it rejects), handing it the ORM's transaction object (what the
+ * executor gets as `ctx.tx`) and the SqlExecutor over it (what the runtime submits and writes the
+ * fenced SUCCESS through). Each ORM bridge exports one (`knexTransactions(knex)`, …).
+ */
+export interface TransactionOpener<T> {
+  readonly kind: 'transaction-opener';
+  transaction<R>(fn: (tx: T, executor: SqlExecutor) => Promise<R>): Promise<R>;
+}
+
+/** Whether `value` is a TransactionOpener. */
+export function isTransactionOpener(value: unknown): value is TransactionOpener<unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === 'transaction-opener' &&
+    typeof (value as { transaction?: unknown }).transaction === 'function'
+  );
+}

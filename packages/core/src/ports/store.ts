@@ -1,3 +1,4 @@
+import { LIMITS } from '../limits.js';
 import type * as E from 'fp-ts/lib/Either.js';
 import type {
   ClaimedCommand,
@@ -6,13 +7,18 @@ import type {
   CommandRecord,
   CompletedAttempt,
   NewCommand,
+  ProgressReport,
 } from '../command.js';
 import type { CommandNotFoundError, IdempotencyConflictError } from '../errors.js';
 import type { CommandStatus } from '../status.js';
 import type { SqlExecutor } from './sql-executor.js';
+import type { CleanupHorizonProbe } from './cleanup-horizon.js';
 import type { FailureOutcome, TransitionError } from '../transitions.js';
 import type { MigrationScript, MigrationScriptOptions } from './migrations.js';
 import type { ScheduleStore } from './schedules.js';
+import type { KeyLimitStore, KeyRateLimitStore } from './key-limits.js';
+import type { RateLimitStore } from './rate-limits.js';
+import type { DependencyStore } from './dependencies.js';
 
 /**
  * The command store: every database operation asynccmd needs, named by intent. One adapter per
@@ -93,6 +99,16 @@ export interface CommandStore<Tx = unknown> {
    * in one statement. Returns the refs whose claim is still valid: a missing one was taken away.
    */
   heartbeat(refs: readonly ClaimRef[], leaseMs: number): Promise<ClaimRef[]>;
+
+  /**
+   * Stores each report's progress on its command, read back as the record's `progress`, if its
+   * claim still holds the command (RUNNING under that token), in one statement; a report of a
+   * claim taken away changes nothing. Of two reports of one claim, the later in the list wins.
+   * Every report is checked (`done` and `total` whole, 0 ≤ done ≤ total, total ≥ 1; see
+   * core requireProgress) before anything is written: INVALID_ARGUMENT otherwise. Returns the ids
+   * whose progress was written, each once.
+   */
+  reportProgress(reports: readonly ProgressReport[]): Promise<CommandId[]>;
 
   /**
    * RUNNING → SUCCESS for each ref whose token still holds the command, in one statement; sets
@@ -209,24 +225,107 @@ export interface CommandStore<Tx = unknown> {
    * Recurring schedules and the once-per-tick insert of their commands, where the adapter has them
    * (every adapter of this repository does; the runtime refuses `recurring` without them).
    */
-  readonly schedules?: ScheduleStore;
+  readonly schedules: ScheduleStore;
 
   /**
    * The per-type limits of RUNNING commands kept in the database (`<table>_type_limits`), where the
    * adapter has them (every adapter of this repository does; the runtime refuses `typeLimits`
    * without them). Claims honour a type's limit only when they name it in `limitedTypes`.
    */
-  readonly typeLimits?: TypeLimitStore;
+  readonly typeLimits: TypeLimitStore;
+
+  /**
+   * The per-type rate limits kept in the database (`<table>_rate_limits`, one token bucket per
+   * type), where the adapter has them (every adapter of this repository does; the runtime refuses
+   * `rateLimits` without them). The store only keeps the buckets: the runtime takes a type's tokens
+   * before it claims the type.
+   */
+  readonly rateLimits: RateLimitStore;
+
+  /**
+   * The per-key limits of RUNNING commands kept in the database (`<table>_key_limits`), where the
+   * adapter has them (every adapter of this repository does; the runtime refuses `keyLimits`
+   * without them). Claims honour a type's key limit only when they name it in `keyedTypes`.
+   */
+  readonly keyLimits: KeyLimitStore;
+
+  /**
+   * The per-key rate limits kept in the database (`<table>_key_rate_limits`, a token bucket per
+   * key in `<table>_key_rate_buckets`), where the adapter has them (every adapter of this
+   * repository does). Claims honour them only for the types they name in `keyRatedTypes`.
+   */
+  readonly keyRateLimits: KeyRateLimitStore;
 
   /**
    * The types paused for every instance (`<table>_paused_types`), where the adapter has them
    * (every adapter of this repository does). The store only keeps the rows: the runtime leaves a
    * paused type out of its claims. Submits of a paused type are accepted as always.
    */
-  readonly typePauses?: TypePauseStore;
+  readonly typePauses: TypePauseStore;
+
+  /**
+   * Where the database can tell: what keeps it from cleaning up the command table's dead row
+   * versions (a long transaction elsewhere), read for health, metrics and a warning in the log.
+   */
+  readonly cleanupHorizon?: CleanupHorizonProbe;
+
+  /**
+   * Completion inside a transaction of the store's own `transaction()`, for executors whose writes
+   * must commit with their SUCCESS, where the adapter has it (every adapter of this repository
+   * does; the runtime refuses transactional executors without it).
+   */
+  readonly transactionalCompletion: TransactionalCompletion<NoInfer<Tx>>;
+
+  /**
+   * Commands that wait for other commands, and workflows (`<table>_dependencies`,
+   * `<table>_workflow_steps`), where the adapter has them (every adapter of this repository does;
+   * the runtime's workflow builder refuses a store without them). See docs/workflows.md.
+   */
+  readonly dependencies: DependencyStore<NoInfer<Tx>>;
 
   /** Closes the store's own connections (never the caller's). */
   close(): Promise<void>;
+}
+
+/**
+ * The fenced SUCCESS of one attempt written in the caller's transaction, so that the writes made
+ * in that transaction (the executor's own rows, the commands it submitted) and the command's
+ * SUCCESS commit together, or not at all.
+ */
+export interface TransactionalCompletion<Tx = unknown> {
+  /**
+   * RUNNING → SUCCESS of `attempt`'s command, fenced by its claim token, as one statement on `tx`
+   * (a transaction this store's `transaction()` opened and has not committed): it becomes visible
+   * with that transaction's COMMIT and is undone by its rollback. Stores the attempt's
+   * `resultJson` as `complete` does (checked the same way, before anything is written). True when
+   * the claim still held: the row is now locked by `tx` until it ends, so no other claim, heartbeat
+   * or admin write can change it before the COMMIT. False when the claim was taken away (reclaimed,
+   * requeued, killed) or the command already finished: nothing was written, and the caller must
+   * roll `tx` back, or the stale attempt's other writes would commit. `tx` may be an SqlExecutor
+   * (an ORM's transaction on the store's database) where `capabilities.sqlExecutor` says so and the
+   * adapter can complete through one (PostgreSQL's and MySQL's can; SQLite's refuses it).
+   */
+  complete(tx: Tx | SqlExecutor, attempt: CompletedAttempt): Promise<boolean>;
+  /**
+   * `complete` takes an SqlExecutor over an ORM's transaction on the store's database, so
+   * executors whose transaction an ORM bridge opens can run on this store. Absent: it does not.
+   */
+  readonly throughSqlExecutor?: boolean;
+  /**
+   * Whether the command is SUCCESS under this claim, read on the store's own connections: what
+   * settles a COMMIT whose answer was lost (the connection died during it). True: the transaction
+   * committed; false: it did not, and never will.
+   */
+  succeededUnder(ref: ClaimRef): Promise<boolean>;
+  /**
+   * Whether `error`, thrown while such a transaction was open (opening it, a statement in it, its
+   * COMMIT), means the transaction was lost through no fault of its statements: the connection
+   * died, the server shut down, the database chose it as a deadlock (or, on Galera, a
+   * certification) victim, or it could not be opened because other writers held the database
+   * (SQLite's busy timeout). Such an attempt is put back to run again at once, not counted as a
+   * failure. Never true for an error of a statement itself (a constraint, bad SQL).
+   */
+  isTransient(error: unknown): boolean;
 }
 
 /** A failed attempt to record: the claim it ran under and what it turns into. */
@@ -320,11 +419,29 @@ export interface ClaimDueParams {
    * Absent or empty: the claim is exactly the one without limits (no lock, no count).
    */
   readonly limitedTypes?: readonly string[];
+  /**
+   * Those of `types` whose stored key limit (see `keyLimits`) this claim honours: each alone, in a
+   * transaction of its own that locks the type's key-limit row, counts its RUNNING commands per key
+   * and claims, in claim order, only commands whose key has a free place (a command whose payload
+   * lacks the key field is not held by it); a listed type without a stored key limit is not claimed.
+   * Claimed before the other types. A type may not be in both `limitedTypes` and `keyedTypes`.
+   * Absent or empty: the claim is exactly the one without them. claimById ignores key limits.
+   */
+  readonly keyedTypes?: readonly string[];
+  /**
+   * Those of `types` whose stored per-key rate limit (see `keyRateLimits`) this claim honours:
+   * each alone, first, in a transaction of its own that locks the type's row, refills the buckets
+   * of the due commands' keys on the database clock and claims, in claim order, only as many of a
+   * key as its bucket holds whole tokens, spending them (a command without the key field is not
+   * held). A listed type without a stored limit is not claimed. A type may be in only one of
+   * `limitedTypes`, `keyedTypes` and `keyRatedTypes`. Absent or empty: the claim without them.
+   */
+  readonly keyRatedTypes?: readonly string[];
   readonly limit: number;
   readonly now: Date;
   readonly token: string;
   readonly leaseMs: number;
-  /** Who claims (a runtime instance; at most 128 characters): recorded as claimedBy and in the history. */
+  /** Who claims (a runtime instance; at most LIMITS.instanceChars characters): recorded as claimedBy and in the history. */
   readonly instance?: string;
 }
 
@@ -345,7 +462,7 @@ export interface ClaimByIdParams {
 }
 
 /** The most RUNNING commands a type limit allows. */
-export const MAX_TYPE_LIMIT = 100_000;
+export const MAX_TYPE_LIMIT = LIMITS.typeLimit;
 
 /** A type's limit of RUNNING commands, as stored. */
 export interface TypeLimit {
@@ -367,7 +484,7 @@ export interface TypeLimitStore {
 }
 
 /** The longest reason a type pause keeps. */
-export const MAX_PAUSE_REASON_CHARS = 1_000;
+export const MAX_PAUSE_REASON_CHARS = LIMITS.pauseReasonChars;
 
 /** A type paused for every instance, as stored. */
 export interface PausedType {
@@ -435,7 +552,7 @@ export interface StoreStats {
 }
 
 /** The largest `deadLetterLimit` a health probe takes: beyond it, a probe would no longer be cheap. */
-export const MAX_HEALTH_PROBE_DEAD_LETTERS = 100_000;
+export const MAX_HEALTH_PROBE_DEAD_LETTERS = LIMITS.healthProbeDeadLetters;
 
 export interface HealthProbeParams {
   readonly now: Date;
@@ -451,7 +568,7 @@ export interface HealthProbe {
 }
 
 /** The most latency bounds an outcome count takes. */
-export const MAX_OUTCOME_LATENCY_BOUNDS = 64;
+export const MAX_OUTCOME_LATENCY_BOUNDS = LIMITS.outcomeLatencyBounds;
 
 export interface OutcomeCountParams {
   /** Inclusive. */

@@ -1,4 +1,4 @@
-/** Fresh claim tokens: one per claim round, never reused (seed §3: a UUID, not an instance name). */
+/** Fresh claim tokens: one per claim round, never reused (a UUID, not an instance name: a restarted instance must not match its old claims). */
 export interface TokenSource {
   next(): string;
 }

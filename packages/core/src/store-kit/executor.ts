@@ -23,3 +23,21 @@ export function commandIdFromExecutor(value: unknown): CommandId {
   if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return String(value);
   throw new Error('the insert through the SqlExecutor returned no usable id');
 }
+
+/**
+ * Submits through an SqlExecutor one row at a time with `insertOne`, a single-row statement whose
+ * first row holds the new id (as text, so no number handling of an ORM's can round it); every row
+ * was checked before the first is written. `run` runs a statement through the executor.
+ */
+export async function insertEachThroughExecutor(
+  run: (text: string, values: readonly SqlValue[]) => Promise<readonly Record<string, unknown>[]>,
+  insertOne: string,
+  rows: readonly (readonly SqlValue[])[],
+): Promise<CommandId[]> {
+  const ids: CommandId[] = [];
+  for (const values of rows) {
+    const [row] = await run(insertOne, values);
+    ids.push(commandIdFromExecutor(row?.id));
+  }
+  return ids;
+}

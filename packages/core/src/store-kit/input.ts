@@ -1,7 +1,10 @@
 import { DEFAULT_PRIORITY, MAX_ORDERING_KEY_CHARS, PRIORITY_RANGE } from '../command.js';
-import type { ClaimRef, CommandId, CompletedAttempt, NewCommand } from '../command.js';
+import { requireProgress } from '../command.js';
+import type { ClaimRef, CommandId, CompletedAttempt, NewCommand, ProgressReport } from '../command.js';
 import { truncateErrorText } from '../error-text.js';
 import { InvalidArgumentError } from '../errors.js';
+import { LIMITS } from '../limits.js';
+import { isSqlExecutor, type SqlExecutor } from '../ports/sql-executor.js';
 import {
   optionalReason,
   optionalText,
@@ -17,11 +20,15 @@ import {
   requireStatuses,
   requireStoredTime,
   requireToken,
+  requireTypes,
+  optionalInstance,
   decodeListCursor,
 } from '../input-checks.js';
 import type { ListPosition } from '../input-checks.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_RESULT_BYTES } from '../payload.js';
 import type {
+  ClaimByIdParams,
+  ClaimDueParams,
   FailedAttempt,
   HealthProbeParams,
   IdempotentInsertOptions,
@@ -41,10 +48,9 @@ import { rescueLimitMessage } from '../transitions.js';
  * out is trusted by the adapters, which only encode it for their database.
  */
 
-/** The largest 32-bit signed integer: the widest integer column every database holds. */
-const MAX_INT = 2 ** 31 - 1;
+const MAX_INT = LIMITS.intColumn;
 /** Rows a list page holds at most, and when the query names none. */
-const MAX_LIST_LIMIT = 1000;
+const MAX_LIST_LIMIT = LIMITS.listRows;
 const DEFAULT_LIST_LIMIT = 50;
 
 /** Widths, in characters, of the text columns a database cannot hold longer text in. */
@@ -58,8 +64,48 @@ export interface TextWidths {
 export interface StoreInputOptions {
   /** Largest payload accepted, in UTF-8 bytes of its JSON; default DEFAULT_MAX_PAYLOAD_BYTES. */
   readonly maxPayloadBytes?: number;
-  /** Column widths to refuse longer text against (rather than let the database cut or refuse it). */
+  /** Column widths to refuse longer text against; default LIMITS' (the narrowest database's columns). */
   readonly textWidths?: Partial<TextWidths>;
+}
+
+/** The widths every store refuses longer text against, from LIMITS. */
+export const STORE_TEXT_WIDTHS: TextWidths = {
+  type: LIMITS.typeChars,
+  bizKey: LIMITS.bizKeyChars,
+  owner: LIMITS.ownerChars,
+  token: LIMITS.tokenChars,
+};
+
+/** A claimDue's parameters, checked. */
+export interface CheckedClaimDue {
+  /** Non-empty. */
+  readonly types: readonly string[];
+  /** As given (checked names), possibly empty: see ClaimDueParams.limitedTypes. */
+  readonly limitedTypes: readonly string[];
+  /** As given (checked names), possibly empty, none also in another limit: ClaimDueParams.keyedTypes. */
+  readonly keyedTypes: readonly string[];
+  /** As given (checked names), possibly empty, none also in another limit: ClaimDueParams.keyRatedTypes. */
+  readonly keyRatedTypes: readonly string[];
+  /** At least 1. */
+  readonly limit: number;
+  /** Clamped into the stored range. */
+  readonly now: Date;
+  readonly token: string;
+  readonly leaseMs: number;
+  readonly instance: string | null;
+}
+
+/** A claimById's parameters, checked. */
+export interface CheckedClaimById {
+  readonly id: CommandId;
+  readonly now: Date;
+  readonly token: string;
+  readonly leaseMs: number;
+  /** null: any type; else non-empty. */
+  readonly types: readonly string[] | null;
+  /** Possibly empty. */
+  readonly limitedTypes: readonly string[];
+  readonly instance: string | null;
 }
 
 /** A command to insert, checked: its column values before encoding. */
@@ -127,6 +173,34 @@ export function errorText(text: string): string {
   return truncateErrorText(text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text);
 }
 
+/**
+ * The transaction a submit writes in: an SqlExecutor, or the adapter's own handle as `isHandle`
+ * recognises it (`expected` names it in the error). Anything else — null, a plain object, another
+ * library's transaction — is refused here, before any statement runs, rather than failing inside
+ * the driver with text that differs per database.
+ */
+export function requireTransaction<Tx>(
+  tx: unknown,
+  expected: string,
+  isHandle: (candidate: object) => boolean,
+): Tx | SqlExecutor {
+  if (isSqlExecutor(tx)) return tx;
+  if ((typeof tx === 'object' || typeof tx === 'function') && tx !== null && isHandle(tx)) return tx as Tx;
+  throw new InvalidArgumentError(
+    `a submit's transaction must be ${expected} or an SqlExecutor, not ${describeValue(tx)}`,
+  );
+}
+
+/** What a value is, for an error message: its kind or class, never its contents. */
+export function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`;
+  if (Array.isArray(value)) return 'an array';
+  const name: unknown = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null)
+    ?.constructor?.name;
+  return typeof name === 'string' && name !== '' && name !== 'Object' ? `a ${name}` : 'a plain object';
+}
+
 /** The checks of a store's input, with the store's own limits (payload size, column widths). */
 export class StoreInput {
   /** The largest payload accepted, in UTF-8 bytes of its JSON: checked here and nowhere else. */
@@ -140,7 +214,7 @@ export class StoreInput {
       1,
       MAX_INT,
     );
-    this.widths = options.textWidths ?? {};
+    this.widths = { ...STORE_TEXT_WIDTHS, ...options.textWidths };
   }
 
   /** Commands to insert, each checked, in order. */
@@ -210,6 +284,21 @@ export class StoreInput {
     return refs.map((r) => ({ id: requireId(r.id), token: this.token(r.token) }));
   }
 
+  /**
+   * Progress reports: each a valid ref with a valid progress (core requireProgress); of two of one
+   * claim, the later one only. In the order of each claim's first report.
+   */
+  progressReports(reports: readonly ProgressReport[]): ProgressReport[] {
+    if (!Array.isArray(reports)) throw new InvalidArgumentError('reportProgress takes an array of reports');
+    const latest = new Map<string, ProgressReport>();
+    for (const r of reports) {
+      const ref = { id: requireId(r?.id), token: this.token(r?.token) };
+      const { done, total } = requireProgress(r);
+      latest.set(`${ref.id} ${ref.token}`, { ...ref, done, total });
+    }
+    return [...latest.values()];
+  }
+
   /** A complete's attempts: each a valid ref, with a result of at most MAX_RESULT_BYTES of JSON text if any. */
   completedAttempts(attempts: readonly CompletedAttempt[]): CheckedCompletedAttempt[] {
     if (!Array.isArray(attempts)) throw new InvalidArgumentError('complete takes an array of claims');
@@ -232,6 +321,40 @@ export class StoreInput {
     const text = requireToken(token);
     this.fits('a claim token', text, this.widths.token);
     return text;
+  }
+
+  /** A claimDue's parameters; null when it can claim nothing (no types, or a limit of 0). */
+  claimDue(params: ClaimDueParams): CheckedClaimDue | null {
+    const limit = requireInt('limit', params.limit, 0);
+    const types = requireTypes(params.types);
+    const claim = {
+      types,
+      limit,
+      token: this.token(params.token),
+      leaseMs: this.leaseMs(params.leaseMs),
+      now: requireInstant('now', params.now),
+      instance: optionalInstance(params.instance),
+      limitedTypes: params.limitedTypes === undefined ? [] : requireTypes(params.limitedTypes),
+      keyedTypes: params.keyedTypes === undefined ? [] : requireTypes(params.keyedTypes),
+      keyRatedTypes: params.keyRatedTypes === undefined ? [] : requireTypes(params.keyRatedTypes),
+    };
+    refuseTwoLimits(claim);
+    return limit === 0 || types.length === 0 ? null : claim;
+  }
+
+  /** A claimById's parameters; null when `types` is given and empty (nothing can be claimed). */
+  claimById(params: ClaimByIdParams): CheckedClaimById | null {
+    const types = params.types === undefined ? null : requireTypes(params.types);
+    const claim = {
+      id: requireId(params.id),
+      now: requireInstant('now', params.now),
+      token: this.token(params.token),
+      leaseMs: this.leaseMs(params.leaseMs),
+      types,
+      instance: optionalInstance(params.instance),
+      limitedTypes: params.limitedTypes === undefined ? [] : requireTypes(params.limitedTypes),
+    };
+    return types !== null && types.length === 0 ? null : claim;
   }
 
   /** A lease of at least a millisecond: a zero lease would be hung before it was handed out. */
@@ -335,5 +458,22 @@ function isJsonText(text: string): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** A type claimed within two kinds of limit at once (a type, key or key-rate limit) is refused. */
+function refuseTwoLimits(claim: {
+  readonly limitedTypes: readonly string[];
+  readonly keyedTypes: readonly string[];
+  readonly keyRatedTypes: readonly string[];
+}): void {
+  const kinds = [claim.limitedTypes, claim.keyedTypes, claim.keyRatedTypes].map((l) => new Set(l));
+  const twice = [...claim.keyedTypes, ...claim.keyRatedTypes].find(
+    (t) => kinds.filter((kind) => kind.has(t)).length > 1,
+  );
+  if (twice !== undefined) {
+    throw new InvalidArgumentError(
+      `type "${twice}" can be claimed within one of a type, key or key rate limit`,
+    );
   }
 }

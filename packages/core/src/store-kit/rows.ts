@@ -37,6 +37,9 @@ export interface StoredCommandRow<Time, Count, Flag> {
   readonly ordering_key: string | null;
   /** JSON text; absent where a statement does not read it (the claims: a claimed row has none). */
   readonly result?: string | null;
+  /** The latest progress report (both null before any); absent where a statement does not read them (the claims). */
+  readonly progress_done?: Count | null;
+  readonly progress_total?: Count | null;
 }
 
 /** How an adapter reads its encodings of times, counts and the flag. */
@@ -85,6 +88,10 @@ export function recordFromRow<Time, Count, Flag>(
     startedAt,
     finishedAt,
     result: row.result == null ? null : (JSON.parse(row.result) as unknown),
+    progress:
+      row.progress_done == null || row.progress_total == null
+        ? null
+        : { done: decode.count(row.progress_done), total: decode.count(row.progress_total) },
   };
 }
 

@@ -1,5 +1,4 @@
 import {
-  requireScheduleDefinition,
   type EnqueueTickResult,
   type RunTimeScheduleSettings,
   type ScheduleDefinition,
@@ -55,14 +54,14 @@ export function decodeRunTimeSettings(text: string | null): RunTimeScheduleSetti
 }
 
 /**
- * The bound values of a run-time schedule's INSERT, checked: name, type, cron, timezone, the
- * activation time as the adapter stores times, the settings' JSON.
+ * The bound values of a run-time schedule's INSERT (its definition checked by checkedStore): name,
+ * type, cron, timezone, the activation time as the adapter stores times, the settings' JSON.
  */
 export function runTimeScheduleValues<T>(
   definition: ScheduleDefinition,
   settings: RunTimeScheduleSettings,
   activeFrom: T,
 ): [string, string, string, string | null, T, string] {
-  const d = requireScheduleDefinition(definition);
+  const d = definition;
   return [d.name, d.type, d.cron, d.timezone, activeFrom, encodeRunTimeSettings(settings)];
 }

@@ -1,4 +1,4 @@
-import { requireTypeLimits, requireTypes } from '../input-checks.js';
+import { requireTypeLimits } from '../input-checks.js';
 import type { TypeLimit, TypeLimitStore } from '../ports/store.js';
 
 /** The two claims a round with type limits is made of, in the adapter's SQL. */
@@ -39,11 +39,22 @@ export async function claimWithinLimits<Row>(
   return claimed;
 }
 
-/** Of `types`, those in `limitedTypes` (absent: none), each once and in order. */
-export function limitedAmong(types: readonly string[], limitedTypes: unknown): string[] {
+/** Of `types`, those in `limitedTypes` (checked names; absent: none), each once and in order. */
+export function limitedAmong(
+  types: readonly string[],
+  limitedTypes: readonly string[] | undefined,
+): string[] {
   if (limitedTypes === undefined) return [];
-  const limited = new Set(requireTypes(limitedTypes));
+  const limited = new Set(limitedTypes);
   return [...new Set(types.filter((t) => limited.has(t)))];
+}
+
+/** The statements of an adapter's `<table>_type_limits`, given checked input. */
+export interface TypeLimitStatements {
+  /** Stores the limits (at least one), each replacing its type's. */
+  readonly write: (limits: readonly TypeLimit[]) => Promise<unknown>;
+  /** Every stored row, its limit as the driver returns it. */
+  readonly read: () => Promise<readonly { readonly type: string; readonly maxRunning: number | string }[]>;
 }
 
 /**

@@ -1,0 +1,220 @@
+import type { CommandId } from '../command.js';
+import { KEY_DUE_COUNTED, type KeysWaiting } from '../ports/key-limits.js';
+import { compareIds } from './rows.js';
+
+/*
+ * What a keyed claim reads (key limits, fair share, rate limits per key): a bounded number of rows
+ * per key, however long one key's backlog is. Each command of a keyed type carries its key in a
+ * column the database derives from the payload when the command is written, and an index holds the
+ * PENDING ones by (type, key, priority, due time, id). A claim reads the first entry of each
+ * (key, priority) there — one entry per pair, a loose index scan — and then, of the keys whose
+ * first due command can be among the claim's, only as many due commands as can be taken.
+ */
+
+/** The key of a keyed type's command that has none (no field, JSON null, or ''): not limited; one key for turns. */
+export const NO_KEY = '';
+
+/** The first PENDING command of one (key, priority) of a keyed type, in claim order (due or not). */
+export interface KeyPriorityHead {
+  readonly key: string;
+  readonly priority: number;
+  readonly nextRunAtMs: number;
+  readonly id: CommandId;
+}
+
+/** A (key, priority) a keyed claim reads: at most `rows` of its due, claimable commands, in claim order. */
+export interface KeyedRead {
+  readonly key: string;
+  readonly priority: number;
+  readonly rows: number;
+}
+
+/** A due, claimable command a keyed claim read. */
+export interface KeyedCandidate {
+  readonly id: CommandId;
+  readonly key: string;
+  readonly priority: number;
+  readonly nextRunAtMs: number;
+}
+
+/** The statements a keyed claim reads with, inside its transaction. */
+export interface KeyedClaimReader {
+  /**
+   * The first PENDING command of each (key, priority) of the type (one index entry each) and, when
+   * `countRunning`, the type's RUNNING commands per key (NO_KEY left out; else an empty map).
+   */
+  readonly heads: (countRunning: boolean) => Promise<{
+    readonly heads: readonly KeyPriorityHead[];
+    readonly running: ReadonlyMap<string, number>;
+  }>;
+  /** For each read, the first `rows` due, claimable commands of its (key, priority), in claim order. */
+  readonly rows: (reads: readonly KeyedRead[]) => Promise<readonly KeyedCandidate[]>;
+}
+
+type Ordered = Pick<KeyedCandidate, 'priority' | 'nextRunAtMs' | 'id'>;
+const byClaimOrder = (a: Ordered, b: Ordered): number =>
+  a.priority - b.priority || a.nextRunAtMs - b.nextRunAtMs || compareIds(a.id, b.id);
+
+/** How many of a key's commands already count against it: NO_KEY's never do. */
+const runningOf = (running: ReadonlyMap<string, number>, key: string): number =>
+  key === NO_KEY ? 0 : (running.get(key) ?? 0);
+
+/** The turns a key's commands may take (its places left): NO_KEY's are not limited. */
+const placesOf = (running: ReadonlyMap<string, number>, key: string, cap: number, limit: number): number =>
+  key === NO_KEY ? limit : cap - runningOf(running, key);
+
+/**
+ * Which (key, priority) a claim of `limit` reads, and how many rows of each. A command's turn is its
+ * rank among its key's due commands (claim order) plus the key's RUNNING; the claim takes by
+ * priority, then turn, then due time and id, at most `cap` turns per key (NO_KEY: any). The keys
+ * are ranked by their first due command (their head): a key whose head ranks r-th has r − 1 heads
+ * before each of its commands, so at most limit − r + 1 of them can be taken, and a key ranked
+ * past `limit` none. So at most limit·(limit + 1)/2 rows per priority are read, whatever the backlog.
+ * A head is the index's first entry, claimable or not (a requeued command still held, one behind
+ * its ordering key): then a key may be read for fewer rows than it could give, never more taken.
+ */
+export function keyedReads(
+  heads: readonly KeyPriorityHead[],
+  running: ReadonlyMap<string, number>,
+  cap: number,
+  limit: number,
+  nowMs: number,
+): KeyedRead[] {
+  const duePairs = new Map<string, KeyPriorityHead[]>();
+  for (const head of heads) {
+    if (head.nextRunAtMs > nowMs) continue;
+    const pairs = duePairs.get(head.key);
+    if (pairs === undefined) duePairs.set(head.key, [head]);
+    else pairs.push(head);
+  }
+  const keys = [...duePairs.entries()]
+    .map(([key, pairs]) => ({ key, pairs, first: [...pairs].sort(byClaimOrder)[0]! }))
+    .filter((k) => placesOf(running, k.key, cap, limit) > 0)
+    .sort(
+      (a, b) =>
+        a.first.priority - b.first.priority ||
+        runningOf(running, a.key) - runningOf(running, b.key) ||
+        byClaimOrder(a.first, b.first),
+    )
+    .slice(0, limit);
+  return keys.flatMap((k, i) => {
+    const rows = Math.min(limit - i, placesOf(running, k.key, cap, limit));
+    return k.pairs.map((p) => ({ key: k.key, priority: p.priority, rows }));
+  });
+}
+
+/**
+ * Of `candidates` (each key's read in full up to what keyedReads asked), the at most `limit` a claim
+ * takes, in the order it takes them: by priority, then turn (rank within the key plus its RUNNING),
+ * then due time and id, none past a key's `cap` turns (NO_KEY's: any).
+ */
+export function inTurnsWithin(
+  candidates: readonly KeyedCandidate[],
+  running: ReadonlyMap<string, number>,
+  cap: number,
+  limit: number,
+): KeyedCandidate[] {
+  const byKey = new Map<string, KeyedCandidate[]>();
+  for (const c of candidates) {
+    const of = byKey.get(c.key);
+    if (of === undefined) byKey.set(c.key, [c]);
+    else of.push(c);
+  }
+  const turns: { c: KeyedCandidate; turn: number }[] = [];
+  for (const [key, of] of byKey) {
+    const base = runningOf(running, key);
+    const places = placesOf(running, key, cap, limit);
+    of.sort(byClaimOrder).forEach((c, rank) => {
+      if (rank < places) turns.push({ c, turn: base + rank + 1 });
+    });
+  }
+  return turns
+    .sort((a, b) => a.c.priority - b.c.priority || a.turn - b.turn || byClaimOrder(a.c, b.c))
+    .slice(0, limit)
+    .map((t) => t.c);
+}
+
+/** What a keyed claim asks of its reads: at most `cap` turns per key, `limit` in all, due at `nowMs`. */
+export interface KeyedTake {
+  readonly cap: number;
+  readonly limit: number;
+  readonly nowMs: number;
+  /** A key limit counts each key's RUNNING commands; a rate limit per key counts none. */
+  readonly countRunning: boolean;
+}
+
+/**
+ * The due commands a keyed claim of up to `limit` takes, in turns (see keyedReads), read through
+ * `reader`: the heads (and the RUNNING per key when `countRunning`), then only the rows that can
+ * be taken.
+ */
+export async function keyedCandidates(reader: KeyedClaimReader, r: KeyedTake): Promise<KeyedCandidate[]> {
+  const { heads, running } = await reader.heads(r.countRunning);
+  const reads = keyedReads(heads, running, r.cap, r.limit, r.nowMs);
+  return reads.length === 0 ? [] : inTurnsWithin(await reader.rows(reads), running, r.cap, r.limit);
+}
+
+/** KeyedClaimReader's reads answered at once (SQLite's, inside its write transaction). */
+export interface KeyedClaimReaderNow {
+  readonly heads: (countRunning: boolean) => {
+    readonly heads: readonly KeyPriorityHead[];
+    readonly running: ReadonlyMap<string, number>;
+  };
+  readonly rows: (reads: readonly KeyedRead[]) => readonly KeyedCandidate[];
+}
+
+/** keyedCandidates through a reader that answers at once. */
+export function keyedCandidatesNow(reader: KeyedClaimReaderNow, r: KeyedTake): KeyedCandidate[] {
+  const { heads, running } = reader.heads(r.countRunning);
+  const reads = keyedReads(heads, running, r.cap, r.limit, r.nowMs);
+  return reads.length === 0 ? [] : inTurnsWithin(reader.rows(reads), running, r.cap, r.limit);
+}
+
+/** RUNNING counts per key from rows of (key, count) as a driver returns them; NO_KEY left out. */
+export function runningPerKey(
+  rows: readonly { readonly key: string; readonly n: number | string }[],
+): Map<string, number> {
+  const running = new Map<string, number>();
+  for (const r of rows) if (r.key !== NO_KEY) running.set(r.key, Number(r.n));
+  return running;
+}
+
+/**
+ * The keys of a keyed type with due PENDING commands (KeyLimitStore.keysWaiting), read through
+ * `reader`: the heads and RUNNING per key, then of the `top` keys with the most RUNNING only their
+ * first KEY_DUE_COUNTED due commands. `cap` is the type's key limit (null: none).
+ */
+export async function keysWaitingOf(
+  reader: KeyedClaimReader,
+  r: { readonly type: string; readonly cap: number | null; readonly top: number; readonly nowMs: number },
+): Promise<KeysWaiting> {
+  const { heads, running } = await reader.heads(true);
+  const duePriorities = new Map<string, number[]>();
+  for (const h of heads) {
+    if (h.nextRunAtMs > r.nowMs) continue;
+    const priorities = duePriorities.get(h.key);
+    if (priorities === undefined) duePriorities.set(h.key, [h.priority]);
+    else priorities.push(h.priority);
+  }
+  const keys = [...duePriorities.keys()];
+  const cap = r.cap;
+  const top = [...keys]
+    .sort((a, b) => runningOf(running, b) - runningOf(running, a) || (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, r.top);
+  const reads = top.flatMap((key) =>
+    (duePriorities.get(key) ?? []).map((priority) => ({ key, priority, rows: KEY_DUE_COUNTED })),
+  );
+  const rows = reads.length === 0 ? [] : await reader.rows(reads);
+  const due = new Map<string, number>();
+  for (const row of rows) due.set(row.key, (due.get(row.key) ?? 0) + 1);
+  return {
+    type: r.type,
+    keys: keys.length,
+    atLimit: cap === null ? 0 : keys.filter((k) => k !== NO_KEY && runningOf(running, k) >= cap).length,
+    top: top.map((key) => ({
+      key,
+      due: Math.min(due.get(key) ?? 0, KEY_DUE_COUNTED),
+      running: runningOf(running, key),
+    })),
+  };
+}
