@@ -1,6 +1,10 @@
 import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
-import { commandIdFromExecutor as idText, runThroughExecutor } from '@asynccmd/core/store-kit';
-import { rolledBackIfAborted } from './pipeline/commit.js';
+import {
+  commandIdFromExecutor as idText,
+  insertEachThroughExecutor as insertEach,
+  runThroughExecutor,
+} from '@asynccmd/core/store-kit';
+import { rolledBackIfAborted } from './connection.js';
 
 /**
  * Submits through an SqlExecutor (an ORM's transaction): the store's own single-row statements,
@@ -17,17 +21,16 @@ export async function insertThroughExecutor(
 }
 
 /** Each row through `insertOne`, a statement that selects its id as text itself, one after another. */
-export async function insertEachThroughExecutor(
+export function insertEachThroughExecutor(
   executor: SqlExecutor,
   insertOne: string,
   rows: readonly (readonly unknown[])[],
 ): Promise<CommandId[]> {
-  const ids: CommandId[] = [];
-  for (const values of rows) {
-    const [row] = await run(executor, insertOne, values);
-    ids.push(idText(row?.id));
-  }
-  return ids;
+  return insertEach(
+    (text, values) => run(executor, text, values),
+    insertOne,
+    rows as readonly (readonly SqlValue[])[],
+  );
 }
 
 /** One idempotent insert; null when the key's holder finished meanwhile (the caller tries again). */

@@ -3,10 +3,10 @@ import type { Logger } from '@asynccmd/core';
 import pg from 'pg';
 import type { ClientConfig, Pool, PoolConfig } from 'pg';
 import { tableNames } from './names.js';
-import { PostgresCommandStore } from './store.js';
+import { postgresStore, type PostgresCommandStore } from './pg-store.js';
 import { PostgresWakeups } from './wakeups.js';
 
-export type { PostgresCommandStore } from './store.js';
+export type { PostgresCommandStore } from './pg-store.js';
 export type { PostgresWakeups } from './wakeups.js';
 
 /** Session settings of the store's own pool: the claim's isolation, and the time format rows.ts reads. */
@@ -82,6 +82,7 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     options.schema === undefined ? 'public' : options.schema,
     options.table === undefined ? 'async_command' : options.table,
   );
+  refuseUnsetDestination(options);
   const spellings = [options.pool, options.connection, options.connectionString ?? options.poolConfig];
   if (spellings.filter((given) => given !== undefined).length > 1) {
     throw new InvalidArgumentError(
@@ -139,7 +140,7 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     reconnectMaxMs,
     logger,
   });
-  return new PostgresCommandStore({
+  return postgresStore({
     pool,
     hotPool,
     ownsPool,
@@ -149,6 +150,25 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     maxPayloadBytes: options.maxPayloadBytes,
     transactionPooler: pooled,
   });
+}
+
+/**
+ * A destination option present but undefined (or ''), as `connection: process.env.DATABASE_URL` is
+ * when the variable is unset: refused here, as the other adapters do, rather than silently falling
+ * back to pg's PG* environment variables and failing at the first query with the driver's text.
+ * Leaving the options out altogether still means those variables.
+ */
+function refuseUnsetDestination(options: PostgresStoreOptions): void {
+  for (const key of ['pool', 'connection', 'connectionString'] as const) {
+    if (!Object.hasOwn(options, key)) continue;
+    const given: unknown = options[key];
+    if (given === undefined || given === null || given === '') {
+      throw new InvalidArgumentError(
+        `\`${key}\` is ${given === '' ? 'empty' : String(given)} (an unset environment variable?): ` +
+          "give the PostgreSQL store a postgres:// URI, pg pool options or a pool, or leave it out to use pg's PG* environment variables",
+      );
+    }
+  }
 }
 
 function transactionPooler(pooler: unknown): boolean {

@@ -1,33 +1,38 @@
-import { DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_PRIORITY, type MigrationScript } from '@asynccmd/core';
-import type { Pool } from 'pg';
+import { DEFAULT_PRIORITY, type MigrationScript, LIMITS } from '@asynccmd/core';
+import { migrationScriptOf, runMigrations, sqlStringLiteral } from '@asynccmd/core/store-kit';
+import type { Migration, MigrationEngine } from '@asynccmd/core/store-kit';
 import { dueIdsFunctionDdl } from './claim-plan.js';
+import type { PostgresConnection, PostgresStatements } from './connection.js';
+import { dependenciesDdl } from './dependencies.js';
+import { historyDdl, moveFinishedRows, moveFinishedScript } from './history.js';
 import type { TableNames } from './names.js';
+import { rateLimitsDdl } from './rate-limits.js';
+import { keyLimitsDdl } from './key-limits.js';
+import { keyRateLimitsDdl } from './key-rate-limits.js';
+import { flowKeysDdl } from './flow-keys.js';
 import { schedulesTable } from './schedules.js';
 import { firstOfKey, KEY_HOLDING, NOT_HELD_BACK } from './sql.js';
-import { runInTransaction } from './pipeline/transaction.js';
 import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './submit-function.js';
 
-/**
- * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
+/*
+ * Versioned schema changes (core's runMigrations applies them), numbered as in the other adapters (1 = the command table and its
  * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
  * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys, 9 = schedules added
  * at run time, 10 = type limits; PostgreSQL only: 11 = the claim function in PL/pgSQL, 12 = the
- * SQL submit_once's on_pending; 13 = paused types, 14 = executor results). Every statement is
+ * SQL submit_once's on_pending; 13 = paused types, 14 = executor results, 15 = rate limits, 16 = key limits, 17 = key rate limits, 18 = dependencies and workflows, 19 = progress and the workflow of a command, 20 = flow keys, 21 = the history table finished commands move to). Every statement is
  * idempotent (`IF NOT EXISTS`, `OR REPLACE`, `DROP … IF EXISTS`), so a half-applied version
  * re-runs cleanly; versions run in one transaction under an advisory lock, so two processes
  * migrating at once take turns instead of racing on the catalog.
  */
-export interface Migration {
-  readonly version: number;
-  readonly name: string;
-  statements(n: TableNames): string[];
-}
 
 /** What a due PENDING row must also meet to be claimed, and the claim order, since migration 8. */
 const CLAIMABLE_SINCE_8 = (n: TableNames): string => `${NOT_HELD_BACK} AND ${firstOfKey(n.table, n.table)}`;
 const CLAIM_ORDER_SINCE_8 = 'priority, next_run_at, id';
 
-export const MIGRATIONS: readonly Migration[] = [
+/** The version that creates the history table (history.ts). */
+const HISTORY_VERSION = 21;
+
+export const MIGRATIONS: readonly Migration<TableNames>[] = [
   {
     version: 1,
     name: 'command table',
@@ -112,7 +117,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 6,
     name: 'submit functions',
     // The payload limit starts at the default; migrate() then sets the migrating store's.
-    statements: (n) => [payloadLimitFunction(n, DEFAULT_MAX_PAYLOAD_BYTES), ...submitFunctions(n, 6)],
+    statements: (n) => [payloadLimitFunction(n, LIMITS.defaultPayloadBytes), ...submitFunctions(n, 6)],
   },
   {
     version: 7,
@@ -203,6 +208,56 @@ export const MIGRATIONS: readonly Migration[] = [
     // `json` as payload is: stored as written, so it reads back byte for byte.
     statements: (n) => [`ALTER TABLE ${n.table} ADD COLUMN IF NOT EXISTS result JSON`],
   },
+  {
+    version: 15,
+    name: 'rate limits',
+    // One token bucket per rate-limited type; the runtime takes from it before it claims (rate-limits.ts).
+    statements: (n) => [rateLimitsDdl(n)],
+  },
+  {
+    version: 16,
+    name: 'key limits',
+    // One row per key-limited type; a keyed claim locks it, then counts per key (key-limits.ts).
+    statements: (n) => [keyLimitsDdl(n)],
+  },
+  {
+    version: 17,
+    name: 'key rate limits',
+    // A rate limit per key: its row, and a token bucket per key in use (key-rate-limits.ts).
+    statements: (n) => keyRateLimitsDdl(n),
+  },
+  {
+    version: 18,
+    name: 'dependencies and workflows',
+    // WAITING commands, their edges and the trigger that releases them (dependencies.ts).
+    statements: (n) => dependenciesDdl(n),
+  },
+  {
+    version: 19,
+    name: 'progress, and the workflow of a command',
+    // The latest ctx.progress report of a command (NULL before any: added without rewriting the
+    // table); the workflow a command is a step of, found by its command id.
+    statements: (n) => [
+      `ALTER TABLE ${n.table}
+         ADD COLUMN IF NOT EXISTS progress_done  BIGINT,
+         ADD COLUMN IF NOT EXISTS progress_total BIGINT`,
+      `CREATE INDEX IF NOT EXISTS ${n.index('step_cmd_idx')} ON ${n.workflowSteps} (command_id)`,
+    ],
+  },
+  {
+    version: 20,
+    name: 'flow keys',
+    // Each keyed type's key field, and every command's key in a column and a partial index, so a
+    // keyed claim reads a bounded number of rows per key (flow-keys.ts); the submit functions of
+    // SQL write the key as the store's inserts do.
+    statements: (n) => [...flowKeysDdl(n), ...submitFunctions(n, 8, true), replacingSubmitOnce(n, true)[1]!],
+  },
+  {
+    version: HISTORY_VERSION,
+    name: 'finished commands leave the command table',
+    // The history table a completing statement moves each finished command into (history.ts).
+    statements: (n) => historyDdl(n),
+  },
 ];
 
 export interface MigrateSettings {
@@ -214,26 +269,54 @@ export interface MigrateSettings {
  * Applies the versions this database lacks, one transaction, one process at a time, then gives the
  * submit functions this store's payload limit when they hold another one.
  */
-export async function migrate(pool: Pool, n: TableNames, settings: MigrateSettings): Promise<void> {
-  await runInTransaction(pool, async (client) => {
-    // Transaction-scoped: released by COMMIT or ROLLBACK, even if this process dies meanwhile.
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`asynccmd:${n.lockKey}`]);
-    const schema = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [n.schemaName]);
-    // Looked up first: CREATE SCHEMA IF NOT EXISTS still demands the CREATE privilege on the database.
-    if (schema.rowCount === 0) await client.query(`CREATE SCHEMA IF NOT EXISTS ${n.schema}`);
-    await client.query(migrationsTable(n));
-    const applied = await client.query<{ version: number }>(`SELECT version FROM ${n.migrations}`);
-    const done = new Set(applied.rows.map((r) => Number(r.version)));
-    for (const m of MIGRATIONS) {
-      if (done.has(m.version)) continue;
-      for (const statement of m.statements(n)) await client.query(statement);
-      await client.query(`INSERT INTO ${n.migrations} (version, name) VALUES ($1, $2)`, [m.version, m.name]);
-    }
-    const limit = await client.query<{ bytes: number }>(`SELECT ${n.fn('payload_limit')}() AS bytes`);
-    if (limit.rows[0]?.bytes !== settings.maxPayloadBytes) {
-      await client.query(payloadLimitFunction(n, settings.maxPayloadBytes));
-    }
-  });
+export async function migrate<Tx>(
+  connection: PostgresConnection<Tx>,
+  n: TableNames,
+  settings: MigrateSettings,
+): Promise<void> {
+  await runMigrations(postgresMigrationEngine(connection, n, settings), MIGRATIONS);
+  // Commands finished before migration 21 move to the history outside the versions' transaction,
+  // batch by batch: claims go on meanwhile. Once moved, a run finds nothing (one index probe).
+  await moveFinishedRows(connection, n);
+}
+
+/** The runner's engine on PostgreSQL: everything in one transaction, under a transaction-scoped advisory lock. */
+function postgresMigrationEngine<Tx>(
+  c: PostgresConnection<Tx>,
+  n: TableNames,
+  settings: MigrateSettings,
+): MigrationEngine<TableNames, Tx> {
+  return {
+    withMigrationLock: (run) =>
+      c.transaction(async (tx) => {
+        // Transaction-scoped: released by COMMIT or ROLLBACK, even if this process dies meanwhile.
+        await c.queryIn(tx, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`asynccmd:${n.lockKey}`]);
+        return run(tx);
+      }),
+    setup: async (tx) => {
+      const schema = await c.queryIn(tx, 'SELECT 1 FROM pg_namespace WHERE nspname = $1', [n.schemaName]);
+      // Looked up first: CREATE SCHEMA IF NOT EXISTS still demands the CREATE privilege on the database.
+      if (schema.rowCount === 0) await c.queryIn(tx, `CREATE SCHEMA IF NOT EXISTS ${n.schema}`);
+      await c.queryIn(tx, migrationsTable(n));
+    },
+    appliedVersions: async (tx) => {
+      const applied = await c.queryIn<{ version: string }>(tx, `SELECT version FROM ${n.migrations}`);
+      return new Set(applied.rows.map((r) => Number(r.version)));
+    },
+    context: async () => n,
+    apply: async (tx, statements) => {
+      for (const statement of statements) await c.queryIn(tx, statement);
+    },
+    recordVersion: async (tx, m) => {
+      await c.queryIn(tx, `INSERT INTO ${n.migrations} (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+    },
+    afterVersions: async (tx) => {
+      const limit = await c.queryIn<{ bytes: string }>(tx, `SELECT ${n.fn('payload_limit')}() AS bytes`);
+      if (Number(limit.rows[0]?.bytes) !== settings.maxPayloadBytes) {
+        await c.queryIn(tx, payloadLimitFunction(n, settings.maxPayloadBytes));
+      }
+    },
+  };
 }
 
 /** The table that records the applied versions. */
@@ -246,12 +329,12 @@ function migrationsTable(n: TableNames): string {
 }
 
 /** The versions recorded as applied; none when the schema or the migrations table is not there. */
-export async function appliedVersions(pool: Pool, n: TableNames): Promise<Set<number>> {
-  const present = await pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [
+export async function appliedVersions(on: PostgresStatements, n: TableNames): Promise<Set<number>> {
+  const present = await on.query<{ present: string }>('SELECT to_regclass($1) IS NOT NULL AS present', [
     n.migrations,
   ]);
-  if (present.rows[0]?.present !== true) return new Set();
-  const applied = await pool.query<{ version: number }>(`SELECT version FROM ${n.migrations}`);
+  if (present.rows[0]?.present !== 't') return new Set();
+  const applied = await on.query<{ version: string }>(`SELECT version FROM ${n.migrations}`);
   return new Set(applied.rows.map((r) => Number(r.version)));
 }
 
@@ -264,20 +347,18 @@ export function migrationScript(
   applied: ReadonlySet<number>,
   settings: MigrateSettings,
 ): MigrationScript {
-  const pending = MIGRATIONS.filter((m) => !applied.has(m.version));
-  return {
+  const script = migrationScriptOf(MIGRATIONS, applied, n, {
     setup: [`CREATE SCHEMA IF NOT EXISTS ${n.schema}`, migrationsTable(n)],
     transactional: true,
-    versions: pending.map((m) => ({
-      version: m.version,
-      name: m.name,
-      statements: [
-        ...m.statements(n),
-        ...(m === pending.at(-1) && settings.maxPayloadBytes !== DEFAULT_MAX_PAYLOAD_BYTES
-          ? [payloadLimitFunction(n, settings.maxPayloadBytes)]
-          : []),
-        `INSERT INTO ${n.migrations} (version, name) VALUES (${m.version}, '${m.name.replaceAll("'", "''")}')`,
-      ],
-    })),
-  };
+    afterLast:
+      settings.maxPayloadBytes !== LIMITS.defaultPayloadBytes
+        ? [payloadLimitFunction(n, settings.maxPayloadBytes)]
+        : [],
+    recordVersion: (m) =>
+      `INSERT INTO ${n.migrations} (version, name) VALUES (${m.version}, ${sqlStringLiteral(m.name)})`,
+  });
+  // With the history (version 21): the rows finished before it move after the transaction, batch by batch.
+  return script.versions.some((v) => v.version === HISTORY_VERSION)
+    ? { ...script, afterCommit: [moveFinishedScript(n)] }
+    : script;
 }

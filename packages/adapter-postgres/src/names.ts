@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
-import { InvalidIdentifierError, validateIdentifier } from '@asynccmd/core';
+import { InvalidIdentifierError } from '@asynccmd/core';
+import { validateIdentifier } from '@asynccmd/core/store-kit';
 
 /**
  * The only text this adapter splices into SQL: a schema and a table name that passed core
@@ -14,11 +15,20 @@ export interface TableNames {
   /** Quoted and qualified, ready for SQL text. */
   readonly schema: string;
   readonly table: string;
+  /**
+   * Finished commands the completing statement moved out of `table` (migration 21): the hot table
+   * keeps what claims need, and every read of a command looks in both.
+   */
+  readonly history: string;
   readonly migrations: string;
   /** The per-type limits of RUNNING commands (migration 10). */
   readonly typeLimits: string;
   /** The types paused for every instance (migration 13). */
   readonly pausedTypes: string;
+  /** Which command waits for which (migration 18). */
+  readonly dependencies: string;
+  /** The steps of each workflow (migration 18). */
+  readonly workflowSteps: string;
   /** An index name next to the table (suffixes stay ≤ 15 characters: 48 + 15 fits Postgres's 63). */
   index(suffix: string): string;
   /** A function next to the table, quoted and qualified (suffixes ≤ 15 characters, as index names). */
@@ -43,9 +53,12 @@ export function tableNames(schema: unknown, table: unknown): TableNames {
     tableName: t,
     schema: q(s),
     table: `${q(s)}.${q(t)}`,
+    history: `${q(s)}.${q(`${t}_history`)}`,
     migrations: `${q(s)}.${q(`${t}_migrations`)}`,
     typeLimits: `${q(s)}.${q(`${t}_type_limits`)}`,
     pausedTypes: `${q(s)}.${q(`${t}_paused_types`)}`,
+    dependencies: `${q(s)}.${q(`${t}_dependencies`)}`,
+    workflowSteps: `${q(s)}.${q(`${t}_workflow_steps`)}`,
     index: (suffix) => q(`${t}_${suffix}`),
     fn: (suffix) => `${q(s)}.${q(`${t}_${suffix}`)}`,
     lockKey: `${s}.${t}`,

@@ -1,18 +1,9 @@
 import { recordFromRow } from '@asynccmd/core/store-kit';
 import type { CheckedCommand, RowDecoding, StoredCommandRow } from '@asynccmd/core/store-kit';
 import type { CommandRecord } from '@asynccmd/core';
-import type { CustomTypesConfig } from 'pg';
 
-/** A command row as the store's queries return it: every column as text (see `RAW_TYPES`). */
+/** A command row as the store's queries return it: every column as text (connection.ts). */
 export type CommandRow = StoredCommandRow<string, string, string> & { readonly id: string };
-
-/**
- * The store parses its own rows from text instead of trusting pg's global type parsers, which
- * applications often change (`setTypeParser(20, parseInt)` would corrupt ids beyond 2^53).
- */
-export const RAW_TYPES: CustomTypesConfig = {
-  getTypeParser: (() => (text: string) => text) as unknown as CustomTypesConfig['getTypeParser'],
-};
 
 const DECODING: RowDecoding<string, string, string> = {
   time: toDate,

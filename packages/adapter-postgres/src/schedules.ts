@@ -1,30 +1,25 @@
-import {
-  requireDate,
-  requireScheduleDefinition,
-  requireScheduleName,
-  requireStoredTime,
-  type EnqueueTickResult,
-  type RunTimeScheduleSettings,
-  type ScheduleDefinition,
-  type ScheduleRecord,
-  type ScheduleStore,
-  type ScheduleTick,
+import type {
+  EnqueueTickResult,
+  RunTimeScheduleSettings,
+  ScheduleDefinition,
+  ScheduleRecord,
 } from '@asynccmd/core';
-import type { Pool } from 'pg';
 import { decodeRunTimeSettings, runTimeScheduleValues, tickRefusal } from '@asynccmd/core/store-kit';
-import type { StoreInput } from '@asynccmd/core/store-kit';
+import type { CheckedScheduleTick, ScheduleEngine } from '@asynccmd/core/store-kit';
+import type { PostgresConnection } from './connection.js';
+import { flowKeyOf } from './flow-keys.js';
 import type { TableNames } from './names.js';
 import { rowParams } from './rows.js';
-import { runInTransaction } from './pipeline/transaction.js';
 
+/** A schedule row as the statements read it: every column as text. */
 interface ScheduleRow {
   name: string;
   type: string;
   cron: string;
   timezone: string | null;
-  paused: boolean;
-  last_tick_ms: number | null;
-  active_from_ms: number;
+  paused: string;
+  last_tick_ms: string | null;
+  active_from_ms: string;
   run_time_settings: string | null;
 }
 
@@ -34,7 +29,7 @@ export function schedulesTable(n: TableNames): string {
 }
 
 const NOW = `date_trunc('milliseconds', now())`;
-/** Times read back as epoch milliseconds, whatever type parsers the caller's pool has. */
+/** Times read back as epoch milliseconds. */
 const epochMs = (column: string): string => `(extract(epoch FROM ${column}) * 1000)::float8`;
 
 /**
@@ -44,22 +39,19 @@ const epochMs = (column: string): string => `(extract(epoch FROM ${column}) * 10
  * index only (a concurrent insert of the same tick waits for the other to commit, then does
  * nothing), and the last tick moved forward.
  */
-export class PostgresScheduleStore implements ScheduleStore {
-  readonly #pool: Pool;
-  readonly #input: StoreInput;
+export class PostgresScheduleStore<Tx> implements ScheduleEngine {
+  readonly #connection: PostgresConnection<Tx>;
   readonly #sql: ReturnType<typeof scheduleSql>;
 
-  constructor(pool: Pool, names: TableNames, input: StoreInput) {
-    this.#pool = pool;
-    this.#input = input;
+  constructor(connection: PostgresConnection<Tx>, names: TableNames) {
+    this.#connection = connection;
     this.#sql = scheduleSql(names);
   }
 
-  async declare(definitions: readonly ScheduleDefinition[], now: Date): Promise<void> {
-    const rows = definitions.map(requireScheduleDefinition);
+  async declare(rows: readonly ScheduleDefinition[], now: Date): Promise<void> {
     if (rows.length === 0) return;
-    const at = requireStoredTime('now', now).toISOString();
-    await this.#pool.query(this.#sql.declare, [
+    const at = now.toISOString();
+    await this.#connection.query(this.#sql.declare, [
       rows.map((d) => d.name),
       rows.map((d) => d.type),
       rows.map((d) => d.cron),
@@ -69,41 +61,40 @@ export class PostgresScheduleStore implements ScheduleStore {
   }
 
   async list(): Promise<ScheduleRecord[]> {
-    const result = await this.#pool.query<ScheduleRow>(this.#sql.list);
+    const result = await this.#connection.query<ScheduleRow>(this.#sql.list);
     return result.rows.map(toSchedule);
   }
 
   async get(name: string): Promise<ScheduleRecord | null> {
-    const result = await this.#pool.query<ScheduleRow>(this.#sql.get, [requireScheduleName(name)]);
+    const result = await this.#connection.query<ScheduleRow>(this.#sql.get, [name]);
     const row = result.rows[0];
     return row === undefined ? null : toSchedule(row);
   }
 
   async setPaused(name: string, paused: boolean, now: Date): Promise<ScheduleRecord | null> {
-    const key = requireScheduleName(name);
-    const at = requireStoredTime('now', now).toISOString();
-    const result = await this.#pool.query<ScheduleRow>(this.#sql.setPaused, [paused === true, at, key]);
+    const key = name;
+    const at = now.toISOString();
+    const result = await this.#connection.query<ScheduleRow>(this.#sql.setPaused, [paused === true, at, key]);
     const row = result.rows[0];
     return row === undefined ? null : toSchedule(row);
   }
 
-  async enqueueTick(tick: ScheduleTick): Promise<EnqueueTickResult> {
-    const name = requireScheduleName(tick.schedule);
-    const at = requireStoredTime('tick', requireDate('tick', tick.tick));
-    const v = this.#input.command(tick.command);
-    return runInTransaction(this.#pool, async (client): Promise<EnqueueTickResult> => {
-      const found = await client.query<ScheduleRow>(this.#sql.get, [name]);
+  async enqueueTick(tick: CheckedScheduleTick): Promise<EnqueueTickResult> {
+    const { schedule: name, tick: at, command: v } = tick;
+    const connection = this.#connection;
+    return connection.transaction(async (tx): Promise<EnqueueTickResult> => {
+      const found = await connection.queryIn<ScheduleRow>(tx, this.#sql.get, [name]);
       const row = found.rows[0];
       const refused = tickRefusal(row === undefined ? null : toSchedule(row), at);
       if (refused) return refused;
-      const inserted = await client.query<{ id: string }>(this.#sql.insertTick, [
+      const inserted = await connection.queryIn<{ id: string }>(tx, this.#sql.insertTick, [
         ...rowParams(v),
         name,
         at.toISOString(),
       ]);
       const id = inserted.rows[0]?.id;
       if (id === undefined) return { outcome: 'duplicate' };
-      await client.query(this.#sql.advance, [at.toISOString(), name]);
+      await connection.queryIn(tx, this.#sql.advance, [at.toISOString(), name]);
       return { outcome: 'enqueued', id: String(id) };
     });
   }
@@ -113,8 +104,8 @@ export class PostgresScheduleStore implements ScheduleStore {
     settings: RunTimeScheduleSettings,
     now: Date,
   ): Promise<ScheduleRecord | null> {
-    const at = requireStoredTime('now', now).toISOString();
-    const result = await this.#pool.query<ScheduleRow>(
+    const at = now.toISOString();
+    const result = await this.#connection.query<ScheduleRow>(
       this.#sql.add,
       runTimeScheduleValues(definition, settings, at),
     );
@@ -123,7 +114,7 @@ export class PostgresScheduleStore implements ScheduleStore {
   }
 
   async remove(name: string): Promise<boolean> {
-    const result = await this.#pool.query(this.#sql.remove, [requireScheduleName(name)]);
+    const result = await this.#connection.query(this.#sql.remove, [name]);
     return result.rowCount === 1;
   }
 }
@@ -152,9 +143,9 @@ function scheduleSql(n: TableNames) {
        WHERE name = $3
        RETURNING ${columns}`,
     insertTick: `INSERT INTO ${n.table} (type, biz_key, payload, max_retry, next_run_at, owner, headers,
-         created_at, updated_at, schedule_name, schedule_tick, priority, ordering_key)
+         created_at, updated_at, schedule_name, schedule_tick, priority, ordering_key, flow_key)
        VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, ${NOW}, ${NOW},
-         $10, $11::timestamptz, $8::smallint, $9)
+         $10, $11::timestamptz, $8::smallint, $9, ${flowKeyOf(n, '$1::text', '$3::json')})
        ON CONFLICT (schedule_name, schedule_tick) WHERE schedule_name IS NOT NULL DO NOTHING
        RETURNING id::text AS id`,
     advance: `UPDATE ${s} SET last_tick = $1::timestamptz
@@ -169,7 +160,7 @@ function toSchedule(row: ScheduleRow): ScheduleRecord {
     type: row.type,
     cron: row.cron,
     timezone: row.timezone,
-    paused: row.paused,
+    paused: row.paused === 't',
     lastTick: row.last_tick_ms === null ? null : new Date(Number(row.last_tick_ms)),
     activeFrom: new Date(Number(row.active_from_ms)),
     runTime: decodeRunTimeSettings(row.run_time_settings),

@@ -1,6 +1,10 @@
-import { ACTIVE_STATUSES, ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core';
+import { ACTIVE_STATUSES } from '@asynccmd/core';
 import { dueIdsFunction } from './claim-plan.js';
+import { flowKeyOf, flowKeySql } from './flow-keys.js';
+import { insertFinished, MOVABLE } from './history.js';
+import { keyRateLimitSql } from './key-rate-limits.js';
 import type { TableNames } from './names.js';
+import { ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core/store-kit';
 
 /**
  * Every statement the store runs, for one table, built once. Values are always bound parameters;
@@ -23,7 +27,7 @@ const lease = (param: string): string => `${NOW} + ${param}::float8 * interval '
 const CLAIM_COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
   finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history, priority, ordering_key`;
-const COLUMNS = `${CLAIM_COLUMNS}, result`;
+const COLUMNS = `${CLAIM_COLUMNS}, result, progress_done, progress_total`;
 
 /**
  * The columns a claimDue row comes back with: COLUMNS less what the claim itself wrote and the
@@ -81,10 +85,50 @@ export const REVOKED_PAYLOAD = /^revoked (requeue|kill) ([0-9]+) (.+)$/s;
 const active = (alias = ''): string =>
   `${alias}status IN (${ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
 
+/** Finished rows of `table` older than a cutoff, in a bounded batch: $1 statuses, $2 cutoff, $3 limit. */
+const purgeFrom = (table: string): string => `
+      DELETE FROM ${table} WHERE id IN (
+        SELECT id FROM ${table}
+        WHERE status = ANY($1::text[]) AND finished_at < $2::timestamptz
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+      )`;
+
 export type Sql = ReturnType<typeof buildSql>;
 
 export function buildSql(n: TableNames) {
   const t = n.table;
+  const h = n.history;
+  /** A command's columns from both tables: a snapshot sees each command in exactly one. */
+  const bothTables = (where: string): string =>
+    `SELECT ${COLUMNS} FROM ${t} WHERE ${where} UNION ALL SELECT ${COLUMNS} FROM ${h} WHERE ${where}`;
+  /** What a SUCCESS writes on the row, the same whether it moves or stays. */
+  const succeeded = {
+    status: `'SUCCESS'`,
+    lease_until: 'NULL',
+    finished_at: NOW,
+    updated_at: NOW,
+    last_error: 'NULL',
+  };
+  /**
+   * The move of the RUNNING rows `claims` (a FROM item aliased r, with r.id and r.token) that
+   * succeed: deleted from the command table and inserted, finished, into the history, in one
+   * statement; `result` the result column's new value. Answers the moved ids. A row that must stay
+   * (MOVABLE) is left RUNNING for the in-place complete.
+   */
+  const moveSucceeded = (claims: string, result: string | null, kept?: string): string => `
+      WITH done AS (
+        DELETE FROM ${t} AS c USING ${claims}
+        WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token AND ${MOVABLE('c')}
+        RETURNING c.*${result === null ? '' : `, ${result} AS new_result`}
+      ), moved AS (
+        ${insertFinished(n, result === null ? succeeded : { ...succeeded, result: 'done.new_result' })}
+        RETURNING id
+      )${kept === undefined ? '' : `, kept AS (${kept})`}
+      SELECT id FROM moved${kept === undefined ? '' : ' UNION ALL SELECT id FROM kept'}`;
+  const succeededSet = Object.entries(succeeded)
+    .map(([column, value]) => `${column} = ${value}`)
+    .join(', ');
   /** The claim's write: RUNNING under a fresh token for `instance`, started and leased on the database clock. */
   const claimSet = (token: string, leaseMs: string, instance: string): string =>
     `status = 'RUNNING', claim_token = ${token}, claimed_by = ${instance}, started_at = ${NOW},
@@ -131,9 +175,10 @@ export function buildSql(n: TableNames) {
     keyed: boolean,
   ): string => `WITH ${keyed ? `locked AS (${keyLocks('ARRAY[$9::text]')}),` : ''} inserted AS (
         INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
-                          idempotent, created_at, updated_at)
+                          idempotent, created_at, updated_at, flow_key)
         ${keyed ? 'SELECT' : 'VALUES ('} $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}),
-          $6::text, $7::json, $8::smallint, $9::text, TRUE, ${NOW}, ${NOW} ${keyed ? 'FROM locked' : ')'}
+          $6::text, $7::json, $8::smallint, $9::text, TRUE, ${NOW}, ${NOW}, ${flowKeyOf(n, '$1::text', '$3::json')}
+          ${keyed ? 'FROM locked' : ')'}
         ON CONFLICT (type, biz_key) WHERE idempotent AND ${active()} DO NOTHING
         RETURNING id
       )`;
@@ -154,7 +199,7 @@ export function buildSql(n: TableNames) {
   const replacingIdempotentInsert = (keyed: boolean): string => `
       ${insertedUnlessHeld(keyed)}, replaced AS (
         UPDATE ${t} AS c SET payload = $3::json, max_retry = $4::integer, headers = $7::json,
-          priority = $8::smallint, updated_at = ${NOW},
+          priority = $8::smallint, updated_at = ${NOW}, flow_key = ${flowKeyOf(n, 'c.type', '$3::json')},
           next_run_at = CASE WHEN $10::text = 'replace' THEN COALESCE($5::timestamptz, ${NOW}) ELSE c.next_run_at END
         WHERE c.type = $1 AND c.biz_key = $2 AND c.idempotent AND ${active('c.')} AND c.status = 'PENDING'
           AND NOT EXISTS (SELECT 1 FROM inserted)
@@ -176,9 +221,9 @@ export function buildSql(n: TableNames) {
              WITH ORDINALITY AS u(type, biz_key, payload, max_retry, run_at, owner, headers, priority, ordering_key, ord)
       ), inserted AS (
         INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
-                          created_at, updated_at)
+                          created_at, updated_at, flow_key)
         SELECT id, type, biz_key, payload::json, max_retry, COALESCE(run_at, ${NOW}), owner, headers::json,
-               priority, ordering_key, ${NOW}, ${NOW}
+               priority, ordering_key, ${NOW}, ${NOW}, ${flowKeyOf(n, 'input.type', 'input.payload::json')}
         FROM input ORDER BY ord
       )
       SELECT id::text AS id FROM input ORDER BY ord`;
@@ -204,25 +249,26 @@ export function buildSql(n: TableNames) {
     insertOneKeyed: `
       WITH locked AS (${keyLocks('ARRAY[$9::text]')})
       INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
-                        created_at, updated_at)
+                        created_at, updated_at, flow_key)
       SELECT $1::text, $2::text, $3::json, $4::integer, COALESCE($5::timestamptz, ${NOW}), $6::text, $7::json,
-             $8::smallint, $9::text, ${NOW}, ${NOW}
+             $8::smallint, $9::text, ${NOW}, ${NOW}, ${flowKeyOf(n, '$1::text', '$3::json')}
       FROM locked
       RETURNING id::text AS id`,
 
     /** A single submit, the common case: a plain VALUES row is the cheapest statement to plan. */
     insertOne: `
       INSERT INTO ${t} (type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
-                        created_at, updated_at)
-      VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, $8::smallint, $9, ${NOW}, ${NOW})
+                        created_at, updated_at, flow_key)
+      VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, ${NOW}), $6, $7::json, $8::smallint, $9, ${NOW}, ${NOW},
+              ${flowKeyOf(n, '$1::text', '$3::json')})
       RETURNING id`,
 
     /** insertOne with its id taken ahead ($1; see pipeline/id-reserve.ts), held back to the next statement. */
     insertOneWithId: `
       INSERT INTO ${t} (id, type, biz_key, payload, max_retry, next_run_at, owner, headers, priority, ordering_key,
-                        created_at, updated_at)
+                        created_at, updated_at, flow_key)
       VALUES ($1::bigint, $2, $3, $4::json, $5::integer, COALESCE($6::timestamptz, ${NOW}), $7, $8::json,
-              $9::smallint, $10, ${NOW}, ${NOW})`,
+              $9::smallint, $10, ${NOW}, ${NOW}, ${flowKeyOf(n, '$2::text', '$4::json')})`,
 
     /** $1 the table (quoted, qualified), $2 how many: ids of its identity sequence, each its own. */
     takeIds: `SELECT nextval(pg_get_serial_sequence($1, 'id'))::text AS id FROM generate_series(1, $2)`,
@@ -256,6 +302,11 @@ export function buildSql(n: TableNames) {
       FROM due WHERE c.id = due.id
       ${returningClaimed}`,
 
+    /** The keys of keyed types' commands: their declaration and the keyed claims' reads (flow-keys.ts). */
+    flow: flowKeySql(n),
+    /** The statements of the per-key rate limits (key-rate-limits.ts). */
+    keyRate: keyRateLimitSql(n, claimSet('$2', '$3', '$4'), returningClaimed),
+
     /** $1 id, $2 now, $3 token, $4 lease ms, $5 types (null: any), $6 instance. */
     claimById: `
       WITH one AS (${claimableById})
@@ -275,6 +326,13 @@ export function buildSql(n: TableNames) {
       FROM one, fast WHERE c.id = one.id
       ${returningClaim}`,
 
+    /** Progress reports, one per claim: $1 ids, $2 tokens, $3 done, $4 total (parallel arrays). */
+    reportProgress: `
+      UPDATE ${t} AS c SET progress_done = r.done, progress_total = r.total, updated_at = ${NOW}
+      FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[]) AS r(id, token, done, total)
+      WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+      RETURNING c.id`,
+
     /** Fenced batch writes: $1 ids, $2 tokens (parallel arrays). */
     heartbeat: `
       UPDATE ${t} AS c SET lease_until = ${lease('$3')}, updated_at = ${NOW}
@@ -283,32 +341,60 @@ export function buildSql(n: TableNames) {
       RETURNING c.id, c.claim_token`,
 
     /**
-     * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
-     * is the row itself (started_at, finished_at, claimed_by; see core attemptHistory), so the
-     * hot path's commonest write appends nothing. The claim token stays on the row (the record
-     * shows it only while RUNNING), so a retried complete can tell its own success (completedBefore).
+     * Done: an earlier attempt's error stays in the attempt history, not in last_error. The
+     * succeeded attempt is the row itself (started_at, finished_at, claimed_by; see core
+     * attemptHistory), so the hot path's commonest write appends nothing. The row moves to the
+     * history table (history.ts); the claim token goes with it (the record shows it only while
+     * RUNNING), so a retried complete can tell its own success (completedBefore).
+     * $1 ids, $2 tokens (parallel arrays): the ids moved.
      */
-    complete: `
-      UPDATE ${t} AS c SET status = 'SUCCESS', lease_until = NULL, finished_at = ${NOW},
-        updated_at = ${NOW}, last_error = NULL
-      FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
-      WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
-      RETURNING c.id`,
+    complete: moveSucceeded('unnest($1::bigint[], $2::text[]) AS r(id, token)', null),
 
     /**
      * complete of attempts some of which left a result: $3 the results' JSON text, parallel to the
      * refs (null: none). Written by the completion itself, so a fenced attempt's result goes with
      * it, and a retried complete whose first try landed (the row SUCCESS already) leaves it as it is.
      */
-    completeWithResults: `
-      UPDATE ${t} AS c SET status = 'SUCCESS', lease_until = NULL, finished_at = ${NOW},
-        updated_at = ${NOW}, last_error = NULL, result = r.result::json
+    completeWithResults: moveSucceeded(
+      'unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, token, result)',
+      'r.result::json',
+    ),
+
+    /**
+     * complete of the rows that stay in the command table (history.ts MOVABLE): the status update
+     * in place. $1 ids, $2 tokens, $3 results' JSON text (null: none).
+     */
+    completeInPlace: `
+      UPDATE ${t} AS c SET ${succeededSet}, result = r.result::json
       FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, token, result)
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
 
+    /**
+     * One attempt's SUCCESS in the caller's transaction (transactionalCompletion), its result ($3,
+     * JSON text or null) with it: moved, or updated in place when it must stay. No row back: the
+     * claim was taken away.
+     */
+    completeInTransaction: moveSucceeded(
+      '(SELECT $1::bigint AS id, $2::text AS token, $3::text AS result) AS r',
+      'r.result::json',
+      `UPDATE ${t} AS c SET ${succeededSet}, result = $3::json
+        WHERE c.id = $1 AND c.status = 'RUNNING' AND c.claim_token = $2 AND NOT (${MOVABLE('c')})
+        RETURNING c.id`,
+    ),
+
+    /** Whether one claim's command is SUCCESS under it (the claim token stays on the row). */
+    succeededUnder: `
+      SELECT 1 AS held FROM ${h} WHERE id = $1 AND status = 'SUCCESS' AND claim_token = $2
+      UNION ALL
+      SELECT 1 FROM ${t} WHERE id = $1 AND status = 'SUCCESS' AND claim_token = $2`,
+
     /** Of these refs, those already SUCCESS under the same claim: an earlier try of the complete landed. */
     completedBefore: `
+      SELECT c.id FROM ${h} AS c JOIN unnest($1::bigint[], $2::text[]) AS r(id, token)
+        ON c.id = r.id AND c.claim_token = r.token
+      WHERE c.status = 'SUCCESS'
+      UNION ALL
       SELECT c.id FROM ${t} AS c JOIN unnest($1::bigint[], $2::text[]) AS r(id, token)
         ON c.id = r.id AND c.claim_token = r.token
       WHERE c.status = 'SUCCESS'`,
@@ -404,23 +490,37 @@ export function buildSql(n: TableNames) {
       LIMIT 1`,
     activeKeyIndex: n.index('active_key').replace(/"/g, ''),
 
-    statusOf: `SELECT status FROM ${t} WHERE id = $1::bigint`,
-    get: `SELECT ${COLUMNS} FROM ${t} WHERE id = $1::bigint`,
-    getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id = ANY($1::bigint[])`,
+    statusOf: `SELECT status FROM ${t} WHERE id = $1::bigint UNION ALL SELECT status FROM ${h} WHERE id = $1::bigint`,
+    get: bothTables('id = $1::bigint'),
+    getMany: bothTables('id = ANY($1::bigint[])'),
     /**
      * Newest first by creation time, the id breaking ties (ids are taken in blocks per process, so
      * their order is not the submission order). $1 statuses (null: any), $2 type, $3 biz key,
      * $4 and $5 the cursor's creation time and id (rows below it), $6 limit.
      */
-    list: `
-      SELECT ${COLUMNS} FROM ${t}
-      WHERE ($1::text[] IS NULL OR status = ANY($1::text[]))
-        AND ($2::text IS NULL OR type = $2)
-        AND ($3::text IS NULL OR biz_key = $3)
-        AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::bigint))
-      ORDER BY created_at DESC, id DESC
-      LIMIT $6`,
-    counts: `SELECT status, type, count(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
+    list: (() => {
+      const page = (table: string, more = ''): string => `(
+        SELECT ${COLUMNS} FROM ${table}
+        WHERE ($1::text[] IS NULL OR status = ANY($1::text[]))${more}
+          AND ($2::text IS NULL OR type = $2)
+          AND ($3::text IS NULL OR biz_key = $3)
+          AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::bigint))
+        ORDER BY created_at DESC, id DESC
+        LIMIT $6)`;
+      // Each table's page from its own index, then the newest of both. The history holds SUCCESS
+      // only: a list of other statuses never reads it (a condition on parameters alone, decided
+      // once per execution, before any scan).
+      const successOnly = ` AND ($1::text[] IS NULL OR 'SUCCESS' = ANY($1::text[]))`;
+      return `SELECT * FROM (${page(t)} UNION ALL ${page(h, successOnly)}) AS both_tables
+        ORDER BY created_at DESC, id DESC
+        LIMIT $6`;
+    })(),
+    counts: `
+      SELECT status, type, sum(count)::bigint AS count FROM (
+        SELECT status, type, count(*) AS count FROM ${t} GROUP BY status, type
+        UNION ALL
+        SELECT status, type, count(*) AS count FROM ${h} GROUP BY status, type) AS both_tables
+      GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT min(next_run_at) AS oldest FROM ${t} WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz`,
     /**
      * $1 now, $2 how many dead letters to count at most. Both from partial indexes (dead_idx,
@@ -438,18 +538,19 @@ export function buildSql(n: TableNames) {
       SELECT status,
              width_bucket(extract(epoch FROM finished_at - created_at) * 1000, $3::numeric[]) AS latency_bucket,
              count(*) AS count
-      FROM ${t}
-      WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= $1::timestamptz AND finished_at < $2::timestamptz
+      FROM (
+        SELECT status, created_at, finished_at FROM ${t}
+        WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= $1::timestamptz AND finished_at < $2::timestamptz
+        UNION ALL
+        SELECT status, created_at, finished_at FROM ${h}
+        WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= $1::timestamptz AND finished_at < $2::timestamptz
+      ) AS both_tables
       GROUP BY 1, 2
       ORDER BY 1, 2`,
-    /** $1 statuses, $2 cutoff, $3 limit. */
-    purge: `
-      DELETE FROM ${t} WHERE id IN (
-        SELECT id FROM ${t}
-        WHERE status = ANY($1::text[]) AND finished_at < $2::timestamptz
-        LIMIT $3
-        FOR UPDATE SKIP LOCKED
-      )`,
+    /** $1 statuses, $2 cutoff, $3 limit: the history's rows (the store purges them first). */
+    purgeHistory: purgeFrom(h),
+    /** $1 statuses, $2 cutoff, $3 limit: the command table's. */
+    purge: purgeFrom(t),
     /** $1 type, $2 reason: a row unless the type has one (rowCount 1: paused by this call). */
     typePause: `INSERT INTO ${n.pausedTypes} (type, paused_at, reason) VALUES ($1::text, ${NOW}, $2::text)
       ON CONFLICT (type) DO NOTHING`,

@@ -1,11 +1,6 @@
-import {
-  ACTIVE_STATUSES,
-  DEFAULT_PRIORITY,
-  MAX_ORDERING_KEY_CHARS,
-  MAX_PAYLOAD_DEPTH,
-  PRIORITY_RANGE,
-} from '@asynccmd/core';
+import { ACTIVE_STATUSES, DEFAULT_PRIORITY, LIMITS, PRIORITY_RANGE } from '@asynccmd/core';
 import { IDEMPOTENT_INSERT_ATTEMPTS } from '@asynccmd/core/store-kit';
+import { flowKeyOf } from './flow-keys.js';
 import type { TableNames } from './names.js';
 
 /*
@@ -20,9 +15,9 @@ import type { TableNames } from './names.js';
  */
 
 /** Limits of the runtime's submit (runtime submit-validation), which the SQL submit holds to too. */
-const MAX_BIZ_KEY_CHARS = 128;
-const MAX_OWNER_CHARS = 64;
-const MAX_RETRY_LIMIT = 1000;
+const MAX_BIZ_KEY_CHARS = LIMITS.submitBizKeyChars;
+const MAX_OWNER_CHARS = LIMITS.submitOwnerChars;
+const MAX_RETRY_LIMIT = LIMITS.submitMaxRetry;
 const DEFAULT_MAX_RETRY = 5;
 
 /** The SQLSTATE each refusal is raised with. */
@@ -73,15 +68,15 @@ function checks(n: TableNames): string {
     IF payload_bytes > ${n.fn('payload_limit')}() THEN
       ${refuse('PAYLOAD_TOO_LARGE', 'payload is % bytes as JSON, over the limit of % bytes', 'payload_bytes', `${n.fn('payload_limit')}()`)};
     END IF;
-    -- Nesting deeper than ${MAX_PAYLOAD_DEPTH} needs more than ${MAX_PAYLOAD_DEPTH} brackets: only then are they walked.
-    IF payload_bytes - octet_length(translate(payload_text, '[{', '')) > ${MAX_PAYLOAD_DEPTH} THEN
+    -- Nesting deeper than ${LIMITS.payloadDepth} needs more than ${LIMITS.payloadDepth} brackets: only then are they walked.
+    IF payload_bytes - octet_length(translate(payload_text, '[{', '')) > ${LIMITS.payloadDepth} THEN
       depth := 0;
       -- The brackets outside strings, in order.
       FOREACH bracket IN ARRAY regexp_split_to_array(
           regexp_replace(regexp_replace(payload_text, '"(\\\\.|[^"\\\\])*"', '', 'g'), '[^][{}]', '', 'g'), '') LOOP
         depth := depth + CASE WHEN bracket IN ('[', '{') THEN 1 ELSE -1 END;
-        IF depth > ${MAX_PAYLOAD_DEPTH} THEN
-          ${refuse('PAYLOAD_NOT_SERIALISABLE', `payload is nested deeper than ${MAX_PAYLOAD_DEPTH} levels of arrays and objects`)};
+        IF depth > ${LIMITS.payloadDepth} THEN
+          ${refuse('PAYLOAD_NOT_SERIALISABLE', `payload is nested deeper than ${LIMITS.payloadDepth} levels of arrays and objects`)};
         END IF;
       END LOOP;
     END IF;
@@ -130,8 +125,8 @@ const priorityAndKey = (n: TableNames): string => `
       ${refuse('INVALID_ARGUMENT', `priority must be an integer from ${PRIORITY_RANGE.min} to ${PRIORITY_RANGE.max}, not %`, `coalesce($7::text, 'null')`)};
     END IF;
     IF $8 IS NOT NULL THEN
-      IF $8 = '' OR char_length($8) > ${MAX_ORDERING_KEY_CHARS} THEN
-        ${refuse('INVALID_ARGUMENT', `ordering_key must be a non-empty string of at most ${MAX_ORDERING_KEY_CHARS} characters`)};
+      IF $8 = '' OR char_length($8) > ${LIMITS.orderingKeyChars} THEN
+        ${refuse('INVALID_ARGUMENT', `ordering_key must be a non-empty string of at most ${LIMITS.orderingKeyChars} characters`)};
       END IF;
       PERFORM pg_advisory_xact_lock(hashtext('${n.table.replace(/'/g, "''")}'), hashtext($8));
     END IF;`;
@@ -144,10 +139,13 @@ const ARGUMENTS_V12 = `${ARGUMENTS_V8}, on_pending text DEFAULT 'keep'`;
 const V6_SIGNATURE = 'text, json, timestamptz, text, integer, text';
 const V8_SIGNATURE = `${V6_SIGNATURE}, integer, text`;
 
-/** The INSERT both functions write (of version 8 and later: with the priority and the ordering key). */
-const insert = (n: TableNames, v8: boolean, idempotent: boolean): string => `
-      INSERT INTO ${n.table} (type, biz_key, payload, max_retry, next_run_at, owner, idempotent, created_at, updated_at${v8 ? ', priority, ordering_key' : ''})
-      VALUES ($1, $4, $2, $5, COALESCE(due, ${NOW}), $6, ${idempotent ? 'TRUE' : 'FALSE'}, ${NOW}, ${NOW}${v8 ? ', $7, $8' : ''})`;
+/**
+ * The INSERT both functions write (of version 8 and later: with the priority and the ordering key;
+ * of version 20, `flowKeys`, with the command's flow key as the store's inserts write it).
+ */
+const insert = (n: TableNames, v8: boolean, idempotent: boolean, flowKeys = false): string => `
+      INSERT INTO ${n.table} (type, biz_key, payload, max_retry, next_run_at, owner, idempotent, created_at, updated_at${v8 ? ', priority, ordering_key' : ''}${flowKeys ? ', flow_key' : ''})
+      VALUES ($1, $4, $2, $5, COALESCE(due, ${NOW}), $6, ${idempotent ? 'TRUE' : 'FALSE'}, ${NOW}, ${NOW}${v8 ? ', $7, $8' : ''}${flowKeys ? `, ${flowKeyOf(n, '$1', '$2')}` : ''})`;
 
 /**
  * The statements creating the submit functions (their limit function must exist): as migration 6
@@ -155,11 +153,11 @@ const insert = (n: TableNames, v8: boolean, idempotent: boolean): string => `
  * functions of version 6 (a longer argument list would be a second function beside them, and
  * calls with six arguments would match both).
  */
-export function submitFunctions(n: TableNames, version: 6 | 8): string[] {
+export function submitFunctions(n: TableNames, version: 6 | 8, flowKeys = false): string[] {
   const v8 = version === 8;
   const ARGUMENTS = v8 ? ARGUMENTS_V8 : ARGUMENTS_V6;
   return [
-    ...(v8
+    ...(v8 && !flowKeys
       ? [
           `DROP FUNCTION IF EXISTS ${n.fn('submit')}(${V6_SIGNATURE})`,
           `DROP FUNCTION IF EXISTS ${n.fn('submit_once')}(${V6_SIGNATURE})`,
@@ -175,12 +173,12 @@ export function submitFunctions(n: TableNames, version: 6 | 8): string[] {
       IF $4 = '' THEN
         ${refuse('INVALID_ARGUMENT', `biz_key must be a non-empty string of at most ${MAX_BIZ_KEY_CHARS} characters`)};
       END IF;
-      ${insert(n, v8, false)}
+      ${insert(n, v8, false, flowKeys)}
       RETURNING id INTO submitted;
       ${wake(n)}
       RETURN submitted;
     END $fn$`,
-    submitOnce(n, version),
+    ...(flowKeys ? [] : [submitOnce(n, version)]),
   ];
 }
 
@@ -190,8 +188,8 @@ export function submitFunctions(n: TableNames, version: 6 | 8): string[] {
  * it (and calls with eight arguments or fewer would match both), and CREATE OR REPLACE cannot
  * change the columns a function returns.
  */
-export function replacingSubmitOnce(n: TableNames): string[] {
-  return [`DROP FUNCTION IF EXISTS ${n.fn('submit_once')}(${V8_SIGNATURE})`, submitOnce(n, 12)];
+export function replacingSubmitOnce(n: TableNames, flowKeys = false): string[] {
+  return [`DROP FUNCTION IF EXISTS ${n.fn('submit_once')}(${V8_SIGNATURE})`, submitOnce(n, 12, flowKeys)];
 }
 
 /**
@@ -203,10 +201,10 @@ export function replacingSubmitOnce(n: TableNames): string[] {
  * counters, owner, ordering key, id and history stay; headers become `{}`, as this submit's own
  * would be.
  */
-const replaceHolder = (n: TableNames): string => `
+const replaceHolder = (n: TableNames, flowKeys: boolean): string => `
         IF $9 <> 'keep' THEN
           UPDATE ${n.table} AS c SET payload = $2, max_retry = $5, headers = '{}', priority = $7,
-              updated_at = ${NOW},
+              updated_at = ${NOW},${flowKeys ? ` flow_key = ${flowKeyOf(n, '$1', '$2')},` : ''}
               next_run_at = CASE WHEN $9 = 'replace' THEN COALESCE(due, ${NOW}) ELSE c.next_run_at END
             WHERE c.type = $1 AND c.biz_key = $4 AND c.idempotent AND c.status = 'PENDING'
             RETURNING c.id, c.next_run_at INTO id, due;
@@ -220,7 +218,7 @@ const replaceHolder = (n: TableNames): string => `
         END IF;`;
 
 /** At most one unfinished idempotent command per (type, biz_key): on a duplicate, the holder's id. */
-function submitOnce(n: TableNames, version: 6 | 8 | 12): string {
+function submitOnce(n: TableNames, version: 6 | 8 | 12, flowKeys = false): string {
   const v8 = version !== 6;
   const v12 = version === 12;
   const ARGUMENTS = v12 ? ARGUMENTS_V12 : v8 ? ARGUMENTS_V8 : ARGUMENTS_V6;
@@ -244,14 +242,14 @@ function submitOnce(n: TableNames, version: 6 | 8 | 12): string {
       -- Each statement sees the commits before it (READ COMMITTED): a holder that finished between the
       -- insert and the look-up is gone from both, and the next round inserts.
       FOR attempt IN 1..${IDEMPOTENT_INSERT_ATTEMPTS} LOOP
-        ${insert(n, v8, true)}
+        ${insert(n, v8, true, flowKeys)}
         ON CONFLICT (type, biz_key) WHERE idempotent AND ${active('')} DO NOTHING
         RETURNING ${n.table}.id INTO id;
         IF id IS NOT NULL THEN
           duplicate := FALSE;${notReplaced}
           ${wake(n)}
           RETURN;
-        END IF;${v12 ? replaceHolder(n) : ''}
+        END IF;${v12 ? replaceHolder(n, flowKeys) : ''}
         SELECT c.id INTO id FROM ${n.table} AS c
           WHERE c.type = $1 AND c.biz_key = $4 AND c.idempotent AND ${active('c.')} LIMIT 1;
         IF id IS NOT NULL THEN

@@ -1,8 +1,6 @@
-import type { Pool, PoolClient } from 'pg';
-import type { TypeLimitStore } from '@asynccmd/core';
-import { typeLimitStore } from '@asynccmd/core/store-kit';
+import type { TypeLimitStatements } from '@asynccmd/core/store-kit';
+import type { PostgresConnection, PostgresStatements } from './connection.js';
 import type { TableNames } from './names.js';
-import { runInTransaction } from './pipeline/transaction.js';
 
 /** The statements of the type limits (migration 10). */
 export function typeLimitSql(n: TableNames, t: string) {
@@ -32,27 +30,31 @@ type TypeLimitSql = ReturnType<typeof typeLimitSql>;
  * Runs `claim(client, free)` in a transaction that holds `type`'s limit row, with `free` the places
  * its limit leaves (at most `max`); nothing runs without a stored limit or a free place.
  */
-export function withinTypeLimit<Row>(
-  pool: Pool,
+export function withinTypeLimit<Tx, Row>(
+  connection: PostgresConnection<Tx>,
   sql: TypeLimitSql,
   type: string,
   max: number,
-  claim: (client: PoolClient, free: number) => Promise<Row[]>,
+  claim: (tx: Tx, free: number) => Promise<Row[]>,
 ): Promise<Row[]> {
-  return runInTransaction(pool, async (client) => {
-    const locked = await client.query<{ max_running: number }>(sql.lock, [type]);
+  return connection.transaction(async (tx) => {
+    const locked = await connection.queryIn<{ max_running: string }>(tx, sql.lock, [type]);
     const limit = locked.rows[0]?.max_running;
     if (limit === undefined) return [];
-    const counted = await client.query<{ running: number }>(sql.running, [type]);
-    const free = Math.min(max, limit - (counted.rows[0]?.running ?? 0));
-    return free > 0 ? claim(client, free) : [];
+    const counted = await connection.queryIn<{ running: string }>(tx, sql.running, [type]);
+    const free = Math.min(max, Number(limit) - Number(counted.rows[0]?.running ?? 0));
+    return free > 0 ? claim(tx, free) : [];
   });
 }
 
-/** The `<table>_type_limits` rows on the store's pool. */
-export function postgresTypeLimitStore(pool: Pool, sql: TypeLimitSql): TypeLimitStore {
-  return typeLimitStore(
-    (limits) => pool.query(sql.declare, [limits.map((l) => l.type), limits.map((l) => l.maxRunning)]),
-    async () => (await pool.query<{ type: string; maxRunning: number }>(sql.list)).rows,
-  );
+/** The `<table>_type_limits` rows on the store's connection. */
+export function postgresTypeLimitStatements(on: PostgresStatements, sql: TypeLimitSql): TypeLimitStatements {
+  return {
+    write: (limits) => on.query(sql.declare, [limits.map((l) => l.type), limits.map((l) => l.maxRunning)]),
+    read: async () =>
+      (await on.query<{ type: string; maxRunning: string }>(sql.list)).rows.map((r) => ({
+        type: r.type,
+        maxRunning: Number(r.maxRunning),
+      })),
+  };
 }

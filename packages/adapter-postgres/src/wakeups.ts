@@ -1,8 +1,7 @@
-import type { Logger, RevokedClaim, WakeupChannel } from '@asynccmd/core';
-import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import type { ClientBase, ClientConfig, Notification, Pool } from 'pg';
-import { REVOKED_PAYLOAD } from './sql.js';
+import pg from 'pg';
+import { NotifyWakeups } from './notify-wakeups.js';
+import type { Logger } from '@asynccmd/core';
 
 export interface PostgresWakeupsOptions {
   /** Sends the NOTIFYs (outside any caller transaction). */
@@ -25,17 +24,12 @@ export interface PostgresWakeupsOptions {
 }
 
 /**
- * Cross-process wake-ups over LISTEN/NOTIFY.
+ * Cross-process wake-ups over LISTEN/NOTIFY on pg (notify-wakeups.ts: the coalesced NOTIFY, the
+ * subscribers, the revocations).
  *
- * notify() is coalesced: the first call of a quiet period sends at once (low rates keep
- * millisecond latency), calls within the next window are folded into one NOTIFY at its end (high
- * rates cost one NOTIFY per window, not one per submit). It is never sent inside a submit
- * transaction: a NOTIFY takes a global lock at commit and would serialise concurrent commits.
- * For the store's own transactions, notifyOnCommit(tx) sends it right after their COMMIT in the
- * same round trip (see pipeline/README.md): listeners hear of the work as the commit
- * returns, a round trip earlier than a NOTIFY sent once COMMIT has come back. notify() also wakes
- * this store's own subscribers directly, and its NOTIFY carries a payload of this store's own, which
- * the LISTEN connection ignores when it comes back (the wake-up it stands for was given already).
+ * For the store's own transactions, notifyOnCommit(tx) sends the NOTIFY right after their COMMIT in
+ * the same round trip (see pipeline/README.md): listeners hear of the work as the commit returns,
+ * a round trip earlier than a NOTIFY sent once COMMIT has come back.
  *
  * subscribe() holds one dedicated LISTEN connection. When it dies (server restart,
  * pg_terminate_backend, network) it reconnects on its own with backoff and then wakes the
@@ -43,14 +37,8 @@ export interface PostgresWakeupsOptions {
  * fallback.
  *
  * lendAfterWake() lets the one claim that follows a notification run on the LISTEN connection.
- *
- * The same channel carries the claims admin requeues and kills take away from running commands
- * (sent by those statements themselves, so they arrive as the write commits; sql.ts
- * REVOKED_PAYLOAD): subscribeRevocations() hears them on the same connection.
  */
-export class PostgresWakeups implements WakeupChannel {
-  private readonly subscribers = new Set<() => void>();
-  private readonly revocationSubscribers = new Set<(revoked: RevokedClaim) => void>();
+export class PostgresWakeups extends NotifyWakeups {
   /** The store's transactions still open, and those of them to announce at commit. */
   private readonly open = new WeakSet<ClientBase>();
   private readonly announce = new WeakSet<ClientBase>();
@@ -60,21 +48,23 @@ export class PostgresWakeups implements WakeupChannel {
   private connecting: Promise<void> | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private failures = 0;
-  private windowTimer: NodeJS.Timeout | null = null;
-  private notifyPending = false;
-  private closed = false;
   /** The statement running on the LISTEN connection for lendAfterWake(), settled either way; null when free. */
   private lent: Promise<void> | null = null;
   /** A notification arrived since the LISTEN connection was last lent. */
   private notified = false;
-  /** The payload of the NOTIFYs notify() sends, so that the LISTEN connection knows them for its own. */
-  private readonly ownPayload = `wake ${randomUUID()}`;
 
-  constructor(private readonly options: PostgresWakeupsOptions) {}
+  constructor(private readonly pgOptions: PostgresWakeupsOptions) {
+    super({
+      channel: pgOptions.channel,
+      windowMs: pgOptions.windowMs,
+      logger: pgOptions.logger,
+      send: (channel, payload) => pgOptions.pool.query('SELECT pg_notify($1, $2)', [channel, payload]),
+    });
+  }
 
   /** Whether subscribers can be woken at all: false when there is no LISTEN connection to open. */
   get delivers(): boolean {
-    return this.options.clientConfig !== null;
+    return this.pgOptions.clientConfig !== null;
   }
 
   /** Whether the LISTEN connection is up (for tests and health details). */
@@ -82,33 +72,8 @@ export class PostgresWakeups implements WakeupChannel {
     return this.client !== null;
   }
 
-  subscribe(onWake: () => void): Promise<() => Promise<void>> {
-    return this.listen(this.subscribers, onWake);
-  }
-
-  /** Hears the claims requeues and kills take away, for as long as the returned function is not called. */
-  subscribeRevocations(onRevoked: (revoked: RevokedClaim) => void): Promise<() => Promise<void>> {
-    return this.listen(this.revocationSubscribers, onRevoked);
-  }
-
-  private async listen<T>(into: Set<T>, subscriber: T): Promise<() => Promise<void>> {
-    if (this.closed) throw new Error('the PostgreSQL store is closed');
-    // Nothing to listen on: subscribed to nothing, nothing to undo.
-    if (!this.delivers) return () => Promise.resolve();
-    into.add(subscriber);
+  protected async startListening(): Promise<void> {
     if (this.client === null) await this.ensureListening();
-    let active = true;
-    return async () => {
-      if (!active) return;
-      active = false;
-      into.delete(subscriber);
-      if (!this.wanted()) await this.stopListening();
-    };
-  }
-
-  /** Someone listens: the LISTEN connection is to be kept up. */
-  private wanted(): boolean {
-    return this.subscribers.size > 0 || this.revocationSubscribers.size > 0;
   }
 
   /**
@@ -135,22 +100,6 @@ export class PostgresWakeups implements WakeupChannel {
 
   private returned(lent: Promise<void>): void {
     if (this.lent === lent) this.lent = null;
-  }
-
-  /**
-   * Announces committed work: to this store's own subscribers at once, and to other processes by
-   * a NOTIFY. The LISTEN connection ignores that NOTIFY when it comes back: heard again a round
-   * trip later, it would wake the subscribers a second time, typically while the claim that the
-   * first wake-up started is running or just done, for a round that finds nothing new.
-   */
-  notify(): void {
-    this.wake();
-    this.sendSoon();
-  }
-
-  /** The NOTIFY of notify(), now or folded into the one at the end of the open window. */
-  private sendSoon(): void {
-    if (this.takeWindow()) void this.send();
   }
 
   notifyOnCommit(tx: ClientBase): boolean {
@@ -193,58 +142,6 @@ export class PostgresWakeups implements WakeupChannel {
     if (this.folded.delete(client) || (announced && afterCommitFailed)) this.sendSoon();
   }
 
-  /**
-   * True when a NOTIFY is to be sent now: no window is open, so this one opens it. Otherwise the
-   * announcement is folded into the one sent when the open window ends.
-   */
-  private takeWindow(): boolean {
-    if (this.closed) return false;
-    if (this.windowTimer !== null) {
-      this.notifyPending = true;
-      return false;
-    }
-    this.openWindow();
-    return true;
-  }
-
-  private openWindow(): void {
-    this.windowTimer = setTimeout(() => {
-      this.windowTimer = null;
-      if (this.notifyPending) {
-        this.notifyPending = false;
-        this.sendSoon();
-      }
-    }, this.options.windowMs);
-    this.windowTimer.unref();
-  }
-
-  /**
-   * Stops. A NOTIFY still folded into the open window goes out now, before the pool ends: a
-   * process that submits and then stops (a script, a request handler's short-lived store) would
-   * otherwise leave the listeners to find its last commands at their next poll.
-   */
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.windowTimer !== null) clearTimeout(this.windowTimer);
-    this.windowTimer = null;
-    const last = this.notifyPending ? this.send() : undefined;
-    this.notifyPending = false;
-    this.subscribers.clear();
-    this.revocationSubscribers.clear();
-    await Promise.all([last, this.stopListening()]);
-  }
-
-  /** Sends one NOTIFY; settles when it has gone out or failed (never rejects). */
-  private send(): Promise<void> {
-    return this.options.pool.query('SELECT pg_notify($1, $2)', [this.options.channel, this.ownPayload]).then(
-      () => undefined,
-      (err: unknown) => {
-        // Harmless: listeners fall back to polling.
-        this.options.logger.warn({ err }, 'asynccmd: PostgreSQL NOTIFY failed');
-      },
-    );
-  }
-
   private ensureListening(): Promise<void> {
     this.connecting ??= this.connect().finally(() => {
       this.connecting = null;
@@ -253,16 +150,12 @@ export class PostgresWakeups implements WakeupChannel {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ ...this.options.clientConfig, keepAlive: true });
+    const client = new pg.Client({ ...this.pgOptions.clientConfig, keepAlive: true });
     // Registered before connecting: an unheard 'error' would crash the process.
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
     client.on('notification', (msg: Notification) => {
-      if (msg.channel !== this.options.channel || msg.payload === this.ownPayload) return;
-      const revoked = REVOKED_PAYLOAD.exec(msg.payload ?? '');
-      if (revoked) return this.revoked(revoked);
-      this.notified = true;
-      this.wake();
+      if (msg.channel === this.options.channel) this.heard(msg.payload ?? '');
     });
     try {
       await client.connect();
@@ -296,7 +189,7 @@ export class PostgresWakeups implements WakeupChannel {
 
   private scheduleReconnect(): void {
     if (this.closed || !this.wanted() || this.reconnectTimer !== null) return;
-    const { reconnectMinMs, reconnectMaxMs } = this.options;
+    const { reconnectMinMs, reconnectMaxMs } = this.pgOptions;
     const base = Math.min(reconnectMaxMs, reconnectMinMs * 2 ** this.failures);
     this.failures += 1;
     const delay = base / 2 + (Math.random() * base) / 2;
@@ -307,7 +200,7 @@ export class PostgresWakeups implements WakeupChannel {
     this.reconnectTimer.unref();
   }
 
-  private async stopListening(): Promise<void> {
+  protected async stopListening(): Promise<void> {
     if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
     await this.connecting;
@@ -319,22 +212,7 @@ export class PostgresWakeups implements WakeupChannel {
     if (client) await client.end().catch(() => undefined);
   }
 
-  private wake(): void {
-    this.tell(this.subscribers, undefined);
-  }
-
-  private revoked([, by, id, token]: RegExpExecArray): void {
-    const revoked: RevokedClaim = { ref: { id: id!, token: token! }, by: by as RevokedClaim['by'] };
-    this.tell(this.revocationSubscribers, revoked);
-  }
-
-  private tell<T>(subscribers: ReadonlySet<(message: T) => void>, message: T): void {
-    for (const subscriber of [...subscribers]) {
-      try {
-        subscriber(message);
-      } catch (err) {
-        this.options.logger.error({ err }, 'asynccmd: wake-up subscriber threw');
-      }
-    }
+  protected override wokenByNotification(): void {
+    this.notified = true;
   }
 }

@@ -149,4 +149,16 @@ describe('the PostgreSQL claim on a table that was never analyzed', () => {
     const schema = await neverAnalyzed(1_000, 1_000_000);
     expectIndexScanThatStops(await claimPlans(schema, 50), 50);
   }, 240_000);
+
+  it('reads no WAITING row: with 1,000,000 commands waiting for others, the claim reads only the due ones', async () => {
+    const schema = await neverAnalyzed(10, 0);
+    await adminQuery(
+      `INSERT INTO "${schema}".async_command (type, payload, status, waiting_for, max_retry, next_run_at, created_at, updated_at)
+       SELECT 'noop', '{}', 'WAITING', 1, 3, now() - interval '2 minutes', now(), now()
+       FROM generate_series(1, $1::integer)`,
+      [1_000_000],
+    );
+    // LIMIT 50 and only 10 due: the index scan reads those 10 and ends, never a waiting row.
+    expectIndexScanThatStops(await claimPlans(schema, 50), 10);
+  }, 240_000);
 });

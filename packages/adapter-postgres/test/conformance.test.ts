@@ -3,6 +3,7 @@ import type { PostgresCommandStore } from '@asynccmd/adapter-postgres';
 import pg from 'pg';
 import type { PoolClient } from 'pg';
 import { describeStoreConformance, type StoreHarness } from '@asynccmd/store-conformance';
+import { clientAsSqlExecutor } from './helpers.js';
 
 const DATABASE_URL = process.env.ASYNCCMD_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -30,6 +31,7 @@ async function postgresHarness(namespace: string): Promise<StoreHarness<PoolClie
     openPeer: () => open(namespace),
     openUnmigrated: () => open(unmigrated),
     openWithTable: (table) => open(namespace, table as string),
+    sqlExecutor: clientAsSqlExecutor,
     async dispose() {
       await Promise.all(opened.map((s) => s.close()));
       const admin = new pg.Client({ connectionString: DATABASE_URL });
@@ -45,4 +47,9 @@ async function postgresHarness(namespace: string): Promise<StoreHarness<PoolClie
   };
 }
 
-describeStoreConformance('postgres', postgresHarness);
+describeStoreConformance('postgres', postgresHarness, {
+  wakeups: true,
+  commitRiding: true,
+  migrationScript: true,
+  cleanupHorizon: true,
+});

@@ -112,7 +112,9 @@ describe('PostgreSQL connection loss', () => {
 
     expect(killed).toBeGreaterThan(0);
     const counts = await adminQuery<{ status: string; n: string }>(
-      `SELECT status, count(*) AS n FROM "${schema}".async_command WHERE type = 'drain' GROUP BY status`,
+      `SELECT status, count(*) AS n FROM (SELECT type, status FROM "${schema}".async_command
+         UNION ALL SELECT type, status FROM "${schema}".async_command_history) AS c
+       WHERE type = 'drain' GROUP BY status`,
     );
     expect(counts).toEqual([{ status: 'SUCCESS', n: String(total) }]);
     // The pool dropped its dead idle clients through the 'error' handler instead of crashing.

@@ -1,5 +1,5 @@
 import { serialisePayload } from '@asynccmd/core';
-import type { NewCommand } from '@asynccmd/core';
+import type { NewCommand, SqlExecutor } from '@asynccmd/core';
 import pg from 'pg';
 import { createPostgresStore } from '../src/index.js';
 import type { PostgresCommandStore, PostgresStoreOptions } from '../src/index.js';
@@ -49,4 +49,18 @@ export function command(type: string, payload: unknown = {}, extra: Partial<NewC
   const json = serialisePayload(payload);
   if (json._tag === 'Left') throw json.left;
   return { type, payloadJson: json.right, maxRetry: 3, ...extra };
+}
+
+/**
+ * A client of an open transaction as an SqlExecutor, binding values as `$n` parameters: what an
+ * ORM bridge hands the store, without an ORM.
+ */
+export function clientAsSqlExecutor(client: pg.ClientBase): SqlExecutor {
+  return {
+    kind: 'sql-executor',
+    async run(strings, values) {
+      const text = strings.reduce((sql, part, i) => `${sql}$${i}${part}`);
+      return (await client.query(text, [...values])).rows as Record<string, unknown>[];
+    },
+  };
 }

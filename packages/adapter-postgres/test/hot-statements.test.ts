@@ -13,6 +13,9 @@ beforeAll(async () => {
   await adminQuery(`CREATE FUNCTION "${schema}".refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN IF NEW.type = 'hot.boom' AND NEW.status = 'SUCCESS' THEN RAISE EXCEPTION 'boom refused'; END IF;
     RETURN NEW; END $$`);
+  // A SUCCESS is an insert into the history (the move), or an update of a row that stays.
+  await adminQuery(`CREATE TRIGGER refuse_boom BEFORE INSERT ON "${schema}".async_command_history
+    FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_boom()`);
   await adminQuery(`CREATE TRIGGER refuse_boom BEFORE UPDATE ON "${schema}".async_command
     FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_boom()`);
 });
@@ -102,7 +105,7 @@ describe('PostgreSQL hot-path statements', () => {
     expect(use).toEqual({ batches: 1, alone: 0 });
     expect([...(answers[0] as string[])].sort()).toEqual([a!.id, b!.id, c!.id].sort());
     const stored = await adminQuery<{ id: string; result: string | null }>(
-      `SELECT id::text AS id, result::text AS result FROM "${schema}".async_command WHERE id = ANY($1::bigint[])`,
+      `SELECT id::text AS id, result::text AS result FROM "${schema}".async_command_history WHERE id = ANY($1::bigint[])`,
       [[a!.id, b!.id, c!.id]],
     );
     expect(Object.fromEntries(stored.map((r) => [r.id, r.result]))).toEqual({
@@ -126,7 +129,7 @@ describe('PostgreSQL hot-path statements', () => {
       d!.id,
     ]);
     const [kept] = await adminQuery<{ result: string }>(
-      `SELECT result::text AS result FROM "${schema}".async_command WHERE id = $1::bigint`,
+      `SELECT result::text AS result FROM "${schema}".async_command_history WHERE id = $1::bigint`,
       [d!.id],
     );
     expect(kept!.result).toBe(results[2]);

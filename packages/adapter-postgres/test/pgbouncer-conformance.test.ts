@@ -4,7 +4,7 @@ import type { PoolClient } from 'pg';
 import { afterAll } from 'vitest';
 import { describeStoreConformance, type StoreHarness } from '@asynccmd/store-conformance';
 import { PgBouncer } from '../../../test/pooler/pgbouncer.js';
-import { adminQuery, DATABASE_URL } from './helpers.js';
+import { adminQuery, clientAsSqlExecutor, DATABASE_URL } from './helpers.js';
 
 /**
  * The conformance suite with every store reaching PostgreSQL through a PgBouncer of this file's
@@ -40,6 +40,7 @@ async function pgbouncerHarness(namespace: string): Promise<StoreHarness<PoolCli
     openPeer: () => open(namespace),
     openUnmigrated: () => open(unmigrated),
     openWithTable: (table) => open(namespace, table as string),
+    sqlExecutor: clientAsSqlExecutor,
     async dispose() {
       await Promise.all(opened.map((s) => s.close()));
       for (const schema of [namespace, unmigrated])
@@ -48,4 +49,10 @@ async function pgbouncerHarness(namespace: string): Promise<StoreHarness<PoolCli
   };
 }
 
-describeStoreConformance('postgres through PgBouncer (transaction pooling)', pgbouncerHarness);
+// Its LISTEN connection is a direct one (listenConnection): wake-ups as without the pooler.
+describeStoreConformance('postgres through PgBouncer (transaction pooling)', pgbouncerHarness, {
+  wakeups: true,
+  commitRiding: true,
+  migrationScript: true,
+  cleanupHorizon: true,
+});

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
-import { decideFailure, exponentialBackoff, isAsyncCommandError, rescueLimitMessage } from '@asynccmd/core';
+import { decideFailure, exponentialBackoff, isAsyncCommandError } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commit } from '../src/pipeline/commit.js';
 import { tableNames } from '../src/names.js';
@@ -10,6 +10,7 @@ import { MIGRATIONS } from '../src/migrations.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import pg from 'pg';
 import { adminQuery, command, DATABASE_URL, dropSchema, openStore, uniqueSchema } from './helpers.js';
+import { COMMAND_TABLE_COLUMNS, rescueLimitMessage } from '@asynccmd/core/store-kit';
 
 const schema = uniqueSchema('acpg_store');
 let store: PostgresCommandStore;
@@ -80,6 +81,17 @@ async function warmIdReserve(): Promise<void> {
   await new Promise((r) => setTimeout(r, 50));
 }
 
+/** Claims the due 'up.keyed' commands of `on` as keyed ones (the upgrade tests' claim). */
+const claimUpKeyed = (on: PostgresCommandStore) =>
+  on.claimDue({
+    types: ['up.keyed'],
+    keyedTypes: ['up.keyed'],
+    limit: 10,
+    now: new Date(Date.now() + 60_000),
+    token: randomUUID(),
+    leaseMs: 30_000,
+  });
+
 describe('PostgresCommandStore', () => {
   it('refuses hostile schema and table names with a typed error', () => {
     const hostile = ['x"; DROP TABLE t; --', 'a b', '1abc', '', 'x'.repeat(49), 'é', 'a-b'];
@@ -123,6 +135,126 @@ describe('PostgresCommandStore', () => {
     }
   });
 
+  it('refuses an unset destination (`connection: process.env.UNSET`) at construction, as the other adapters do', () => {
+    for (const unset of [
+      { connection: undefined },
+      { connectionString: undefined },
+      { connection: '' },
+      { pool: undefined },
+      { connection: undefined, schema: 'app' },
+    ]) {
+      let caught: unknown;
+      try {
+        createPostgresStore(unset);
+      } catch (e) {
+        caught = e;
+      }
+      expect(isAsyncCommandError(caught) && caught.code).toBe('INVALID_ARGUMENT');
+      const key = Object.keys(unset)[0] ?? '';
+      expect((caught as Error).message).toContain(`\`${key}\``);
+    }
+  });
+
+  it('an upgrade to the flow keys keys the unfinished commands already stored', async () => {
+    const upgraded = uniqueSchema('acpg_flow_up');
+    const flowKeys = MIGRATIONS.find((m) => m.name === 'flow keys')!;
+    const t = `"${upgraded}".async_command`;
+    let before = await openStore(upgraded);
+    try {
+      await before.keyLimits.declare([{ type: 'up.keyed', keyField: 'tenant', maxRunning: 1 }]);
+      await before.transaction((tx) =>
+        before.insert(tx, [
+          command('up.keyed', { tenant: 'acme' }),
+          command('up.keyed', { tenant: 'acme' }),
+          command('up.keyed', { tenant: 'zeta' }),
+        ]),
+      );
+      await before.close();
+      // The table as the version before left it: no key table, column or index, the version unrecorded.
+      await adminQuery(`DROP TABLE "${upgraded}".async_command_key_fields`);
+      await adminQuery(`ALTER TABLE ${t} DROP COLUMN flow_key`);
+      await adminQuery(`DELETE FROM "${upgraded}".async_command_migrations WHERE version = $1`, [
+        flowKeys.version,
+      ]);
+      before = await openStore(upgraded);
+      const keys = await adminQuery<{ k: string }>(`SELECT flow_key AS k FROM ${t} ORDER BY id`);
+      expect(keys.map((r) => r.k)).toEqual(['acme', 'acme', 'zeta']);
+      const claimed = await claimUpKeyed(before);
+      expect(claimed.map((c) => (c.payload as { tenant: string }).tenant).sort()).toEqual(['acme', 'zeta']);
+    } finally {
+      await before.close();
+      await dropSchema(upgraded);
+    }
+  });
+
+  it('a database at version 19 migrates through the flow keys (20), then the history (21), and moves what finished before', async () => {
+    const upgraded = uniqueSchema('acpg_hist_up');
+    const t = `"${upgraded}".async_command`;
+    const store19 = createPostgresStore({
+      connectionString: DATABASE_URL,
+      schema: upgraded,
+      poolConfig: { max: 2 },
+    });
+    try {
+      const script = await store19.migrationScript({ all: true });
+      const admin = new pg.Client({ connectionString: DATABASE_URL });
+      await admin.connect();
+      try {
+        await admin.query('BEGIN');
+        for (const statement of script.setup) await admin.query(statement);
+        for (const version of script.versions.filter((v) => v.version <= 19))
+          for (const statement of version.statements) await admin.query(statement);
+        await admin.query('COMMIT');
+      } finally {
+        await admin.end();
+      }
+      // What a store of version 19 left: a key limit, an unfinished keyed command, one finished in place.
+      await adminQuery(`INSERT INTO "${upgraded}".async_command_key_limits (type, key_field, max_running)
+        VALUES ('up.keyed', 'tenant', 1)`);
+      await adminQuery(`INSERT INTO ${t} (type, payload, max_retry, next_run_at, created_at, updated_at)
+        VALUES ('up.keyed', '{"tenant":"acme"}', 3, now(), now(), now())`);
+      await adminQuery(`INSERT INTO ${t} (type, payload, status, max_retry, next_run_at, created_at, updated_at, finished_at)
+        VALUES ('up.keyed', '{"tenant":"zeta"}', 'SUCCESS', 3, now(), now(), now(), now())`);
+      const [pending, finished] = await adminQuery<{ id: string }>(
+        `SELECT id::text AS id FROM ${t} ORDER BY id`,
+      );
+      await store19.migrate();
+      const versions = await adminQuery(
+        `SELECT version, name FROM "${upgraded}".async_command_migrations WHERE version > 19 ORDER BY version`,
+      );
+      expect(versions).toEqual([
+        { version: 20, name: 'flow keys' },
+        { version: 21, name: 'finished commands leave the command table' },
+      ]);
+      // Keyed by the flow keys' migration; the finished row moved by the upgrade, unkeyed, reading as before.
+      const where = await adminQuery<{ id: string; place: string; k: string | null }>(
+        `SELECT id::text AS id, 'command' AS place, flow_key AS k FROM ${t}
+         UNION ALL SELECT id::text, 'history', flow_key FROM "${upgraded}".async_command_history ORDER BY 1`,
+      );
+      expect(where).toEqual([
+        { id: pending!.id, place: 'command', k: 'acme' },
+        { id: finished!.id, place: 'history', k: null },
+      ]);
+      expect(await store19.get(finished!.id)).toMatchObject({
+        status: 'SUCCESS',
+        payload: { tenant: 'zeta' },
+      });
+      const claimed = await claimUpKeyed(store19);
+      expect(claimed.map((c) => c.id)).toEqual([pending!.id]);
+      expect(await store19.complete([{ id: pending!.id, token: claimed[0]!.claimToken }])).toEqual([
+        pending!.id,
+      ]);
+      const moved = await adminQuery<{ k: string }>(
+        `SELECT flow_key AS k FROM "${upgraded}".async_command_history WHERE id = $1::bigint`,
+        [pending!.id],
+      );
+      expect(moved).toEqual([{ k: 'acme' }]);
+    } finally {
+      await store19.close();
+      await dropSchema(upgraded);
+    }
+  });
+
   it('creates the schema, table and indexes; migrating again, and concurrently, is harmless', async () => {
     const peers = await Promise.all([openStore(schema), openStore(schema), openStore(schema)]);
     await Promise.all(peers.map((p) => p.migrate()));
@@ -142,7 +274,10 @@ describe('PostgresCommandStore', () => {
       { column_name: 'payload', data_type: 'json' },
       { column_name: 'result', data_type: 'json' },
     ]);
-    expect(MIGRATIONS.at(-1)).toMatchObject({ version: 14, name: 'executor results' });
+    expect(MIGRATIONS.at(-1)).toMatchObject({
+      version: 21,
+      name: 'finished commands leave the command table',
+    });
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
       [schema],
@@ -153,17 +288,31 @@ describe('PostgresCommandStore', () => {
         'async_command_claim_idx',
         'async_command_created_idx',
         'async_command_dead_idx',
+        'async_command_dependant_idx',
+        'async_command_dependencies_pkey',
         'async_command_due_idx',
+        'async_command_flow_idx',
+        'async_command_h_created_idx',
+        'async_command_h_finished_idx',
+        'async_command_h_type_biz_idx',
+        'async_command_history_pkey',
         'async_command_keyed_idx',
+        'async_command_key_fields_pkey',
+        'async_command_key_limits_pkey',
+        'async_command_key_rate_buckets_pkey',
+        'async_command_key_rate_limits_pkey',
         'async_command_lease_idx',
         'async_command_pkey',
         'async_command_type_biz_idx',
         'async_command_migrations_pkey',
         'async_command_outcome_idx',
         'async_command_paused_types_pkey',
+        'async_command_rate_limits_pkey',
         'async_command_schedule_tick',
         'async_command_schedules_pkey',
+        'async_command_step_cmd_idx',
         'async_command_type_limits_pkey',
+        'async_command_workflow_steps_pkey',
       ].sort(),
     );
   });
@@ -755,6 +904,90 @@ describe('PostgresCommandStore', () => {
     expect((await store.get(b!.id))!.finishedAt).not.toBeNull();
   });
 
+  it('the history has every column of the command table, the list a move copies; a keyed command moves with its key', async () => {
+    const columns = (table: string) =>
+      adminQuery<{ column_name: string }>(
+        `SELECT column_name FROM information_schema.columns
+         WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
+        [schema, table],
+      ).then((rows) => rows.map((r) => r.column_name));
+    expect(await columns('async_command')).toEqual([...COMMAND_TABLE_COLUMNS]);
+    expect(await columns('async_command_history')).toEqual([...COMMAND_TABLE_COLUMNS]);
+    // Nothing fires on a history insert: the keys are written by the command table's inserts.
+    const triggers = await adminQuery(
+      `SELECT tgname FROM pg_trigger WHERE tgrelid = '"${schema}".async_command_history'::regclass AND NOT tgisinternal`,
+    );
+    expect(triggers).toEqual([]);
+    await store.keyLimits.declare([{ type: 'move.keyed', keyField: 'tenant', maxRunning: 5 }]);
+    const [id] = await store.transaction((tx) =>
+      store.insert(tx, [command('move.keyed', { tenant: 'acme' })]),
+    );
+    const [claimed] = await claim(['move.keyed']);
+    expect(await store.complete([{ id: claimed!.id, token: claimed!.claimToken }])).toEqual([id]);
+    const moved = await adminQuery<{ k: string }>(
+      `SELECT flow_key AS k FROM "${schema}".async_command_history WHERE id = $1::bigint`,
+      [id],
+    );
+    expect(moved).toEqual([{ k: 'acme' }]);
+  });
+
+  it('moves a succeeded command to the history table in the completing statement; one with dependants or a schedule tick stays', async () => {
+    const ids = await store.transaction((tx) =>
+      store.insert(tx, [command('move'), command('move'), command('move'), command('move')]),
+    );
+    // Marked as a dependency submit marks it, and as a schedule's tick: both complete in place.
+    await adminQuery(`UPDATE "${schema}".async_command SET has_dependants = TRUE WHERE id = $1::bigint`, [
+      ids[1],
+    ]);
+    await adminQuery(
+      `UPDATE "${schema}".async_command SET schedule_name = 'move.tick', schedule_tick = now() WHERE id = $1::bigint`,
+      [ids[2]],
+    );
+    const claimed = await claim(['move']);
+    const before = await store.getMany(ids);
+    const refs = claimed.map((c) => ({ id: c.id, token: c.claimToken }));
+    expect(await store.complete(refs.slice(0, 3))).toEqual(ids.slice(0, 3));
+    // The transactional completion (an executor's own transaction) moves it too.
+    const own = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+    try {
+      const tx = await own.connect();
+      await tx.query('BEGIN');
+      expect(
+        await store.transactionalCompletion.complete(tx, { id: refs[3]!.id, token: refs[3]!.token }),
+      ).toBe(true);
+      await tx.query('COMMIT');
+      tx.release();
+    } finally {
+      await own.end();
+    }
+    const where = await adminQuery<{ id: string; place: string }>(
+      `SELECT id::text AS id, 'command' AS place FROM "${schema}".async_command WHERE id = ANY($1::bigint[])
+       UNION ALL
+       SELECT id::text, 'history' FROM "${schema}".async_command_history WHERE id = ANY($1::bigint[])
+       ORDER BY 1`,
+      [ids],
+    );
+    expect(Object.fromEntries(where.map((r) => [r.id, r.place]))).toEqual({
+      [ids[0]!]: 'history',
+      [ids[1]!]: 'command',
+      [ids[2]!]: 'command',
+      [ids[3]!]: 'history',
+    });
+    // Read back, each is what it was with its SUCCESS written, wherever it lives.
+    const after = await store.getMany(ids);
+    const written = ['status', 'claimToken', 'leaseUntil', 'updatedAt', 'finishedAt', 'history'];
+    const unchanged = (record: object): object =>
+      Object.fromEntries(Object.entries(record).filter(([key]) => !written.includes(key)));
+    expect(after.map(unchanged)).toEqual(before.map(unchanged));
+    for (const record of after) {
+      expect(record).toMatchObject({ status: 'SUCCESS', claimToken: null, leaseUntil: null });
+      expect(record.updatedAt).toEqual(record.finishedAt);
+      expect(record.history.map((a) => a.outcome)).toEqual(['succeeded']);
+    }
+    // A retried complete whose first try landed answers as landed, from the history too.
+    expect(await store.complete(refs.slice(0, 2))).toEqual(ids.slice(0, 2));
+  });
+
   it('reclaims expired leases on the database clock, leaves live ones, and kills past the rescue limit', async () => {
     const [hungId, liveId] = await store.transaction((tx) =>
       store.insert(tx, [command('hung'), command('live')]),
@@ -952,6 +1185,35 @@ describe('PostgresCommandStore', () => {
     ]);
     expect(text).toContain('async_command_outcome_idx');
     expect(text).not.toContain('Seq Scan');
+  });
+
+  it("lists newest first from each table's own index, and reads no history for statuses it cannot hold", async () => {
+    const h = `"${schema}".async_command_history`;
+    await adminQuery(
+      `INSERT INTO ${h} (id, type, payload, status, max_retry, next_run_at, created_at, updated_at, finished_at)
+       SELECT nextval(pg_get_serial_sequence('"${schema}".async_command', 'id')), 'listed', '{}', 'SUCCESS', 0,
+              now(), now(), now(), now()
+       FROM generate_series(1, 20000)`,
+    );
+    await adminQuery(`ANALYZE ${h}`);
+    const sql = buildSql(tableNames(schema, 'async_command'));
+    const list = (statuses: string[] | null) =>
+      adminQuery<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${sql.list}`, [
+        statuses,
+        null,
+        null,
+        null,
+        null,
+        51,
+      ]).then((rows) => rows.map((r) => r['QUERY PLAN']).join('\n'));
+    const all = await list(null);
+    expect(all).toContain('async_command_created_idx');
+    expect(all).toContain('async_command_h_created_idx');
+    expect(all).not.toContain('Seq Scan');
+    // PENDING only: the history is never scanned (folded away, or its scan never executed).
+    const pending = await list(['PENDING']);
+    const historyScans = pending.split('\n').filter((line) => line.includes('on async_command_history'));
+    expect(historyScans.filter((line) => !line.includes('(never executed)'))).toEqual([]);
   });
 });
 

@@ -2,9 +2,7 @@ import { TransactionRolledBackError } from '@asynccmd/core';
 import type { ClientBase } from 'pg';
 import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
 import { COMMIT_STEP } from './transaction-statements.js';
-
-/** SQLSTATE 25P02: a statement sent after an error in the transaction, refused. */
-const IN_FAILED_TRANSACTION = '25P02';
+import { rolledBackIfAborted } from '../connection.js';
 
 /** Statements to run right after COMMIT, in the same round trip (see `commit`). */
 export interface AfterCommit {
@@ -60,21 +58,6 @@ export async function commit(
   if (tag === 'COMMIT') return { afterError: error, rows: error ? [] : rows };
   if (tag === 'ROLLBACK') throw new TransactionRolledBackError();
   throw error ?? new Error(`COMMIT answered ${tag ?? 'nothing'}`);
-}
-
-/**
- * `error`, unless the server refused the statement only because the transaction had already failed
- * (25P02: a statement in it failed and its error was caught): then TransactionRolledBackError, the
- * same answer whether the submit or the COMMIT is the first to hear of it.
- */
-export function rolledBackIfAborted(
-  error: unknown,
-  rolledBack = new TransactionRolledBackError(
-    'the transaction had already failed (a statement in it failed and its error was caught): ' +
-      'nothing in it, this submit included, will be committed',
-  ),
-): unknown {
-  return (error as { code?: unknown } | null)?.code === IN_FAILED_TRANSACTION ? rolledBack : error;
 }
 
 /** Runs `steps` on `client` as one batch (see Batch). */

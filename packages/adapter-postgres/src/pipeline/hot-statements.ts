@@ -2,6 +2,9 @@ import type { Logger } from '@asynccmd/core';
 import type { Pool, PoolClient, QueryResultRow } from 'pg';
 import type { BatchStep } from './batch.js';
 import { runBatch } from './commit.js';
+import { asText } from '../connection.js';
+
+export { arrayLiteral, asText } from '../connection.js';
 
 /** A hot-path statement: prepared under `name`, its values as pg binds them (arrays included). */
 export interface HotStatement {
@@ -135,19 +138,4 @@ function batchStep(statement: HotStatement, named: boolean): BatchStep {
   return named
     ? { name: `${statement.name}_b`, text: statement.text, values, rows: true }
     : { text: statement.text, values, rows: true };
-}
-
-/** A bound value as a batch sends it (batch.ts): text (arrays as array literals), or null. */
-export function asText(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  if (Array.isArray(value)) return arrayLiteral(value);
-  if (value instanceof Date) return value.toISOString();
-  return String(value);
-}
-
-/** A one-dimensional PostgreSQL array literal of text or null elements. */
-export function arrayLiteral(items: readonly unknown[]): string {
-  const element = (item: unknown): string =>
-    item === null || item === undefined ? 'NULL' : `"${String(item).replace(/["\\]/g, '\\$&')}"`;
-  return `{${items.map(element).join(',')}}`;
 }

@@ -1,6 +1,7 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
-import { commit, rolledBackIfAborted, runBatch, type AfterCommit, type CommitOutcome } from './commit.js';
+import { commit, runBatch, type AfterCommit, type CommitOutcome } from './commit.js';
+import { rolledBackIfAborted } from '../connection.js';
 import { transactionSteps, type TransactionSteps } from './transaction-statements.js';
 
 /** Takes part in the store's own transactions: may add statements sent with their COMMIT. */

@@ -1,0 +1,95 @@
+import type { KeyLimitStatements } from '@asynccmd/core/store-kit';
+import type { PostgresConnection, PostgresStatements } from './connection.js';
+import type { TableNames } from './names.js';
+import { postgresKeyedReader, type FlowKeySql } from './flow-keys.js';
+
+/** `<table>_key_limits`, quoted and qualified (migration 16). */
+export function keyLimitsTable(n: TableNames): string {
+  return `${n.schema}."${n.tableName}_key_limits"`;
+}
+
+/** Migration 16: one row per key-limited type; a keyed claim locks it, then counts per key. */
+export function keyLimitsDdl(n: TableNames): string {
+  return `CREATE TABLE IF NOT EXISTS ${keyLimitsTable(n)} (
+         type        TEXT    PRIMARY KEY,
+         key_field   TEXT    NOT NULL,
+         max_running INTEGER NOT NULL
+       )`;
+}
+
+/** The statements of the key limits (migration 16). */
+export function keyLimitSql(n: TableNames) {
+  const limits = keyLimitsTable(n);
+  return {
+    /** $1 type: its key-limit row, locked to the end of the claim's transaction; none without one. */
+    lock: `SELECT key_field, max_running FROM ${limits} WHERE type = $1 FOR UPDATE`,
+    declare: `INSERT INTO ${limits} (type, key_field, max_running)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::integer[])
+      ON CONFLICT (type) DO UPDATE SET key_field = EXCLUDED.key_field, max_running = EXCLUDED.max_running`,
+    list: `SELECT type, key_field AS "keyField", max_running AS "maxRunning" FROM ${limits} ORDER BY type`,
+  };
+}
+
+type KeyLimitSql = ReturnType<typeof keyLimitSql>;
+
+/**
+ * Runs `claim(client, keyField, maxRunning)` in a transaction that holds `type`'s key-limit row;
+ * nothing runs without a stored key limit.
+ */
+export function withinKeyLimit<Tx, Row>(
+  connection: PostgresConnection<Tx>,
+  sql: KeyLimitSql,
+  type: string,
+  claim: (tx: Tx, keyField: string, maxRunning: number) => Promise<Row[]>,
+): Promise<Row[]> {
+  return connection.transaction(async (tx) => {
+    const locked = await connection.queryIn<{ key_field: string; max_running: string }>(tx, sql.lock, [type]);
+    const row = locked.rows[0];
+    return row === undefined ? [] : claim(tx, row.key_field, Number(row.max_running));
+  });
+}
+
+/**
+ * Declares the key fields of `limits` in one transaction with `write` (the limits' own upsert), then
+ * gives each type's unfinished commands their keys from the field now (flow-keys.ts `rekey`).
+ */
+export function declareKeyed<Tx>(
+  connection: PostgresConnection<Tx>,
+  flow: FlowKeySql,
+  limits: readonly { readonly type: string; readonly keyField: string }[],
+  write: (on: PostgresStatements) => Promise<unknown>,
+): Promise<void> {
+  return connection.transaction(async (tx) => {
+    const on: PostgresStatements = { query: (text, values) => connection.queryIn(tx, text, values) };
+    await write(on);
+    await on.query(flow.declare, [limits.map((l) => l.type), limits.map((l) => l.keyField)]);
+    for (const l of limits) await on.query(flow.rekey, [l.type]);
+  });
+}
+
+/** The `<table>_key_limits` statements on the store's connection. */
+export function postgresKeyLimitStatements<Tx>(
+  connection: PostgresConnection<Tx>,
+  sql: KeyLimitSql,
+  flow: FlowKeySql,
+): KeyLimitStatements {
+  return {
+    reader: (type, now) => postgresKeyedReader(connection, flow, type, now.toISOString()),
+    write: (limits) =>
+      declareKeyed(connection, flow, limits, (on) =>
+        on.query(sql.declare, [
+          limits.map((l) => l.type),
+          limits.map((l) => l.keyField),
+          limits.map((l) => l.maxRunning),
+        ]),
+      ),
+    read: async () =>
+      (await connection.query<{ type: string; keyField: string; maxRunning: string }>(sql.list)).rows.map(
+        (r) => ({
+          type: r.type,
+          keyField: r.keyField,
+          maxRunning: Number(r.maxRunning),
+        }),
+      ),
+  };
+}
