@@ -1,11 +1,12 @@
 import type { Logger } from '@asynccmd/core';
-import { InvalidArgumentError, silentLogger, validateIdentifier } from '@asynccmd/core';
+import { InvalidArgumentError, silentLogger } from '@asynccmd/core';
 import * as E from 'fp-ts/lib/Either.js';
 import type { Pool, PoolOptions } from 'mysql2/promise';
 import type { ClaimStrategyName } from './claim-strategies.js';
 import { CLAIM_STRATEGIES } from './claim-strategies.js';
 import { claimPoolOptions, openPool, ownPoolOptions, READ_COMMITTED_SESSION } from './connection.js';
-import { MysqlCommandStore } from './store.js';
+import { mysqlStore, type MysqlCommandStore } from './store.js';
+import { validateIdentifier } from '@asynccmd/core/store-kit';
 
 export type { MysqlCommandStore } from './store.js';
 export type { ClaimStrategyName } from './claim-strategies.js';
@@ -25,7 +26,7 @@ export interface MysqlStoreOptions {
   /** Table name, validated as an identifier; default 'async_command'. */
   readonly table?: string;
   /**
-   * Step 1 of the claim: 'skip-locked' (MySQL ≥ 8.0.1, MariaDB ≥ 10.6), 'legacy' (the seed's
+   * Step 1 of the claim: 'skip-locked' (MySQL ≥ 8.0.1, MariaDB ≥ 10.6), 'legacy' (a
    * derived-table UPDATE, for older servers), or 'auto' (default): chosen from the server version.
    */
   readonly claimStrategy?: 'auto' | ClaimStrategyName;
@@ -64,7 +65,7 @@ export function createMysqlStore(options: MysqlStoreOptions): MysqlCommandStore 
     // the store's other transactions (the caller's included) keep the server's default isolation.
     claimPool = openPool(claimPoolOptions(own), onConnectionError, READ_COMMITTED_SESSION);
   }
-  return new MysqlCommandStore({
+  return mysqlStore({
     pool,
     ownsPool: options.pool === undefined,
     claimPool,

@@ -1,18 +1,21 @@
 import { createHash } from 'node:crypto';
 import { DEFAULT_PRIORITY, type MigrationScript } from '@asynccmd/core';
-import type { Pool } from 'mysql2/promise';
+import { migrationScriptOf, runMigrations as runEngine, sqlStringLiteral } from '@asynccmd/core/store-kit';
+import type { Migration, MigrationEngine } from '@asynccmd/core/store-kit';
+import type { Pool, PoolConnection } from 'mysql2/promise';
 import { select, withConnection, write } from './connection.js';
+import { dependenciesDdl, widenStatusCheck } from './dependencies.js';
+import { rateLimitsDdl } from './rate-limits.js';
+import { keyLimitsDdl, keyRateLimitsDdl } from './key-limits.js';
+import { flowKeysDdl } from './flow-keys.js';
 
 /**
- * Versioned schema changes, numbered as in the other adapters (1 = the command table and its
- * indexes), recorded in `<table>_migrations`. MySQL commits each DDL statement on its own, so every
+ * Versioned schema changes (core's runMigrations applies them), numbered as in the other adapters
+ * (1 = the command table and its indexes), recorded in `<table>_migrations`. MySQL commits each DDL statement on its own, so every
  * statement is idempotent (IF NOT EXISTS) and a half-applied version re-runs cleanly; two processes
  * migrating at once take turns under a named lock (GET_LOCK), released even if the holder dies.
  */
-export interface Migration {
-  readonly version: number;
-  readonly name: string;
-  statements(table: string, collation: string): readonly string[];
+export interface MysqlMigration extends Migration<MigrationContext> {
   /**
    * An index the version adds, for a version that is one ALTER TABLE (all or nothing): MySQL has no
    * ADD COLUMN / ADD INDEX IF NOT EXISTS, so when the index is there the ALTER already ran (its
@@ -21,13 +24,30 @@ export interface Migration {
   readonly addsIndex?: string;
   /** The same for a version that is one ALTER TABLE adding a column: `<table><tableSuffix>`.`column`. */
   readonly addsColumn?: { readonly tableSuffix: string; readonly column: string };
+  /**
+   * For a version whose statements depend on what the catalog holds when it runs: they, read from
+   * it (instead of `statements`); `fresh` for a script run from scratch (no table yet, or --all),
+   * written for the table as the script's earlier versions create it.
+   */
+  catalogStatements?(
+    conn: PoolConnection,
+    table: string,
+    collation: string,
+    fresh: boolean,
+  ): Promise<string[]>;
 }
 
-export const MIGRATIONS: readonly Migration[] = [
+/** What the statements are written for: the table, and the binary collation this server has. */
+export interface MigrationContext {
+  readonly table: string;
+  readonly collation: string;
+}
+
+export const MIGRATIONS: readonly MysqlMigration[] = [
   {
     version: 1,
     name: 'command table and the indexes of its hot paths',
-    statements: (t, collation) => [
+    statements: ({ table: t, collation }) => [
       // DATETIME(3) in UTC: millisecond precision, and no conversion by the session time zone
       // (TIMESTAMP would convert, and ends in 2038). A binary collation, so 'A' and 'a' are different
       // types and business keys. payload is LONGTEXT: the JSON text exactly as submitted (MySQL's
@@ -72,7 +92,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 2,
     name: 'attempt history and lists by creation time',
     addsIndex: 'idx_created',
-    statements: (t) => [
+    statements: ({ table: t }) => [
       // One ALTER: all or nothing. history is NULL until the first attempt ends (MySQL gives TEXT
       // no literal default). Lists run newest first by (created_at, id); InnoDB appends the primary
       // key to the index.
@@ -102,7 +122,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 7,
     name: 'recurring schedules and the once-per-tick key',
     addsIndex: 'uq_schedule_tick',
-    statements: (t, collation) => [
+    statements: ({ table: t, collation }) => [
       `CREATE TABLE IF NOT EXISTS \`${t}_schedules\` (
         name        VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
         type        VARCHAR(128) NOT NULL,
@@ -126,7 +146,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 8,
     name: 'priorities and ordering keys',
     addsIndex: 'idx_claim',
-    statements: (t) => [
+    statements: ({ table: t }) => [
       // The slots keyed submits lock (a key's slot by its hash, see store.ts), so the commands of a
       // key get their ids in the order their transactions commit: a fixed, small table.
       `CREATE TABLE IF NOT EXISTS \`${t}_key_locks\` (
@@ -156,14 +176,16 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'schedules added at run time',
     // NULL for a schedule declared in code; the JSON settings of one added at run time.
     addsColumn: { tableSuffix: '_schedules', column: 'run_time_settings' },
-    statements: (t) => [`ALTER TABLE \`${t}_schedules\` ADD COLUMN run_time_settings LONGTEXT NULL`],
+    statements: ({ table: t }) => [
+      `ALTER TABLE \`${t}_schedules\` ADD COLUMN run_time_settings LONGTEXT NULL`,
+    ],
   },
   {
     version: 10,
     name: 'type limits',
     // One row per limited type: a limited claim locks it, then counts (type-limits.ts). The type
     // compares as the command table's type column does.
-    statements: (t, collation) => [
+    statements: ({ table: t, collation }) => [
       `CREATE TABLE IF NOT EXISTS \`${t}_type_limits\` (
          type        VARCHAR(128) NOT NULL,
          max_running INT          NOT NULL,
@@ -178,7 +200,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'paused types',
     // One row per paused type; the runtime leaves those types out of its claims. The type compares
     // as the command table's type column does; paused_at is UTC, as every time of this adapter.
-    statements: (t, collation) => [
+    statements: ({ table: t, collation }) => [
       `CREATE TABLE IF NOT EXISTS \`${t}_paused_types\` (
          type      VARCHAR(128) NOT NULL,
          paused_at DATETIME(3)  NOT NULL,
@@ -193,9 +215,75 @@ export const MIGRATIONS: readonly Migration[] = [
     // The JSON an executor left with ctx.setResult, written with its SUCCESS; NULL otherwise.
     // LONGTEXT in the table's utf8mb4, as payload: the text exactly as the executor left it.
     addsColumn: { tableSuffix: '', column: 'result' },
-    statements: (t) => [`ALTER TABLE \`${t}\` ADD COLUMN result LONGTEXT NULL`],
+    statements: ({ table: t }) => [`ALTER TABLE \`${t}\` ADD COLUMN result LONGTEXT NULL`],
+  },
+  {
+    version: 13,
+    name: 'rate limits',
+    // One token bucket per rate-limited type; the runtime takes from it before it claims (rate-limits.ts).
+    statements: ({ table: t, collation }) => [rateLimitsDdl(t, collation)],
+  },
+  {
+    version: 14,
+    name: 'key limits',
+    // One row per key-limited type; a keyed claim locks it, then counts per key (key-limits.ts).
+    statements: ({ table: t, collation }) => [keyLimitsDdl(t, collation)],
+  },
+  {
+    version: 15,
+    name: 'key rate limits',
+    // A rate limit per key: its row, and a token bucket per key in use (key-limits.ts).
+    statements: ({ table: t, collation }) => keyRateLimitsDdl(t, collation),
+  },
+  {
+    version: 16,
+    name: 'dependencies and workflows',
+    // WAITING commands and their edges; the store settles them (dependencies.ts). The status
+    // CHECK's name is the server's: read from the catalog (catalogStatements) when the version runs.
+    statements: ({ table: t, collation }) => dependenciesDdl(t, collation, false),
+    catalogStatements: async (conn, t, collation, fresh) => [
+      ...(await widenStatusCheck(conn, t, fresh)),
+      ...dependenciesDdl(t, collation, !fresh && (await hasColumn(conn, t, 'has_dependants'))),
+    ],
+  },
+  {
+    version: 17,
+    name: 'progress, and the workflow of a command',
+    // The latest ctx.progress report of a command (NULL before any: an instant ADD COLUMN); the
+    // workflow a command is a step of, found by its command id. Two ALTERs that each commit: a
+    // re-run leaves out what the catalog shows is there (catalogStatements).
+    statements: ({ table: t }) => progressDdl(t, false, false),
+    catalogStatements: async (conn, t, _collation, fresh) =>
+      progressDdl(
+        t,
+        !fresh && (await hasColumn(conn, t, 'progress_done')),
+        !fresh && (await hasIndex(conn, `${t}_workflow_steps`, 'idx_command')),
+      ),
+  },
+  {
+    version: 18,
+    name: 'flow keys',
+    // Each keyed type's key field, and every command's key in a column and an index, so a keyed
+    // claim reads a bounded number of rows per key (flow-keys.ts). The ALTER commits on its own: a
+    // re-run leaves it out when the catalog shows its index (catalogStatements).
+    statements: ({ table: t, collation }) => flowKeysDdl(t, collation, false),
+    catalogStatements: async (conn, t, collation, fresh) =>
+      flowKeysDdl(t, collation, !fresh && (await hasIndex(conn, t, 'idx_flow'))),
   },
 ];
+
+/** Migration 17's statements, but those whose result the catalog shows already. */
+function progressDdl(t: string, hasColumns: boolean, hasStepIndex: boolean): string[] {
+  return [
+    ...(hasColumns
+      ? []
+      : [
+          `ALTER TABLE \`${t}\` ADD COLUMN progress_done BIGINT UNSIGNED NULL,
+             ADD COLUMN progress_total BIGINT UNSIGNED NULL`,
+        ]),
+    ...(hasStepIndex ? [] : [`ALTER TABLE \`${t}_workflow_steps\` ADD INDEX idx_command (command_id)`]),
+  ];
+}
 
 /** Rows of `<table>_key_locks`: keys sharing a slot only wait for each other's submits to commit. */
 export const KEY_LOCK_SLOTS = 1024;
@@ -207,44 +295,66 @@ const LOCK_TIMEOUT_S = 60;
 
 /** Applies the versions this database lacks; returns the versions applied. */
 export async function runMigrations(pool: Pool, table: string): Promise<number[]> {
-  return withConnection(pool, async (conn) => {
-    // Lock names are limited to 64 characters: hash the database-qualified table name.
-    const [db] = await select<{ db: string | null }>(conn, 'SELECT DATABASE() AS db');
-    if (!db?.db) throw new Error('the MySQL store needs a default database (database option or URI path)');
-    const lockName = `asynccmd:${createHash('sha1').update(`${db.db}.${table}`).digest('hex')}`;
-    const [locked] = await select<{ ok: number | null }>(conn, 'SELECT GET_LOCK(?, ?) AS ok', [
-      lockName,
-      LOCK_TIMEOUT_S,
-    ]);
-    if (Number(locked?.ok) !== 1)
-      throw new Error(`could not take the migration lock for ${table} within 60 s`);
-    try {
+  return runEngine(mysqlMigrationEngine(pool, table), MIGRATIONS);
+}
+
+/**
+ * The runner's engine on MySQL: a named lock (GET_LOCK) on one connection, released even if the
+ * holder dies; no transaction (each DDL statement commits on its own).
+ */
+function mysqlMigrationEngine(
+  pool: Pool,
+  table: string,
+): MigrationEngine<MigrationContext, PoolConnection, MysqlMigration> {
+  return {
+    withMigrationLock: (run) =>
+      withConnection(pool, async (conn) => {
+        // Lock names are limited to 64 characters: hash the database-qualified table name.
+        const [db] = await select<{ db: string | null }>(conn, 'SELECT DATABASE() AS db');
+        if (!db?.db)
+          throw new Error('the MySQL store needs a default database (database option or URI path)');
+        const lockName = `asynccmd:${createHash('sha1').update(`${db.db}.${table}`).digest('hex')}`;
+        const [locked] = await select<{ ok: number | null }>(conn, 'SELECT GET_LOCK(?, ?) AS ok', [
+          lockName,
+          LOCK_TIMEOUT_S,
+        ]);
+        if (Number(locked?.ok) !== 1)
+          throw new Error(`could not take the migration lock for ${table} within 60 s`);
+        try {
+          return await run(conn);
+        } finally {
+          await conn.query('SELECT RELEASE_LOCK(?)', [lockName]);
+        }
+      }),
+    setup: async (conn) => {
       await write(conn, migrationsTable(table));
-      const applied = new Set(
+    },
+    appliedVersions: async (conn) =>
+      new Set(
         (await select<{ version: number }>(conn, `SELECT version FROM \`${table}_migrations\``)).map((r) =>
           Number(r.version),
         ),
+      ),
+    context: async (conn) => ({ table, collation: await binaryCollation(conn) }),
+    apply: async (conn, statements, m) => {
+      const ran =
+        (m.addsIndex !== undefined && (await hasIndex(conn, table, m.addsIndex))) ||
+        (m.addsColumn !== undefined &&
+          (await hasColumn(conn, `${table}${m.addsColumn.tableSuffix}`, m.addsColumn.column)));
+      if (ran) return;
+      const list = m.catalogStatements
+        ? await m.catalogStatements(conn, table, await binaryCollation(conn), false)
+        : statements;
+      for (const statement of list) await write(conn, statement);
+    },
+    recordVersion: async (conn, m) => {
+      await write(
+        conn,
+        `INSERT INTO \`${table}_migrations\` (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(3))`,
+        [m.version, m.name],
       );
-      const pending = MIGRATIONS.filter((m) => !applied.has(m.version));
-      if (pending.length === 0) return [];
-      const collation = await binaryCollation(conn);
-      for (const m of pending) {
-        const ran =
-          (m.addsIndex !== undefined && (await hasIndex(conn, table, m.addsIndex))) ||
-          (m.addsColumn !== undefined &&
-            (await hasColumn(conn, `${table}${m.addsColumn.tableSuffix}`, m.addsColumn.column)));
-        if (!ran) for (const statement of m.statements(table, collation)) await write(conn, statement);
-        await write(
-          conn,
-          `INSERT INTO \`${table}_migrations\` (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(3))`,
-          [m.version, m.name],
-        );
-      }
-      return pending.map((m) => m.version);
-    } finally {
-      await conn.query('SELECT RELEASE_LOCK(?)', [lockName]);
-    }
-  });
+    },
+  };
 }
 
 async function hasIndex(conn: Parameters<typeof select>[0], table: string, index: string): Promise<boolean> {
@@ -315,18 +425,26 @@ export async function migrationScript(pool: Pool, table: string, all: boolean): 
             ),
           );
     const collation = await binaryCollation(conn);
-    return {
-      setup: [migrationsTable(table)],
-      transactional: false,
-      versions: MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => ({
-        version: m.version,
-        name: m.name,
-        statements: [
-          ...m.statements(table, collation),
+    const fresh = all || !applied.has(1);
+    const migrations: MysqlMigration[] = [];
+    for (const m of MIGRATIONS) {
+      const read =
+        m.catalogStatements && !applied.has(m.version)
+          ? await m.catalogStatements(conn, table, collation, fresh)
+          : null;
+      migrations.push(read === null ? m : { ...m, statements: () => read });
+    }
+    return migrationScriptOf(
+      migrations,
+      applied,
+      { table, collation },
+      {
+        setup: [migrationsTable(table)],
+        transactional: false,
+        recordVersion: (m) =>
           `INSERT INTO \`${table}_migrations\` (version, name, applied_at) ` +
-            `VALUES (${m.version}, '${m.name.replaceAll("'", "''")}', UTC_TIMESTAMP(3))`,
-        ],
-      })),
-    };
+          `VALUES (${m.version}, ${sqlStringLiteral(m.name)}, UTC_TIMESTAMP(3))`,
+      },
+    );
   });
 }

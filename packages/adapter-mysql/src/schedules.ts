@@ -1,18 +1,13 @@
-import {
-  requireDate,
-  requireScheduleDefinition,
-  requireScheduleName,
-  requireStoredTime,
-  type EnqueueTickResult,
-  type NewCommand,
-  type RunTimeScheduleSettings,
-  type ScheduleDefinition,
-  type ScheduleRecord,
-  type ScheduleStore,
-  type ScheduleTick,
+import type {
+  EnqueueTickResult,
+  RunTimeScheduleSettings,
+  ScheduleDefinition,
+  ScheduleRecord,
 } from '@asynccmd/core';
 import { decodeRunTimeSettings, runTimeScheduleValues, tickRefusal } from '@asynccmd/core/store-kit';
+import type { CheckedCommand, CheckedScheduleTick, ScheduleEngine } from '@asynccmd/core/store-kit';
 import type { Pool } from 'mysql2/promise';
+import { insertedFlowKey } from './flow-keys.js';
 import { inTransaction, isDuplicateKey, retryLockConflicts, select, write } from './connection.js';
 import { fromUtcText, toUtcText } from './rows.js';
 import { DB_NOW } from './sql.js';
@@ -39,21 +34,20 @@ interface ScheduleRow {
  * key) means another instance enqueued the tick, and every other error is thrown — and the last
  * tick moved forward. No INSERT IGNORE: it would turn every other error into a warning too.
  */
-export class MysqlScheduleStore implements ScheduleStore {
+export class MysqlScheduleStore implements ScheduleEngine {
   readonly #pool: Pool;
-  readonly #commandParams: (command: NewCommand) => CommandParams;
+  readonly #commandParams: (command: CheckedCommand) => CommandParams;
   readonly #sql: ReturnType<typeof scheduleSql>;
 
-  constructor(pool: Pool, table: string, commandParams: (command: NewCommand) => CommandParams) {
+  constructor(pool: Pool, table: string, commandParams: (command: CheckedCommand) => CommandParams) {
     this.#pool = pool;
     this.#commandParams = commandParams;
     this.#sql = scheduleSql(table);
   }
 
-  async declare(definitions: readonly ScheduleDefinition[], now: Date): Promise<void> {
-    const rows = definitions.map(requireScheduleDefinition);
+  async declare(rows: readonly ScheduleDefinition[], now: Date): Promise<void> {
     if (rows.length === 0) return;
-    const at = toUtcText(requireStoredTime('now', now));
+    const at = toUtcText(now);
     await retryLockConflicts(() =>
       write(
         this.#pool,
@@ -68,13 +62,13 @@ export class MysqlScheduleStore implements ScheduleStore {
   }
 
   async get(name: string): Promise<ScheduleRecord | null> {
-    const [row] = await select<ScheduleRow>(this.#pool, this.#sql.get, [requireScheduleName(name)]);
+    const [row] = await select<ScheduleRow>(this.#pool, this.#sql.get, [name]);
     return row === undefined ? null : toSchedule(row);
   }
 
   async setPaused(name: string, paused: boolean, now: Date): Promise<ScheduleRecord | null> {
-    const key = requireScheduleName(name);
-    const at = toUtcText(requireStoredTime('now', now));
+    const key = name;
+    const at = toUtcText(now);
     const flag = paused === true ? 1 : 0;
     // MariaDB has no UPDATE … RETURNING: the row is read back in the same transaction.
     return retryLockConflicts(() =>
@@ -86,9 +80,8 @@ export class MysqlScheduleStore implements ScheduleStore {
     );
   }
 
-  async enqueueTick(tick: ScheduleTick): Promise<EnqueueTickResult> {
-    const name = requireScheduleName(tick.schedule);
-    const at = requireStoredTime('tick', requireDate('tick', tick.tick));
+  async enqueueTick(tick: CheckedScheduleTick): Promise<EnqueueTickResult> {
+    const { schedule: name, tick: at } = tick;
     const params = this.#commandParams(tick.command);
     const atText = toUtcText(at);
     return retryLockConflicts(() =>
@@ -115,7 +108,7 @@ export class MysqlScheduleStore implements ScheduleStore {
     settings: RunTimeScheduleSettings,
     now: Date,
   ): Promise<ScheduleRecord | null> {
-    const values = runTimeScheduleValues(definition, settings, toUtcText(requireStoredTime('now', now)));
+    const values = runTimeScheduleValues(definition, settings, toUtcText(now));
     // No INSERT … RETURNING on MariaDB: a duplicate primary key says the name is taken.
     return retryLockConflicts(() =>
       inTransaction(this.#pool, true, async (conn) => {
@@ -132,7 +125,7 @@ export class MysqlScheduleStore implements ScheduleStore {
   }
 
   async remove(name: string): Promise<boolean> {
-    const header = await write(this.#pool, this.#sql.remove, [requireScheduleName(name)]);
+    const header = await write(this.#pool, this.#sql.remove, [name]);
     return header.affectedRows === 1;
   }
 }
@@ -158,8 +151,9 @@ function scheduleSql(t: string) {
        WHERE name = ?`,
     // The id comes from the connection's LAST_INSERT_ID (mysql2's insertId).
     insertTick: `INSERT INTO \`${t}\` (type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent,
-         headers, priority, ordering_key, created_at, updated_at, schedule_name, schedule_tick)
-       VALUES (?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ?, ?, ${DB_NOW}, ${DB_NOW}, ?, ?)`,
+         headers, priority, ordering_key, created_at, updated_at, flow_key, schedule_name, schedule_tick)
+       VALUES (?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ?, ?, ${DB_NOW}, ${DB_NOW},
+         ${insertedFlowKey(t)}, ?, ?)`,
     advance: `UPDATE ${s} SET last_tick = ? WHERE name = ? AND (last_tick IS NULL OR last_tick < ?)`,
     remove: `DELETE FROM ${s} WHERE name = ?`,
   };

@@ -1,4 +1,5 @@
-import { ATTEMPT_HISTORY_LENGTH, TRANSITION_SOURCES } from '@asynccmd/core';
+import { ATTEMPT_HISTORY_LENGTH, TRANSITION_SOURCES } from '@asynccmd/core/store-kit';
+import { FLOW_KEY_OF_BOUND_PATH, insertedFlowKey, updatedFlowKey } from './flow-keys.js';
 
 /**
  * Every statement of the MySQL / MariaDB store, built once per (validated) table name. Values are
@@ -26,7 +27,7 @@ const LEASE_UNTIL = `${DB_NOW} + INTERVAL ? MICROSECOND`;
 const CLAIM_COLUMNS = `id, type, biz_key, payload, status, max_retry, retry_count, rescue_count, next_run_at,
   last_error, owner, claim_token, lease_until, idempotent, headers, created_at, updated_at, started_at,
   finished_at, retry_count_at_retry, rescue_count_at_retry, claimed_by, history, priority, ordering_key`;
-const COLUMNS = `${CLAIM_COLUMNS}, result`;
+const COLUMNS = `${CLAIM_COLUMNS}, result, progress_done, progress_total`;
 
 /** A DATETIME (UTC) in epoch milliseconds, as the history keeps times; no time zone is involved. */
 const epochMs = (time: string): string =>
@@ -51,8 +52,9 @@ const withAttempt = (outcome: string, error: string): string =>
  * holder is PENDING, its own otherwise; last, LAST_INSERT_ID() set to minus its id when written,
  * else to `leftAlone`.
  */
-const replacingSet = (withRunAt: boolean, leftAlone: string): string => `
+const replacingSet = (t: string, withRunAt: boolean, leftAlone: string): string => `
          payload = IF(status = 'PENDING', ?, payload),
+         flow_key = IF(status = 'PENDING', ${updatedFlowKey(t)}, flow_key),
          max_retry = IF(status = 'PENDING', ?, max_retry),
          headers = IF(status = 'PENDING', ?, headers),
          priority = IF(status = 'PENDING', ?, priority),${
@@ -67,19 +69,23 @@ const replacingSet = (withRunAt: boolean, leftAlone: string): string => `
 const PAST_RESCUE_LIMIT = 'rescue_count + 1 - rescue_count_at_retry > ?';
 
 const INSERT_COLUMNS = `(type, biz_key, payload, status, max_retry, next_run_at, owner, idempotent, headers,
-  priority, ordering_key, created_at, updated_at)`;
+  priority, ordering_key, created_at, updated_at, flow_key)`;
 
 /**
  * One inserted row: type, biz_key, payload, max_retry, run_at (null: now), owner, idempotent, headers,
- * priority, ordering_key.
+ * priority, ordering_key, then what its flow key is read from (flow-keys.ts): alone, its type twice
+ * (looked up by the statement); in a batch, its type's key path twice (read before, null: none).
  */
-const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ?, ?, ${DB_NOW}, ${DB_NOW})`;
+const insertRow = (t: string, alone: boolean): string =>
+  `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, ?, ?, ?, ?, ${DB_NOW}, ${DB_NOW}, ${
+    alone ? insertedFlowKey(t) : FLOW_KEY_OF_BOUND_PATH
+  })`;
 
 /**
  * A PENDING row no requeued claim holds back: a requeue keeps the old claim's token and lease on
  * the row until that claim lets go (releaseRevoked) or the lease runs out, its executor may still run.
  */
-const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
+export const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 
 /** The claimable rows; the claims read them in the order the (status, priority, next_run_at, id) index holds them. */
 const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?) AND ${NOT_HELD_BACK}`;
@@ -98,10 +104,10 @@ export const firstOfKey = (table: string, outer: string): string =>
      WHERE earlier.ordering_unfinished = ${outer}.ordering_key AND earlier.id < ${outer}.id))`;
 
 /** The claim order: the most urgent priority (lowest number) first, then the oldest due, then id. */
-const CLAIM_ORDER = 'priority, next_run_at, id';
+export const CLAIM_ORDER = 'priority, next_run_at, id';
 
 /** What a claim writes into a row; bound: the token, the instance, then the lease in microseconds. */
-const CLAIM = `status = 'RUNNING', claim_token = ?, claimed_by = ?, lease_until = ${LEASE_UNTIL},
+export const CLAIM = `status = 'RUNNING', claim_token = ?, claimed_by = ?, lease_until = ${LEASE_UNTIL},
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}`;
 
 /**
@@ -141,14 +147,23 @@ export function mysqlSql(t: string) {
     typePause: `INSERT INTO \`${t}_paused_types\` (type, paused_at, reason) VALUES (?, ${DB_NOW}, ?)`,
     typeResume: `DELETE FROM \`${t}_paused_types\` WHERE type = ?`,
     typePauseList: `SELECT type, paused_at, reason FROM \`${t}_paused_types\` ORDER BY type`,
-    autoIncrementStep: 'SELECT @@auto_increment_increment AS step',
     lastInsertId: 'SELECT LAST_INSERT_ID() AS id',
     /** A harmless statement whose OK packet tells whether the connection is inside a transaction. */
     probeTransaction: 'DO 0',
 
-    /** `rows` commands in one statement; InnoDB gives a simple multi-row insert consecutive ids. */
+    /**
+     * `rows` commands in one statement; InnoDB gives a simple multi-row insert consecutive ids. One
+     * row looks its type's key field up itself; more bind the key paths `insertPlan` read.
+     */
     insertMany: (rows: number) =>
-      `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${Array.from({ length: rows }, () => INSERT_ROW).join(', ')}`,
+      `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${Array.from({ length: rows }, () => insertRow(t, rows === 1)).join(', ')}`,
+    /**
+     * Read before a batch insert, on its connection: the step of its ids (auto_increment_increment,
+     * a session variable) and the key path of each of its types (JSON object; null: none keyed).
+     * Bound: the types, as a list.
+     */
+    insertPlan: `SELECT @@auto_increment_increment AS step,
+       (SELECT JSON_OBJECTAGG(keyed_type, key_path) FROM \`${t}_key_fields\` WHERE keyed_type IN (?)) AS paths`,
     /*
      * A replacing idempotent submit (onPending 'replace' or 'replace-keep-run-at') locks the
      * holder's primary key first, as outcome writes do (they lock the row, then its active_key
@@ -167,7 +182,7 @@ export function mysqlSql(t: string) {
      * max_retry, headers, priority, (`withRunAt`: run_at, null: now,) id, type, biz_key.
      */
     replaceHolder: (withRunAt: boolean) =>
-      `UPDATE ${table} FORCE INDEX (PRIMARY) SET ${replacingSet(withRunAt, 'CAST(id AS SIGNED)')}
+      `UPDATE ${table} FORCE INDEX (PRIMARY) SET ${replacingSet(t, withRunAt, 'CAST(id AS SIGNED)')}
        WHERE id = ? AND type = ? AND active_key = ?`,
     /**
      * The insert when no holder was found: on the active key's duplicate (a holder committed
@@ -176,8 +191,8 @@ export function mysqlSql(t: string) {
      * then replaceHolder's up to its id.
      */
     insertReplacingPending: (withRunAt: boolean) =>
-      `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${INSERT_ROW}
-       ON DUPLICATE KEY UPDATE ${replacingSet(withRunAt, '0')}`,
+      `INSERT INTO ${table} ${INSERT_COLUMNS} VALUES ${insertRow(t, true)}
+       ON DUPLICATE KEY UPDATE ${replacingSet(t, withRunAt, '0')}`,
     /** LAST_INSERT_ID() as signed text: the replacing statements set it below zero for a write. */
     lastInsertIdSigned: 'SELECT CAST(CAST(LAST_INSERT_ID() AS SIGNED) AS CHAR) AS id',
     /**
@@ -204,7 +219,7 @@ export function mysqlSql(t: string) {
      * Step 1, legacy form (servers without SKIP LOCKED): one UPDATE joined to a derived table of
      * this round's candidates. The derived table walks idx_claim in order and stops after LIMIT rows
      * (MySQL refuses a subquery on the updated table, error 1093, and LIMIT inside IN); the join
-     * then reaches each candidate by primary key. The seed's `WHERE id IN (SELECT id FROM (…) t)`
+     * then reaches each candidate by primary key. The plain `WHERE id IN (SELECT id FROM (…) t)`
      * was planned as a dependent subquery probed once per row of the whole primary key.
      * FOR UPDATE locks the candidates as they are read: a concurrent claimer waits on them, then
      * passes over the rows taken meanwhile, where shared locks (the default read of an UPDATE's
@@ -243,18 +258,31 @@ export function mysqlSql(t: string) {
     heartbeat: (tokens: number) =>
       `UPDATE ${byId} SET lease_until = ${LEASE_UNTIL}, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${refs(tokens)}`,
+    /**
+     * Progress reports, one per claim. Bound: [id, token, done] per report, then [id, token, total]
+     * per report, then the refs.
+     */
+    reportProgress: (reports: number, tokens: number) => {
+      const each = (column: string): string =>
+        `CASE ${Array.from({ length: reports }, () => 'WHEN id = CAST(? AS UNSIGNED) AND claim_token = ? THEN ?').join(' ')} ELSE ${column} END`;
+      return `UPDATE ${byId}
+       SET progress_done = ${each('progress_done')}, progress_total = ${each('progress_total')},
+           updated_at = ${DB_NOW}
+       WHERE status = 'RUNNING' AND ${refs(tokens)}`;
+    },
     heldRefs: (tokens: number) =>
       `SELECT id, claim_token FROM ${byId} WHERE status = 'RUNNING' AND ${refs(tokens)}`,
     /**
      * Bound: the refs. An earlier attempt's error stays in the history, not in last_error; the
      * succeeded attempt is the row itself (see core attemptHistory), so the commonest write
-     * appends nothing.
+     * appends nothing. A command with dependants is left to dependencies.ts completeMarked, which
+     * settles them in the same transaction.
      */
     complete: (tokens: number) =>
       `UPDATE ${byId}
        SET status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW},
            updated_at = ${DB_NOW}, last_error = NULL
-       WHERE status = 'RUNNING' AND ${refs(tokens)}`,
+       WHERE status = 'RUNNING' AND has_dependants = 0 AND ${refs(tokens)}`,
     /**
      * complete of attempts `results` of which left a result, written by the completion itself, so
      * a fenced attempt's result goes with it (MySQL assigns SET left to right; claim_token stays).
@@ -266,7 +294,27 @@ export function mysqlSql(t: string) {
                     ELSE result END,
            status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW},
            updated_at = ${DB_NOW}, last_error = NULL
-       WHERE status = 'RUNNING' AND ${refs(tokens)}`,
+       WHERE status = 'RUNNING' AND has_dependants = 0 AND ${refs(tokens)}`,
+    /**
+     * One attempt's SUCCESS in the caller's transaction (transactionalCompletion), its result with
+     * it; affected rows tell whether the claim still held. Bound: result (or null), id, token.
+     */
+    completeInTransaction: `UPDATE ${byId}
+       SET result = ?, status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW},
+           updated_at = ${DB_NOW}, last_error = NULL
+       WHERE id = ? AND status = 'RUNNING' AND claim_token = ?`,
+    /**
+     * The SUCCESS of RUNNING rows this transaction has locked and found held under their claims
+     * (dependencies.ts completeMarked), `results` of them with a result, in one statement. Bound:
+     * id and result of each of those, then the ids.
+     */
+    completeHeld: (results: number) =>
+      `UPDATE ${byId}
+       SET result = ${results === 0 ? 'NULL' : `CASE ${Array.from({ length: results }, () => 'WHEN id = CAST(? AS UNSIGNED) THEN ?').join(' ')} ELSE NULL END`},
+           status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
+       WHERE status = 'RUNNING' AND id IN (?)`,
+    /** Whether one claim's command is SUCCESS under it. Bound: id, token. */
+    succeededUnder: `SELECT 1 AS held FROM ${byId} WHERE id = ? AND status = 'SUCCESS' AND claim_token = ?`,
     /** Of the refs, those SUCCESS under their own claim (this complete's, or an earlier try's). */
     completedBy: (tokens: number) => `SELECT id FROM ${byId} WHERE status = 'SUCCESS' AND ${refs(tokens)}`,
     /**

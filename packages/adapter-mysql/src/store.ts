@@ -4,14 +4,10 @@ import {
   IdempotencyConflictError,
   InvalidArgumentError,
   TransactionRolledBackError,
-  optionalInstance,
-  refuseNul,
-  requireInstant as coreRequireInstant,
-  requireId,
-  requireInt,
-  requireTypes,
 } from '@asynccmd/core';
 import {
+  claimWithinKeyLimits,
+  namesKeyLimits,
   claimWithinLimits,
   guardedTransition,
   inCallersOrder,
@@ -20,10 +16,29 @@ import {
   outcomeCountsFromRows,
   statsRowsFromRows,
   runThroughExecutor,
-  StoreInput,
-  typePauseStore,
+  checkedStore,
 } from '@asynccmd/core/store-kit';
-import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
+import type {
+  CheckedClaimById,
+  CheckedClaimDue,
+  CheckedCommand,
+  CheckedCompletedAttempt,
+  CheckedFailedAttempt,
+  CheckedListQuery,
+  CheckedPurge,
+  CheckedReclaim,
+  DependencyEngine,
+  EngineCapabilities,
+  GuardedAttempt,
+  OutcomeCountRow,
+  RateLimitStatements,
+  StoreEngine,
+  TransactionalCompletionEngine,
+  TypeLimitStatements,
+  KeyLimitStatements,
+  KeyRateLimitStatements,
+  TypePauseStatements,
+} from '@asynccmd/core/store-kit';
 import type * as E from 'fp-ts/lib/Either.js';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import type { ClaimPools, ClaimRound, ClaimStrategy } from './claim-strategies.js';
@@ -49,11 +64,28 @@ import {
   statementsThrough,
 } from './executor-insert.js';
 import type { RunStatement } from './executor-insert.js';
+import {
+  completeMarked,
+  connectionSession,
+  mysqlDependencyEngine,
+  settleDependants,
+} from './dependencies.js';
 import { KEY_LOCK_SLOTS, migrationScript, runMigrations } from './migrations.js';
 import { MysqlScheduleStore } from './schedules.js';
-import { claimLimitedDue, mysqlTypeLimitStore, typeLimitSql, withinTypeLimit } from './type-limits.js';
+import { flowKeySql, type FlowKeySql } from './flow-keys.js';
+import { claimLimitedDue, mysqlTypeLimitStatements, typeLimitSql, withinTypeLimit } from './type-limits.js';
+import {
+  claimKeyedDue,
+  claimKeyRatedDue,
+  keyLimitSql,
+  keyRateLimitSql,
+  mysqlKeyLimitStatements,
+  mysqlKeyRateLimitStatements,
+} from './key-limits.js';
 import type { TypeLimitSql } from './type-limits.js';
+import { mysqlRateLimitStatements } from './rate-limits.js';
 import { MysqlWakeups } from './wakeups.js';
+import { mysqlCleanupHorizon } from './cleanup-horizon.js';
 import type { CommandRow } from './rows.js';
 import { fromUtcText, toRecord, toUtcText } from './rows.js';
 import type { MysqlSql } from './sql.js';
@@ -76,16 +108,54 @@ export interface MysqlStoreParts {
 const INSERT_CHUNK_ROWS = 1000;
 const INSERT_CHUNK_BYTES = 4 * 1024 * 1024;
 const SERVER_STATUS_IN_TRANS = 0x0001;
-/** Column widths (in characters) of the table; longer text is refused rather than cut. */
-const WIDTHS = { type: 128, bizKey: 255, owner: 128, token: 128 } as const;
+
+/** The store port on MySQL / MariaDB, with its table, wake-ups and claim strategy. */
+export type MysqlCommandStore = Port.CommandStore<Connection> &
+  Required<
+    Pick<
+      Port.CommandStore<Connection>,
+      | 'migrationScript'
+      | 'schedules'
+      | 'typeLimits'
+      | 'typePauses'
+      | 'rateLimits'
+      | 'keyLimits'
+      | 'keyRateLimits'
+      | 'transactionalCompletion'
+      | 'cleanupHorizon'
+    >
+  > & {
+    readonly table: string;
+    readonly wakeups: MysqlWakeups;
+    /** The claim strategy in use, asking the server its version the first time under 'auto'. */
+    claimStrategy(): Promise<ClaimStrategy>;
+  };
+
+/** The checked store over the MySQL engine. */
+export function mysqlStore(parts: MysqlStoreParts): MysqlCommandStore {
+  const engine = new MysqlEngine(parts);
+  const extra = { table: engine.table, wakeups: engine.wakeups, claimStrategy: () => engine.claimStrategy() };
+  return checkedStore<Connection, MysqlEngine, typeof extra>(
+    engine,
+    { maxPayloadBytes: parts.maxPayloadBytes },
+    extra,
+  );
+}
 
 /**
- * The store port on MySQL 8 / MariaDB 10.6+ (and older servers through the legacy claim). `Tx` is a
+ * The store engine on MySQL 8 / MariaDB 10.6+ (core checkedStore checks its input) (and older servers through the legacy claim). `Tx` is a
  * mysql2/promise connection: submits run on the caller's connection and commit or roll back with
  * the caller's transaction; everything else runs on the store's pool.
  */
-export class MysqlCommandStore implements Port.CommandStore<Connection> {
+class MysqlEngine implements StoreEngine<Connection> {
   readonly dialect = 'mysql';
+  readonly transactionHandle = {
+    name: 'a mysql2/promise connection',
+    is: (candidate: object): boolean => {
+      const connection = candidate as { query?: unknown; execute?: unknown };
+      return typeof connection.query === 'function' && typeof connection.execute === 'function';
+    },
+  };
   readonly table: string;
   private resolved: ClaimStrategy | null;
   private detecting: Promise<ClaimStrategy> | null = null;
@@ -93,11 +163,18 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   private readonly ownsPool: boolean;
   private readonly claimPools: ClaimPools;
   private readonly sql: MysqlSql;
-  private readonly input: StoreInput;
   private closed = false;
   readonly schedules: MysqlScheduleStore;
-  readonly typeLimits: Port.TypeLimitStore;
-  readonly typePauses: Port.TypePauseStore = typePauseStore({
+  readonly typeLimits: TypeLimitStatements;
+  readonly keyLimits: KeyLimitStatements;
+  private readonly keyLimitSql: ReturnType<typeof keyLimitSql>;
+  readonly keyRateLimits: KeyRateLimitStatements;
+  private readonly keyRateSql: ReturnType<typeof keyRateLimitSql>;
+  private readonly flowSql: FlowKeySql;
+  readonly rateLimits: RateLimitStatements;
+  readonly cleanupHorizon: Port.CleanupHorizonProbe;
+  readonly dependencies: DependencyEngine<Connection>;
+  readonly typePauses: TypePauseStatements = {
     insert: async (type, reason) => {
       try {
         await write(this.pool, this.sql.typePause, [type, reason]);
@@ -115,7 +192,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
           this.sql.typePauseList,
         )
       ).map((r) => ({ type: r.type, pausedAt: fromUtcText(r.paused_at), reason: r.reason })),
-  });
+  };
   private readonly limitSql: TypeLimitSql;
   /** Other processes' submits, seen by a polled probe (wakeups.ts). */
   readonly wakeups: MysqlWakeups;
@@ -128,16 +205,21 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     this.table = parts.table;
     this.resolved = parts.strategy === 'auto' ? null : parts.strategy;
     this.sql = mysqlSql(parts.table);
-    this.input = new StoreInput({ maxPayloadBytes: parts.maxPayloadBytes, textWidths: WIDTHS });
     this.limitSql = typeLimitSql(parts.table);
-    this.typeLimits = mysqlTypeLimitStore(parts.pool, this.limitSql);
-    this.schedules = new MysqlScheduleStore(parts.pool, parts.table, (c) =>
-      insertParams(this.input.command(c), false),
-    );
+    this.typeLimits = mysqlTypeLimitStatements(parts.pool, this.limitSql);
+    this.keyLimitSql = keyLimitSql(parts.table);
+    this.flowSql = flowKeySql(parts.table);
+    this.keyLimits = mysqlKeyLimitStatements(parts.pool, this.keyLimitSql, this.flowSql);
+    this.keyRateSql = keyRateLimitSql(parts.table);
+    this.keyRateLimits = mysqlKeyRateLimitStatements(parts.pool, this.keyRateSql, this.flowSql);
+    this.rateLimits = mysqlRateLimitStatements(parts.pool, parts.table);
+    this.cleanupHorizon = mysqlCleanupHorizon(parts.pool);
+    this.dependencies = mysqlDependencyEngine(this.pool, this.table);
+    this.schedules = new MysqlScheduleStore(parts.pool, parts.table, (c) => insertParams(c, false));
   }
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
-  get capabilities(): Port.StoreCapabilities<Connection> {
+  get capabilities(): EngineCapabilities<Connection> {
     return {
       skipLocked: this.resolved?.skipLocked ?? false,
       wakeups: true,
@@ -173,9 +255,53 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     await runMigrations(this.pool, this.table);
   }
 
-  async migrationScript(options: Port.MigrationScriptOptions = {}): Promise<Port.MigrationScript> {
-    return migrationScript(this.pool, this.table, options.all === true);
+  async migrationScript(options: { readonly all: boolean }): Promise<Port.MigrationScript> {
+    return migrationScript(this.pool, this.table, options.all);
   }
+
+  readonly transactionalCompletion: TransactionalCompletionEngine<Connection> = {
+    complete: async (tx, checked) => {
+      const params = [checked.resultJson ?? null, checked.id, checked.token];
+      // No RETURNING on MariaDB: the affected rows say whether the claim held. The row lock taken
+      // here holds until the caller's transaction ends.
+      if (!isSqlExecutor(tx)) {
+        if ((await write(tx, this.sql.completeInTransaction, params)).affectedRows !== 1) return false;
+        // Its dependants are released in this same transaction (dependencies.ts).
+        await settleDependants(connectionSession(tx), this.table, [{ id: checked.id, settled: 'success' }]);
+        return true;
+      }
+      // An SqlExecutor hands back no affected rows: the row, read in the same transaction (which
+      // sees its own write), says it. Only this attempt's update can make it SUCCESS under its token.
+      await runThroughExecutor(tx, this.sql.completeInTransaction, params, 'question-mark');
+      const held = await runThroughExecutor(
+        tx,
+        this.sql.succeededUnder,
+        [checked.id, checked.token],
+        'question-mark',
+      );
+      if (held.length !== 1) return false;
+      await settleDependants(
+        {
+          select: async <T>(sql: string, values: readonly Port.SqlValue[]) =>
+            (await runThroughExecutor(tx, sql, values, 'question-mark')) as T[],
+          write: async (sql, values) => {
+            await runThroughExecutor(tx, sql, values, 'question-mark');
+          },
+        },
+        this.table,
+        [{ id: checked.id, settled: 'success' }],
+      );
+      return true;
+    },
+    succeededUnder: async (checked) => {
+      const rows = await retryConnectionLoss(() =>
+        select(this.pool, this.sql.succeededUnder, [checked.id, checked.token]),
+      );
+      return rows.length === 1;
+    },
+    isTransient: (error) => isConnectionLost(error) || isLockConflict(error),
+    throughSqlExecutor: true,
+  };
 
   async transaction<T>(fn: (tx: Connection) => Promise<T>): Promise<T> {
     // The server's default isolation: this is the caller's business transaction, not a claim.
@@ -184,11 +310,9 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
 
   async insert(
     tx: Connection | Port.SqlExecutor,
-    commands: readonly Port.NewCommand[],
+    checked: readonly CheckedCommand[],
   ): Promise<Port.CommandId[]> {
-    const checked = this.input.commands(commands);
     const rows = checked.map((c) => insertParams(c, false));
-    if (rows.length === 0) return [];
     const slots = keySlots(checked);
     if (isSqlExecutor(tx)) {
       if (slots.length > 0)
@@ -234,11 +358,9 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
 
   async insertIdempotent(
     tx: Connection | Port.SqlExecutor,
-    command: Port.NewCommand & { readonly bizKey: string },
-    options?: Port.IdempotentInsertOptions,
+    checked: CheckedCommand & { readonly bizKey: string },
+    onPending: Port.OnPending,
   ): Promise<Port.InsertResult> {
-    const checked = this.input.idempotentCommand(command);
-    const onPending = this.input.onPending(options);
     try {
       return await this.insertIdempotentChecked(tx, checked, onPending);
     } catch (e) {
@@ -322,18 +444,33 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     });
   }
 
-  async claimDue(params: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
-    const limit = requireInt('limit', params.limit, 0);
-    const types = requireTypes(params.types);
+  async claimDue(params: CheckedClaimDue): Promise<Port.ClaimedCommand[]> {
+    const { types, limit } = params;
     const round = {
-      token: requireToken(params.token),
-      instance: optionalInstance(params.instance),
-      leaseMicros: requireInt('leaseMs', params.leaseMs, 1) * 1000,
-      now: requireInstant('now', params.now),
-      types,
+      token: params.token,
+      instance: params.instance,
+      leaseMicros: params.leaseMs * 1000,
+      now: toUtcText(params.now),
+      types: [...types],
       limit,
     };
-    if (limit === 0 || types.length === 0) return [];
+    if (namesKeyLimits(params)) {
+      return claimWithinKeyLimits(types, params, limit, {
+        claimKeyRated: (type, max) =>
+          retryLockConflicts(() =>
+            claimKeyRatedDue(this.pool, this.keyRateSql, this.flowSql, this.sql, { ...round, type, max }),
+          ),
+        claimKeyed: (type, max) =>
+          retryLockConflicts(() =>
+            claimKeyedDue(this.pool, this.keyLimitSql, this.flowSql, this.sql, { ...round, type, max }),
+          ),
+        // The round's token reads back the keyed types' rows too: only the others' here.
+        others: (others, max) =>
+          this.claimDue({ ...params, types: others, limit: max, keyedTypes: [], keyRatedTypes: [] }).then(
+            (rows) => rows.filter((r) => others.includes(r.type)),
+          ),
+      });
+    }
     const rows = await this.claimRound(round, params.limitedTypes);
     // A full claim tells the wake-up probe that this claimer is draining a backlog (wakeups.ts).
     this.wakeups.claimed(types, limit, rows.length);
@@ -343,7 +480,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   /** One claim round, its lost races and lost connections settled (see below). */
   private async claimRound(
     round: ClaimRound,
-    limitedTypes: readonly string[] | undefined,
+    limitedTypes: readonly string[],
   ): Promise<Port.ClaimedCommand[]> {
     const { types, limit } = round;
     try {
@@ -352,7 +489,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, r)).then(
           (rows) => rows.map(toRecord) as Port.ClaimedCommand[],
         );
-      if (limitedTypes === undefined || limitedTypes.length === 0) return await claim(round);
+      if (limitedTypes.length === 0) return await claim(round);
       return await claimWithinLimits(types, limitedTypes, limit, {
         claimLimited: (type, max) =>
           retryLockConflicts(() =>
@@ -380,20 +517,16 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     }
   }
 
-  async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
-    const id = requireId(params.id);
-    const token = requireToken(params.token);
-    const instance = optionalInstance(params.instance);
-    const lease = requireInt('leaseMs', params.leaseMs, 1) * 1000;
-    const now = requireInstant('now', params.now);
-    const types = params.types === undefined ? undefined : requireTypes(params.types);
-    if (types !== undefined && types.length === 0) return null;
+  async claimById(params: CheckedClaimById): Promise<Port.ClaimedCommand | null> {
+    const { id, token, instance, types } = params;
+    const lease = params.leaseMs * 1000;
+    const now = toUtcText(params.now);
     const readBack = async (): Promise<Port.ClaimedCommand | null> => {
       const [row] = await select<CommandRow>(this.pool, this.sql.claimedRow, [id, token]);
       return row ? (toRecord(row) as Port.ClaimedCommand) : null;
     };
     const mark = (db: Queryable, withoutKey: 0 | 1) =>
-      types === undefined
+      types === null
         ? write(db, this.sql.claimById, [token, instance, lease, id, now, withoutKey])
         : write(db, this.sql.claimByIdOfTypes, [token, instance, lease, id, now, types, withoutKey]);
     /** Marks the command claimed on `db`; false when it is not claimable. */
@@ -403,7 +536,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
       const first = await select(db, this.sql.firstOfKeyById, [id]);
       return first.length > 0 && (await mark(db, 0)).affectedRows > 0;
     };
-    const limited = params.limitedTypes === undefined ? [] : requireTypes(params.limitedTypes);
+    const limited = params.limitedTypes;
     try {
       const [command] =
         limited.length === 0 ? [] : await select<{ type: string }>(this.pool, this.limitSql.typeOf, [id]);
@@ -428,9 +561,8 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   }
 
   async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
-    const lease = this.input.leaseMs(leaseMs) * 1000;
-    const { count, tokens, values } = refValues(this.input.refs(refs));
-    if (count === 0) return [];
+    const lease = leaseMs * 1000;
+    const { count, tokens, values } = refValues(refs);
     // Extending a lease twice is harmless, so a lost connection just means: do it again.
     const updated = await retryConnectionLoss(() =>
       retryLockConflicts(() => write(this.pool, this.sql.heartbeat(tokens), [lease, ...values])),
@@ -445,10 +577,28 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     return refs.filter((r) => live.has(`${r.id} ${r.token}`));
   }
 
-  async complete(attempts: readonly Port.CompletedAttempt[]): Promise<Port.CommandId[]> {
-    const checkedRefs = this.input.completedAttempts(attempts);
+  async reportProgress(reports: readonly Port.ProgressReport[]): Promise<Port.CommandId[]> {
+    const { count, tokens, values } = refValues(reports);
+    const bound = [
+      ...reports.flatMap((r) => [r.id, r.token, r.done]),
+      ...reports.flatMap((r) => [r.id, r.token, r.total]),
+      ...values,
+    ];
+    // Writing the same progress twice is harmless: a lost connection means do it again.
+    const updated = await retryConnectionLoss(() =>
+      retryLockConflicts(() => write(this.pool, this.sql.reportProgress(reports.length, tokens), bound)),
+    );
+    const ids = reports.map((r) => r.id);
+    if (updated.affectedRows === count) return ids;
+    const held = await select<{ id: string }>(this.pool, this.sql.heldRefs(tokens), values);
+    return inCallersOrder(
+      ids,
+      held.map((r) => String(r.id)),
+    );
+  }
+
+  async complete(checkedRefs: readonly CheckedCompletedAttempt[]): Promise<Port.CommandId[]> {
     const { count, tokens, values } = refValues(checkedRefs);
-    if (count === 0) return [];
     const results = checkedRefs.filter((a) => a.resultJson !== undefined);
     // Only attempts that left a result take the statement that writes them: the commonest write
     // stays as it was.
@@ -463,6 +613,15 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     // command is SUCCESS under their own claim, finished by the first try or the second (which,
     // finding the row SUCCESS, leaves the first try's result as it is).
     const updated = await retryConnectionLoss(() => retryLockConflicts(() => write(this.pool, sql, bound)));
+    if (updated.affectedRows < count) {
+      // Those the fast write left alone because they have dependants (or fenced out, or done).
+      const released = await retryLockConflicts(() =>
+        completeMarked(this.table, this.sql.completeHeld, checkedRefs, (fn) =>
+          inTransaction(this.pool, true, fn),
+        ),
+      );
+      this.wakeups.released(released);
+    }
     const ids = unique(checkedRefs.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
     const done = await select<{ id: string }>(this.pool, this.sql.completedBy(tokens), values);
@@ -472,13 +631,12 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     );
   }
 
-  async fail(attempts: readonly Port.FailedAttempt[]): Promise<Port.CommandId[]> {
-    const checked = this.input
-      .failedAttempts(attempts)
-      .map((a) => ({ ...a, nextRunAt: toUtcText(a.nextRunAt) }));
+  async fail(attempts: readonly CheckedFailedAttempt[]): Promise<Port.CommandId[]> {
+    const checked = attempts.map((a) => ({ ...a, nextRunAt: toUtcText(a.nextRunAt) }));
     const [one] = checked;
     if (one === undefined) return [];
-    if (checked.length === 1) {
+    // A dead letter may have dependants to settle in its transaction: it takes the path below.
+    if (checked.length === 1 && one.status !== 'DEAD') {
       const values = [
         one.status,
         one.lastError,
@@ -495,6 +653,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     }
     // Many: lock the rows whose claim still holds, then write each one's outcome in one statement.
     const { tokens, values } = refValues(checked);
+    let released = 0;
     const written = await retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = new Set(
@@ -517,9 +676,15 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
           rows.map((c) => c.id),
         ]);
         expectAll(failed, rows.length, 'fail');
+        released = await settleDependants(
+          connectionSession(conn),
+          this.table,
+          rows.filter((c) => c.status === 'DEAD').map((c) => ({ id: c.id, settled: 'failure' as const })),
+        );
         return new Set(rows.map((c) => c.id));
       }),
     );
+    this.wakeups.released(released);
     const ids = unique(checked.map((c) => c.id));
     if (written.size < ids.length) {
       for (const id of await this.failedBefore(checked.filter((c) => !written.has(c.id)))) written.add(id);
@@ -553,9 +718,8 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     lock: (tokens: number) => string,
     move: string,
   ): Promise<Port.CommandId[]> {
-    const checked = this.input.refs(refs);
-    const { count, tokens, values } = refValues(checked);
-    if (count === 0) return [];
+    const checked = refs;
+    const { tokens, values } = refValues(checked);
     return retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const held = (await select<{ id: string }>(conn, lock(tokens), values)).map((r) => String(r.id));
@@ -568,13 +732,12 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     );
   }
 
-  async reclaimHung(params: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {
-    const reclaim = this.input.reclaim(params);
-    if (reclaim === null) return [];
+  async reclaimHung(reclaim: CheckedReclaim): Promise<Port.ReclaimedCommand[]> {
     const { limit, maxRescues, deadError: dead } = reclaim;
     const strategy = await this.claimStrategy();
     if ((await retryConnectionLoss(() => select(this.pool, this.sql.anyHung))).length === 0) return [];
-    return retryLockConflicts(() =>
+    let released = 0;
+    const reclaimed = await retryLockConflicts(() =>
       inTransaction(this.pool, true, async (conn) => {
         const hung = await select<{
           id: string;
@@ -589,7 +752,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
         // The rows are locked until commit, so the guarded write moved every one of them (or, on
         // Galera, another node's write took them meanwhile, and the whole reclaim is tried again).
         expectAll(moved, ids.length, 'reclaim');
-        return hung.map((h) => ({
+        const reclaimed = hung.map((h) => ({
           id: String(h.id),
           type: h.type,
           status:
@@ -597,42 +760,51 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
               ? ('DEAD' as const)
               : ('PENDING' as const),
         }));
+        released = await settleDependants(
+          connectionSession(conn),
+          this.table,
+          reclaimed
+            .filter((r) => r.status === 'DEAD')
+            .map((r) => ({ id: r.id, settled: 'failure' as const })),
+        );
+        return reclaimed;
       }),
     );
+    this.wakeups.released(released);
+    return reclaimed;
   }
 
   async retry(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    return this.adminTransition('retry', id, [toUtcText(this.input.adminNow(now))]);
+    return this.adminTransition('retry', id, [toUtcText(now)]);
   }
 
   async requeue(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    return this.adminTransition('requeue', id, [toUtcText(this.input.adminNow(now))]);
+    return this.adminTransition('requeue', id, [toUtcText(now)]);
   }
 
-  async kill(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    const why = this.input.reason(reason);
+  async kill(id: Port.CommandId, why: string | null): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
     return this.adminTransition('kill', id, [why, why]);
   }
 
-  async cancel(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    return this.adminTransition('cancel', id, [this.input.reason(reason)]);
+  async cancel(
+    id: Port.CommandId,
+    reason: string | null,
+  ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('cancel', id, [reason]);
   }
 
-  async get(id: Port.CommandId): Promise<Port.CommandRecord | null> {
-    const key = this.input.id(id);
+  async get(key: Port.CommandId): Promise<Port.CommandRecord | null> {
     const [row] = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.get, [key]));
     return row ? toRecord(row) : null;
   }
 
-  async getMany(ids: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
-    const keys = this.input.ids(ids);
-    if (keys.length === 0) return [];
+  async getMany(keys: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
     const rows = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.getMany, [keys]));
     return rows.map(toRecord);
   }
 
-  async list(query: Port.ListQuery): Promise<Port.ListPage> {
-    const { limit, fetch, statuses, type, bizKey, after } = this.input.list(query);
+  async list(query: CheckedListQuery): Promise<Port.ListPage> {
+    const { limit, fetch, statuses, type, bizKey, after } = query;
     const filters: ('status' | 'type' | 'bizKey' | 'before')[] = [];
     const values: unknown[] = [];
     const add = (f: (typeof filters)[number], v: unknown): void => {
@@ -655,7 +827,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   }
 
   async stats(now: Date): Promise<Port.StoreStats> {
-    const at = toUtcText(this.input.instant('now', now));
+    const at = toUtcText(now);
     return retryConnectionLoss(async () => {
       const counts = await select<{ status: Port.CommandStatus; type: string; count: string | number }>(
         this.pool,
@@ -670,8 +842,8 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   }
 
   async healthProbe(params: Port.HealthProbeParams): Promise<Port.HealthProbe> {
-    const { now, deadLetterLimit } = this.input.healthProbe(params);
-    const at = toUtcText(this.input.instant('now', now));
+    const { now, deadLetterLimit } = params;
+    const at = toUtcText(now);
     const [row] = await retryConnectionLoss(() =>
       select<{ dead_letters: string | number; oldest: string | null }>(this.pool, this.sql.healthProbe, [
         deadLetterLimit,
@@ -685,7 +857,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
   }
 
   async outcomeCounts(params: Port.OutcomeCountParams): Promise<Port.OutcomeCount[]> {
-    const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
+    const { from, to, latencyBoundsMs } = params;
     const rows = await retryConnectionLoss(() =>
       select<OutcomeCountRow>(this.pool, this.sql.outcomeCounts(latencyBoundsMs.length), [
         ...latencyBoundsMs.map((ms) => ms * 1000),
@@ -696,9 +868,7 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     return outcomeCountsFromRows(rows);
   }
 
-  async purge(params: Port.PurgeParams): Promise<number> {
-    const purge = this.input.purge(params);
-    if (purge === null) return 0;
+  async purge(purge: CheckedPurge): Promise<number> {
     const { limit } = purge;
     const olderThan = toUtcText(purge.olderThan);
     let deleted = 0;
@@ -737,9 +907,31 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     return rows.map(toRecord) as Port.ClaimedCommand[];
   }
 
-  /** One multi-row INSERT; its ids are consecutive (InnoDB, simple insert), stepping by auto_increment_increment. */
+  /**
+   * One multi-row INSERT; its ids are consecutive (InnoDB, simple insert), stepping by
+   * auto_increment_increment (a session variable: Galera sets it per node), read on the same
+   * connection before it, with the key paths of its types.
+   */
   private async insertChunk(tx: Queryable, rows: readonly InsertParams[]): Promise<Port.CommandId[]> {
-    const header: ResultSetHeader = await write(tx, this.sql.insertMany(rows.length), rows.flat());
+    let step = 1n;
+    let values: unknown[] = rows.flat();
+    if (rows.length > 1) {
+      const [plan] = await select<{ step: string | number; paths: string | Record<string, string> | null }>(
+        tx,
+        this.sql.insertPlan,
+        [[...new Set(rows.map((r) => r[0]))]],
+      );
+      step = BigInt(String(plan?.step ?? 1));
+      // JSON text, or already parsed where the server types it JSON (MySQL).
+      const given = plan?.paths ?? null;
+      const paths = (typeof given === 'string' ? JSON.parse(given) : (given ?? {})) as Record<string, string>;
+      // In a batch the last two values of a row are its type's key path (null: none).
+      values = rows.flatMap((r) => {
+        const path = paths[r[0]] ?? null;
+        return [...r.slice(0, -2), path, path];
+      });
+    }
+    const header: ResultSetHeader = await write(tx, this.sql.insertMany(rows.length), values);
     let first: bigint;
     if (typeof header.insertId === 'number' && !Number.isSafeInteger(header.insertId)) {
       const [last] = await select<{ id: string }>(tx, this.sql.lastInsertId);
@@ -747,16 +939,9 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
     } else {
       first = BigInt(String(header.insertId));
     }
-    const step = rows.length === 1 ? 1n : await this.step(tx);
     const ids = rows.map((_, i) => String(first + BigInt(i) * step));
     this.wakeups.insertedHere(ids[ids.length - 1] ?? null);
     return ids;
-  }
-
-  /** auto_increment_increment is a session variable (Galera sets it per node): asked on the connection that inserted. */
-  private async step(tx: Queryable): Promise<bigint> {
-    const [row] = await select<{ step: string | number }>(tx, this.sql.autoIncrementStep);
-    return BigInt(String(row?.step ?? 1));
   }
 
   /**
@@ -765,11 +950,11 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
    */
   private async adminTransition(
     name: Port.AdminTransition,
-    id: Port.CommandId,
+    key: Port.CommandId,
     leading: readonly unknown[],
   ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    const key = this.input.id(id);
-    return guardedTransition(name, key, () =>
+    let released = 0;
+    const outcome = await guardedTransition(name, key, () =>
       retryLockConflicts(() =>
         inTransaction(this.pool, true, async (conn): Promise<GuardedAttempt> => {
           let updated: ResultSetHeader;
@@ -780,12 +965,19 @@ export class MysqlCommandStore implements Port.CommandStore<Connection> {
               return { refused: await this.idempotencyConflict(conn, key) };
             throw e;
           }
+          if (updated.affectedRows === 1 && (name === 'kill' || name === 'cancel')) {
+            released = await settleDependants(connectionSession(conn), this.table, [
+              { id: key, settled: 'failure' },
+            ]);
+          }
           const [row] = await select<CommandRow>(conn, this.sql.get, [key]);
           if (!row) return { unmatched: null };
           return updated.affectedRows === 1 ? { applied: toRecord(row) } : { unmatched: row.status };
         }),
       ),
     );
+    this.wakeups.released(released);
+    return outcome;
   }
 
   private async idempotencyConflict(conn: PoolConnection, id: string): Promise<IdempotencyConflictError> {
@@ -808,6 +1000,8 @@ type InsertParams = readonly [
   string,
   number,
   string | null,
+  string,
+  string,
 ];
 
 function chunkRows(rows: readonly InsertParams[]): InsertParams[][] {
@@ -858,6 +1052,9 @@ function insertParams(c: CheckedCommand, idempotent: boolean): InsertParams {
     c.headersJson,
     c.priority,
     c.orderingKey,
+    // The type again, twice, for the row's flow key (flow-keys.ts insertedFlowKey).
+    c.type,
+    c.type,
   ];
 }
 
@@ -866,27 +1063,6 @@ function replacingParams(c: CheckedCommand, withRunAt: boolean): unknown[] {
   const contents: unknown[] = [c.payloadJson, c.maxRetry, c.headersJson, c.priority];
   if (withRunAt) contents.push(c.runAt === null ? null : toUtcText(c.runAt));
   return contents;
-}
-
-/** A point in time only compared with (never stored), clamped into DATETIME's range. */
-function requireInstant(what: string, value: unknown): string {
-  return toUtcText(coreRequireInstant(what, value));
-}
-
-function requireText(what: string, value: unknown, maxChars: number): string {
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
-  refuseNul(what, value);
-  // Column widths count characters (code points), not UTF-16 units.
-  if ([...value].length > maxChars) {
-    throw new InvalidArgumentError(`${what} is longer than ${maxChars} characters`);
-  }
-  return value;
-}
-
-function requireToken(token: unknown): string {
-  const text = requireText('a claim token', token, WIDTHS.token);
-  if (text === '') throw new InvalidArgumentError('a claim token must be a non-empty string');
-  return text;
 }
 
 /**

@@ -1,6 +1,5 @@
 import type { Pool, PoolConnection } from 'mysql2/promise';
-import type { TypeLimitStore } from '@asynccmd/core';
-import { typeLimitStore } from '@asynccmd/core/store-kit';
+import type { TypeLimitStatements } from '@asynccmd/core/store-kit';
 import type { ClaimStrategy } from './claim-strategies.js';
 import { inTransaction, select, write } from './connection.js';
 import type { CommandRow } from './rows.js';
@@ -84,14 +83,14 @@ export async function claimLimitedDue(
 }
 
 /** The `<table>_type_limits` rows on the store's pool. */
-export function mysqlTypeLimitStore(pool: Pool, sql: TypeLimitSql): TypeLimitStore {
-  return typeLimitStore(
-    (limits) =>
+export function mysqlTypeLimitStatements(pool: Pool, sql: TypeLimitSql): TypeLimitStatements {
+  return {
+    write: (limits) =>
       write(
         pool,
         sql.declare(limits.length),
         limits.flatMap((l) => [l.type, l.maxRunning]),
       ),
-    () => select<{ type: string; maxRunning: number | string }>(pool, sql.list),
-  );
+    read: () => select<{ type: string; maxRunning: number | string }>(pool, sql.list),
+  };
 }

@@ -1,6 +1,7 @@
-import { wakeProbeDelayMs, type WakeupChannel } from '@asynccmd/core';
+import { type WakeupChannel } from '@asynccmd/core';
 import type { Pool } from 'mysql2/promise';
 import { select } from './connection.js';
+import { wakeProbeDelayMs } from '@asynccmd/core/store-kit';
 
 /**
  * Wake-ups across processes without a broker. MySQL and MariaDB have no LISTEN/NOTIFY, so a probe
@@ -71,6 +72,14 @@ export class MysqlWakeups implements WakeupChannel {
 
   /** Nothing to send: other processes' probes see the commit itself. */
   notify(): void {}
+
+  /**
+   * A transition this store committed released dependants: its own subscribers wake at once. The
+   * probe sees submits only (a release moves no highest id): other processes find them at their poll.
+   */
+  released(count: number): void {
+    if (count > 0 && !this.#closed) for (const onWake of [...this.#listeners]) onWake();
+  }
 
   /** Stops probing for good (the store is closing). */
   close(): void {

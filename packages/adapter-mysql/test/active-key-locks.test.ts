@@ -1,4 +1,3 @@
-import { isAsyncCommandError } from '@asynccmd/core';
 import type { ClaimRef, OnPending } from '@asynccmd/core';
 import { createConnection } from 'mysql2/promise';
 import type { Connection } from 'mysql2/promise';
@@ -126,7 +125,7 @@ describe('idempotent submits and outcome writes on the active key', () => {
     return { first, second, blocker, caller, completing };
   }
 
-  it("a 'keep' submit that waits on a holder an outcome batch has just written loses a deadlock to the batch's next row of the type: TRANSACTION_ROLLED_BACK, the caller's own writes rolled back with it", async () => {
+  it("a 'keep' submit that waits on a holder an outcome batch has just written meets a deadlock with the batch's next row of the type: the batch, the lighter transaction, is rolled back and written again after the caller's COMMIT", async () => {
     // k1 is the type's smallest key, and the batch's next row (k2, a larger id) the type's last
     // finished one: its new (type, NULL, id) entry lands in the gap before k1's entry.
     const { first, second, blocker, caller, completing } = await halfWrittenBatch('deadlock');
@@ -140,32 +139,21 @@ describe('idempotent submits and outcome writes on the active key', () => {
       payloadJson: '{}',
       maxRetry: 0,
     });
-    const rejected = submitting.then(
-      () => null,
-      (e: unknown) => e,
-    );
     await untilWaiting(['INSERT', 'UPDATE']);
     // Let go: the batch reaches k2 and inserts its NULL entry into that gap, behind the caller's
-    // waiting request, which waits on the batch: a cycle, and the caller's transaction is the
-    // lighter one.
+    // waiting request, which waits on the batch: a cycle. The caller's transaction holds more (its
+    // business row, and the share lock its insert's look-up of the type's key field takes under
+    // REPEATABLE READ), so InnoDB rolls the batch back: k1 is RUNNING again, the caller's submit a
+    // duplicate of it.
     await blocker.query('ROLLBACK');
-    const error = await rejected;
-    expect(isAsyncCommandError(error) && error.code).toBe('TRANSACTION_ROLLED_BACK');
-    expect(await completing).toEqual([first?.id, second?.id]);
-    // The whole transaction went: the business row too, and the connection is in none.
-    const [rows] = await caller.query('SELECT COUNT(*) AS n FROM business');
-    expect(Number((rows as { n: number }[])[0]?.n)).toBe(0);
-    // Run again, the submit inserts: the key's holder has finished.
-    await caller.query('START TRANSACTION');
-    await caller.query("INSERT INTO business (note) VALUES ('order 1')");
-    const again = await store.insertIdempotent(caller, {
-      type: 'deadlock',
-      bizKey: 'k1',
-      payloadJson: '{}',
-      maxRetry: 0,
-    });
+    expect(await submitting).toEqual({ id: first?.id, duplicate: true, replaced: false });
+    // The duplicate's share lock holds the batch, tried again, until the caller's COMMIT.
+    expect(await state(completing)).toBe('pending');
     await caller.query('COMMIT');
-    expect(again.duplicate).toBe(false);
+    expect(await completing).toEqual([first?.id, second?.id]);
+    expect([await statusOf(first!.id), await statusOf(second!.id)]).toEqual(['SUCCESS', 'SUCCESS']);
+    const [rows] = await caller.query('SELECT COUNT(*) AS n FROM business');
+    expect(Number((rows as { n: number }[])[0]?.n)).toBe(1);
   }, 30_000);
 
   it.each(['replace', 'replace-keep-run-at'] as const)(

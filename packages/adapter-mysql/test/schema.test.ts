@@ -88,6 +88,46 @@ describe('schema, options and strategy choice', () => {
     }
   });
 
+  it('a flow-keys migration stopped after its ALTER writes the keys when it runs again', async () => {
+    const flowKeys = MIGRATIONS.find((m) => m.name === 'flow keys');
+    const store = await openStore(db.url, { table: 'rekeyed' });
+    try {
+      await store.keyLimits.declare([{ type: 'keyed', keyField: 'tenant', maxRunning: 1 }]);
+      const [id] = await store.transaction((tx) =>
+        store.insert(tx, [{ type: 'keyed', payloadJson: '{"tenant":"acme"}', maxRetry: 0 }]),
+      );
+      const keyOf = () =>
+        admin(async (c) => {
+          const [rows] = await c.query(`SELECT flow_key AS k FROM \`${DATABASE}\`.rekeyed WHERE id = ?`, [
+            id,
+          ]);
+          return (rows as { k: string | null }[])[0]?.k;
+        });
+      expect(await keyOf()).toBe('acme');
+      // The first run committed its ALTER (the index is there), then stopped: no keys, no record.
+      await admin(async (c) => {
+        await c.query(`UPDATE \`${DATABASE}\`.rekeyed SET flow_key = NULL`);
+        await c.query(`DELETE FROM \`${DATABASE}\`.rekeyed_migrations WHERE version = ?`, [
+          flowKeys?.version,
+        ]);
+      });
+      expect(await keyOf()).toBeNull();
+      await store.migrate();
+      expect(await keyOf()).toBe('acme');
+      const claimed = await store.claimDue({
+        types: ['keyed'],
+        keyedTypes: ['keyed'],
+        limit: 10,
+        now: new Date(Date.now() + 60_000),
+        token: 'rekeyed',
+        leaseMs: 30_000,
+      });
+      expect(claimed.map((c) => c.id)).toEqual([id]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses a session running NO_BACKSLASH_ESCAPES, whose quoting mysql2 does not speak', async () => {
     const pool = poolWithSession(
       db.url,
@@ -131,6 +171,9 @@ describe('schema, options and strategy choice', () => {
     // The result is kept as payload is: LONGTEXT in the table's utf8mb4.
     expect(col('result')?.type).toBe('longtext');
     expect(col('result')?.coll).toBe(col('payload')?.coll);
+    // Progress: whole numbers up to 2^53 - 1 (MySQL 8 omits the display width).
+    expect(col('progress_done')?.type).toMatch(/^bigint(\(20\))? unsigned$/);
+    expect(col('progress_total')?.type).toMatch(/^bigint(\(20\))? unsigned$/);
     const idx = Object.fromEntries(info.indexes.map((i) => [i.cols, Number(i.nonUnique) === 0]));
     expect(idx['status,next_run_at,id']).toBe(false);
     expect(idx['claim_token']).toBe(false);
