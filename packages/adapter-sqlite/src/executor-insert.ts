@@ -1,22 +1,21 @@
 import type { CommandId, InsertResult, SqlExecutor, SqlValue } from '@asynccmd/core';
-import { commandIdFromExecutor as idText, runThroughExecutor } from '@asynccmd/core/store-kit';
+import {
+  commandIdFromExecutor as idText,
+  insertEachThroughExecutor,
+  runThroughExecutor,
+} from '@asynccmd/core/store-kit';
 
 /**
  * Submits through an SqlExecutor (an ORM's transaction on this database file): the store's own
  * single-row INSERT, one per command (every row checked before the first is written), its id read
  * back as text by RETURNING, so no number handling of the ORM's can round it.
  */
-export async function insertThroughExecutor(
+export function insertThroughExecutor(
   executor: SqlExecutor,
   insertOne: string,
   rows: readonly (readonly SqlValue[])[],
 ): Promise<CommandId[]> {
-  const ids: CommandId[] = [];
-  for (const values of rows) {
-    const [row] = await run(executor, insertOne, values);
-    ids.push(idText(row?.id));
-  }
-  return ids;
+  return insertEachThroughExecutor((text, values) => run(executor, text, values), insertOne, rows);
 }
 
 /** One idempotent insert; null when the key's holder finished meanwhile (the caller tries again). */

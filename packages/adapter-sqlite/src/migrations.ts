@@ -1,23 +1,29 @@
 import type Database from 'better-sqlite3';
 import { ACTIVE_STATUSES, DEFAULT_PRIORITY, type MigrationScript } from '@asynccmd/core';
+import { migrationScriptOf, sqlStringLiteral } from '@asynccmd/core/store-kit';
+import type { Migration, MigrationEngine } from '@asynccmd/core/store-kit';
+import { dependenciesDdl, settleTriggersDdl, widenStatusCheck } from './dependencies.js';
+import { historyDdl } from './history.js';
+import { rateLimitsDdl } from './rate-limits.js';
+import { keyLimitsDdl, keyRateLimitsDdl } from './key-limits.js';
+import { flowKeysDdl } from './flow-keys.js';
 
-/**
- * Versioned schema changes. The version numbers are shared by every adapter (1 = the command table
- * and its indexes), so `<table>_migrations` means the same thing on SQLite, Postgres and MySQL.
+/*
+ * Versioned schema changes, each a list of DDL statements for the table (core's runMigrations
+ * applies them). The version numbers are shared by every adapter (1 = the command table and its
+ * indexes), so `<table>_migrations` means the same thing on SQLite, Postgres and MySQL. All the
+ * missing versions run in one transaction, so they apply whole or not at all; statements that can
+ * say IF NOT EXISTS do anyway.
  */
-export interface Migration {
-  readonly version: number;
-  readonly name: string;
-  /**
-   * DDL statements for `table`. A version runs in one transaction, so it applies whole or not at
-   * all; statements that can say IF NOT EXISTS do anyway.
-   */
-  statements(table: string): readonly string[];
-}
 
 const ACTIVE = ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ');
 
-export const MIGRATIONS: readonly Migration[] = [
+/** A version; one that edits the schema's text (writable_schema) runs with SQLite's defensive mode lifted. */
+export interface SqliteMigration extends Migration<string> {
+  readonly editsSchemaText?: boolean;
+}
+
+export const MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 1,
     name: 'command table and the indexes of its hot paths',
@@ -157,33 +163,100 @@ export const MIGRATIONS: readonly Migration[] = [
     // JSON text an executor left with ctx.setResult, written with its SUCCESS; NULL otherwise.
     statements: (t) => [`ALTER TABLE ${t} ADD COLUMN result TEXT`],
   },
+  {
+    version: 13,
+    name: 'rate limits',
+    // One token bucket per rate-limited type; the runtime takes from it before it claims (rate-limits.ts).
+    statements: (t) => [rateLimitsDdl(t)],
+  },
+  {
+    version: 14,
+    name: 'key limits',
+    // One row per key-limited type; a keyed claim reads it and counts per key (key-limits.ts).
+    statements: (t) => [keyLimitsDdl(t)],
+  },
+  {
+    version: 15,
+    name: 'key rate limits',
+    // A rate limit per key: its row, and a token bucket per key in use (key-limits.ts).
+    statements: (t) => keyRateLimitsDdl(t),
+  },
+  {
+    version: 16,
+    name: 'dependencies and workflows',
+    // WAITING commands, their edges and the triggers that release them (dependencies.ts).
+    statements: (t) => [...widenStatusCheck(t), ...dependenciesDdl(t)],
+    editsSchemaText: true,
+  },
+  {
+    version: 17,
+    name: 'progress, and the workflow of a command',
+    // The latest ctx.progress report of a command (NULL before any); the workflow a command is a
+    // step of, found by its command id (the dashboard's link from a command to its workflow).
+    statements: (t) => [
+      `ALTER TABLE ${t} ADD COLUMN progress_done INTEGER`,
+      `ALTER TABLE ${t} ADD COLUMN progress_total INTEGER`,
+      `CREATE INDEX IF NOT EXISTS ${t}_workflow_steps_command ON ${t}_workflow_steps (command_id)`,
+    ],
+  },
+  {
+    version: 18,
+    name: 'dependency triggers by rowid',
+    // The settle triggers of version 16 found the dependants to move by a condition the planner
+    // answered with the status index, walking every WAITING row per completion: these reach the
+    // command table by rowid only, and write each dependant once (dependencies.ts).
+    statements: (t) => settleTriggersDdl(t),
+  },
+  {
+    version: 19,
+    name: 'flow keys',
+    // Each keyed type's key field, and every command's key in a column and a partial index, so a
+    // keyed claim reads a bounded number of rows per key (flow-keys.ts).
+    statements: (t) => flowKeysDdl(t),
+  },
+  {
+    version: 20,
+    name: 'finished commands leave the command table',
+    // The history table a completion moves each finished command into (history.ts).
+    statements: (t) => historyDdl(t),
+  },
 ];
 
 /**
- * Applies the missing migrations in one IMMEDIATE transaction: a second process running migrate at
- * the same time waits on the write lock (busy_timeout), then finds everything applied.
+ * The runner's engine on SQLite: the lock is the write lock of one IMMEDIATE transaction (`inTransaction`,
+ * the store's own), so a second process running migrate at the same time waits for it, then finds
+ * everything applied.
  */
-export function runMigrations(db: Database.Database, table: string, now: () => number): number[] {
-  const apply = db.transaction((): number[] => {
-    db.exec(migrationsTable(table));
-    const applied = new Set(
-      db
-        .prepare(`SELECT version FROM ${table}_migrations`)
-        .pluck()
-        .all()
-        .map((v) => Number(v)),
-    );
-    const record = db.prepare(`INSERT INTO ${table}_migrations (version, name, applied_at) VALUES (?, ?, ?)`);
-    const done: number[] = [];
-    for (const m of MIGRATIONS) {
-      if (applied.has(m.version)) continue;
-      for (const statement of m.statements(table)) db.exec(statement);
-      record.run(m.version, m.name, now());
-      done.push(m.version);
-    }
-    return done;
-  });
-  return apply.immediate();
+export function sqliteMigrationEngine(
+  db: Database.Database,
+  table: string,
+  inTransaction: <T>(run: () => Promise<T>) => Promise<T>,
+): MigrationEngine<string, Database.Database, SqliteMigration> {
+  return {
+    withMigrationLock: (run) => inTransaction(() => run(db)),
+    setup: async (session) => {
+      session.exec(migrationsTable(table));
+    },
+    appliedVersions: async () => appliedVersions(db, table),
+    context: async () => table,
+    apply: async (session, statements, m) => {
+      if (m.editsSchemaText !== true) {
+        for (const statement of statements) session.exec(statement);
+        return;
+      }
+      session.unsafeMode(true);
+      try {
+        for (const statement of statements) session.exec(statement);
+      } finally {
+        session.unsafeMode(false);
+      }
+    },
+    recordVersion: async (session, m) => {
+      session
+        .prepare(`INSERT INTO ${table}_migrations (version, name, applied_at) VALUES (?, ?, ?)`)
+        .run(m.version, m.name, Date.now());
+    },
+  };
 }
 
 /** The table that records the applied versions. */
@@ -212,23 +285,13 @@ export function appliedVersions(db: Database.Database, table: string): Set<numbe
 
 /** What runMigrations would run on a database that has applied `applied`, as text. */
 export function migrationScript(table: string, applied: ReadonlySet<number>): MigrationScript {
-  return {
+  return migrationScriptOf(MIGRATIONS, applied, table, {
     setup: [migrationsTable(table)],
     transactional: true,
-    versions: MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => ({
-      version: m.version,
-      name: m.name,
-      statements: [
-        ...m.statements(table),
-        `INSERT INTO ${table}_migrations (version, name, applied_at) VALUES (${m.version}, ${sqlText(m.name)}, ${NOW_MS})`,
-      ],
-    })),
-  };
+    recordVersion: (m) =>
+      `INSERT INTO ${table}_migrations (version, name, applied_at) VALUES (${m.version}, ${sqlStringLiteral(m.name)}, ${NOW_MS})`,
+  });
 }
 
 /** Epoch milliseconds in SQL every SQLite has (unixepoch('subsec') needs 3.42), e.g. an older sqlite3 shell. */
 const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`;
-
-function sqlText(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}

@@ -38,6 +38,8 @@ type ClaimedRowValues = readonly [
   CommandRow['history'],
   CommandRow['priority'],
   CommandRow['ordering_key'],
+  /** has_dependants (0 or 1). */
+  number,
 ];
 
 /** What a claim wrote into every row it returns: RUNNING under its token, claimed by its instance. */
@@ -46,8 +48,14 @@ export interface ClaimWrites {
   readonly instance: string | null;
 }
 
-/** The record of a claimed row read in raw mode (its JSON array of values, its payload). */
-export function toRecordFromClaim(row: readonly unknown[], claim: ClaimWrites): CommandRecord {
+/**
+ * The record of a claimed row read in raw mode (its JSON array of values, its payload), and
+ * whether the command has dependants.
+ */
+export function toRecordFromClaim(
+  row: readonly unknown[],
+  claim: ClaimWrites,
+): { readonly record: CommandRecord; readonly hasDependants: boolean } {
   const [
     id,
     type,
@@ -70,8 +78,9 @@ export function toRecordFromClaim(row: readonly unknown[], claim: ClaimWrites): 
     history,
     priority,
     ordering_key,
+    has_dependants,
   ] = JSON.parse(row[0] as string) as ClaimedRowValues;
-  return toRecord({
+  const record = toRecord({
     id,
     type,
     biz_key,
@@ -98,4 +107,5 @@ export function toRecordFromClaim(row: readonly unknown[], claim: ClaimWrites): 
     priority,
     ordering_key,
   });
+  return { record, hasDependants: has_dependants === 1 };
 }

@@ -1,28 +1,22 @@
 import type Database from 'better-sqlite3';
-import {
-  requireDate,
-  requireScheduleDefinition,
-  requireScheduleName,
-  requireStoredTime,
-  type EnqueueTickResult,
-  type NewCommand,
-  type RunTimeScheduleSettings,
-  type ScheduleDefinition,
-  type ScheduleRecord,
-  type ScheduleStore,
-  type ScheduleTick,
+import type {
+  EnqueueTickResult,
+  RunTimeScheduleSettings,
+  ScheduleDefinition,
+  ScheduleRecord,
 } from '@asynccmd/core';
 import { decodeRunTimeSettings, runTimeScheduleValues, tickRefusal } from '@asynccmd/core/store-kit';
+import type { CheckedCommand, CheckedScheduleTick, ScheduleEngine } from '@asynccmd/core/store-kit';
 import { DB_NOW } from './sql.js';
 
-/** What the schedules need of the store: its handle, its table, its turn-taking and its row checks. */
+/** What the schedules need of the store: its handle, its table, its turn-taking and its row encoding. */
 export interface SqliteScheduleParts {
   readonly db: Database.Database;
   readonly table: string;
   /** Runs `op` once no transaction of another caller is open on the handle (the store's `run`). */
   readonly run: <T>(op: () => T) => Promise<T>;
   /** The bound parameters of one inserted command: type, biz_key, payload, max_retry, run_at, owner, headers. */
-  readonly commandParams: (command: NewCommand) => (string | number | null)[];
+  readonly commandParams: (command: CheckedCommand) => (string | number | null)[];
 }
 
 interface ScheduleRow {
@@ -41,7 +35,7 @@ interface ScheduleRow {
  * index of the command table (migration 7). A tick is enqueued in one IMMEDIATE transaction; the
  * insert says ON CONFLICT on that index only, so any other failure (a CHECK, NOT NULL) still throws.
  */
-export class SqliteScheduleStore implements ScheduleStore {
+export class SqliteScheduleStore implements ScheduleEngine {
   readonly #p: SqliteScheduleParts;
   readonly #statements = new Map<string, Database.Statement>();
   readonly #sql: ReturnType<typeof scheduleSql>;
@@ -51,9 +45,8 @@ export class SqliteScheduleStore implements ScheduleStore {
     this.#sql = scheduleSql(parts.table);
   }
 
-  async declare(definitions: readonly ScheduleDefinition[], now: Date): Promise<void> {
-    const rows = definitions.map(requireScheduleDefinition);
-    const activeFrom = requireStoredTime('now', now).getTime();
+  async declare(rows: readonly ScheduleDefinition[], now: Date): Promise<void> {
+    const activeFrom = now.getTime();
     await this.#p.run(() => {
       const upsert = this.#stmt('declare');
       this.#p.db
@@ -68,17 +61,15 @@ export class SqliteScheduleStore implements ScheduleStore {
     return this.#p.run(() => (this.#stmt('list').all() as ScheduleRow[]).map(toSchedule));
   }
 
-  async get(name: string): Promise<ScheduleRecord | null> {
-    const key = requireScheduleName(name);
+  async get(key: string): Promise<ScheduleRecord | null> {
     return this.#p.run(() => {
       const row = this.#stmt('get').get(key) as ScheduleRow | undefined;
       return row === undefined ? null : toSchedule(row);
     });
   }
 
-  async setPaused(name: string, paused: boolean, now: Date): Promise<ScheduleRecord | null> {
-    const key = requireScheduleName(name);
-    const at = requireStoredTime('now', now).getTime();
+  async setPaused(key: string, paused: boolean, now: Date): Promise<ScheduleRecord | null> {
+    const at = now.getTime();
     return this.#p.run(() => {
       const row = this.#stmt('setPaused').get({ paused: paused ? 1 : 0, now: at, name: key }) as
         ScheduleRow | undefined;
@@ -86,9 +77,9 @@ export class SqliteScheduleStore implements ScheduleStore {
     });
   }
 
-  async enqueueTick(tick: ScheduleTick): Promise<EnqueueTickResult> {
-    const name = requireScheduleName(tick.schedule);
-    const tickAt = requireStoredTime('tick', requireDate('tick', tick.tick));
+  async enqueueTick(tick: CheckedScheduleTick): Promise<EnqueueTickResult> {
+    const name = tick.schedule;
+    const tickAt = tick.tick;
     const at = tickAt.getTime();
     const params = this.#p.commandParams(tick.command);
     return this.#p.run(() =>
@@ -113,15 +104,14 @@ export class SqliteScheduleStore implements ScheduleStore {
     settings: RunTimeScheduleSettings,
     now: Date,
   ): Promise<ScheduleRecord | null> {
-    const values = runTimeScheduleValues(definition, settings, requireStoredTime('now', now).getTime());
+    const values = runTimeScheduleValues(definition, settings, now.getTime());
     return this.#p.run(() => {
       const row = this.#stmt('add').get(...values) as ScheduleRow | undefined;
       return row === undefined ? null : toSchedule(row);
     });
   }
 
-  async remove(name: string): Promise<boolean> {
-    const key = requireScheduleName(name);
+  async remove(key: string): Promise<boolean> {
     return this.#p.run(() => this.#stmt('remove').run(key).changes === 1);
   }
 

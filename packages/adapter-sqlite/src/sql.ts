@@ -1,4 +1,7 @@
-import { ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core';
+import { ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core/store-kit';
+import { flowKeySql } from './flow-keys.js';
+import { copyFinished, MOVABLE } from './history.js';
+import { keyRateLimitSql } from './key-limits.js';
 
 /**
  * Every statement of the SQLite store, built once per (validated) table name. Values are always
@@ -17,7 +20,7 @@ export const DB_NOW = `CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)`;
 const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, claim_token, lease_until, idempotent, headers,
   created_at, updated_at, started_at, finished_at, retry_count_at_retry, rescue_count_at_retry,
-  claimed_by, history, priority, ordering_key, result`;
+  claimed_by, history, priority, ordering_key, result, progress_done, progress_total`;
 
 /**
  * The row as the claims return it, in raw mode: COLUMNS but the payload as one JSON array, in
@@ -26,12 +29,13 @@ const COLUMNS = `CAST(id AS TEXT) AS id, type, biz_key, payload, status, max_ret
  * before 22), which costs more than most values themselves; one text of two dozen values read with
  * JSON.parse costs a fraction of that. Integers come back exactly: ids as text, the others far below
  * 2^53. Left out: what the claim itself wrote into every row it returns (status, claim_token,
- * claimed_by), known to the caller already.
+ * claimed_by), known to the caller already. Last, has_dependants: not part of the record, the
+ * store's own (a completion of such a command may release work here: store.ts claimedWithDependants).
  */
 const CLAIMED_COLUMNS = `json_array(CAST(id AS TEXT), type, biz_key, max_retry, retry_count,
   rescue_count, next_run_at, last_error, owner, lease_until, idempotent, headers,
   created_at, updated_at, started_at, finished_at, retry_count_at_retry, rescue_count_at_retry,
-  history, priority, ordering_key), payload`;
+  history, priority, ordering_key, has_dependants), payload`;
 
 /**
  * The row's history with the attempt its claim ran appended, ending now with `outcome` and `error`
@@ -111,6 +115,31 @@ const claimById = (t: string, more: string): string => `UPDATE ${t}
          AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))) AND ${firstOfKey(t, t)}${more}
        RETURNING ${CLAIMED_COLUMNS}`;
 
+/** A bounded batch of the finished rows of `table` older than :olderThan, through its finished_at index. */
+const purge = (table: string, index: string): string => `DELETE FROM ${table} WHERE id IN (
+         SELECT id FROM ${table} INDEXED BY ${index}
+         WHERE finished_at < :olderThan AND status IN (SELECT value FROM json_each(:statuses))
+         ORDER BY finished_at, id
+         LIMIT :limit)`;
+
+/** The results of completed attempts onto the SUCCESS rows of `table` (see storeResults). */
+const storeResults = (table: string): string => `UPDATE ${table} NOT INDEXED SET result = r.result
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS result FROM json_each(:results)) AS r
+       WHERE ${table}.id = r.id AND ${table}.status = 'SUCCESS' AND ${table}.claim_token = r.token
+         AND ${table}.result IS NULL`;
+
+/** What a SUCCESS writes on the row, the same whether it moves or stays. */
+const SUCCEEDED: Readonly<Record<string, string>> = {
+  status: `'SUCCESS'`,
+  lease_until: 'NULL',
+  finished_at: DB_NOW,
+  updated_at: DB_NOW,
+  last_error: 'NULL',
+};
+const SUCCEEDED_SET = Object.entries(SUCCEEDED)
+  .map(([column, value]) => `${column} = ${value}`)
+  .join(', ');
+
 /**
  * The hot paths name their index (INDEXED BY): without ANALYZE statistics the planner prefers the
  * (status, id) index and sorts every due row on each claim, which gets slower as the backlog grows.
@@ -165,6 +194,14 @@ export function sqliteSql(t: string) {
      * no other claim can run between the count and the write.
      */
     claimDueLimited: claimDue(t, 'type = :type', `MIN(:limit, MAX(0, ${freePlaces(t, ':type')}))`),
+    /** The claim of the ids a keyed or keyed-rate claim picked (:ids, a JSON array; :limit their number). */
+    claimDuePicked: claimDue(t, 'id IN (SELECT value FROM json_each(:ids))', ':limit'),
+    ...flowKeySql(t, `${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}`),
+    ...keyRateLimitSql(t),
+    keyLimitDeclare: `INSERT INTO ${t}_key_limits (type, key_field, max_running) VALUES (?, ?, ?)
+       ON CONFLICT (type) DO UPDATE SET key_field = excluded.key_field, max_running = excluded.max_running`,
+    keyLimitOf: `SELECT key_field AS keyField, max_running AS maxRunning FROM ${t}_key_limits WHERE type = ?`,
+    keyLimitList: `SELECT type, key_field AS keyField, max_running AS maxRunning FROM ${t}_key_limits ORDER BY type`,
     /** claimById, where a command of one of :limited types is claimed only within its stored limit. */
     claimByIdLimited: claimById(
       t,
@@ -183,30 +220,60 @@ export function sqliteSql(t: string) {
     heartbeat: `UPDATE ${t} NOT INDEXED SET lease_until = ${DB_NOW} + :leaseMs, updated_at = ${DB_NOW}
        WHERE status = 'RUNNING' AND ${REFS}
        RETURNING CAST(id AS TEXT) AS id, claim_token AS token`,
+    /** :reports is a JSON array of [id, token, done, total], one per claim. */
+    reportProgress: `UPDATE ${t} NOT INDEXED SET progress_done = r.done, progress_total = r.total,
+         updated_at = ${DB_NOW}
+       FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS done, value ->> 3 AS total
+             FROM json_each(:reports)) AS r
+       WHERE ${t}.id = r.id AND ${t}.status = 'RUNNING' AND ${t}.claim_token = r.token
+       RETURNING CAST(${t}.id AS TEXT) AS id`,
     /**
-     * Done: an earlier attempt's error stays in the history, not in last_error. The succeeded attempt
-     * is the row itself (see core attemptHistory): the commonest write appends nothing. The claim
-     * token stays on the row (the record shows it only while RUNNING): see completedBefore. It
-     * returns nothing: the store counts its changes (see store.ts complete).
+     * Done: an earlier attempt's error stays in the attempt history, not in last_error. The
+     * succeeded attempt is the row itself (see core attemptHistory): the commonest write appends
+     * nothing. A movable row (history.ts) is copied, finished, into the history (moveSucceeded),
+     * then deleted here (dropMoved), in the completion's transaction; the others are updated in
+     * place (complete). The claim token goes with the row (the record shows it only while RUNNING):
+     * see completedBefore. They return nothing: the store counts their changes.
      */
+    moveSucceeded: copyFinished(t, `status = 'RUNNING' AND ${REFS} AND ${MOVABLE}`, SUCCEEDED),
+    dropMoved: `DELETE FROM ${t} NOT INDEXED WHERE status = 'RUNNING' AND ${REFS} AND ${MOVABLE}`,
     complete: `UPDATE ${t} NOT INDEXED
-       SET status = 'SUCCESS', lease_until = NULL,
-           finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
+       SET ${SUCCEEDED_SET}
        WHERE status = 'RUNNING' AND ${REFS}`,
+    /**
+     * The results of attempts this complete recorded, :results a JSON array of [id, token, result]:
+     * only on rows SUCCESS under that claim (a fenced attempt's result is dropped with it) that have
+     * none yet (a retried complete whose first try landed keeps the first one's, as elsewhere), in
+     * the history and in the command table.
+     */
+    storeResults: storeResults(`${t}_history`),
+    storeResultsInPlace: storeResults(t),
     /**
      * Of these refs, those SUCCESS under the same claim: completed by this complete or an earlier
      * one of the same claim (its outcome recorded, not fenced).
      */
-    /**
-     * The results of attempts this complete recorded, :results a JSON array of [id, token, result]:
-     * only on rows SUCCESS under that claim (a fenced attempt's result is dropped with it) that have
-     * none yet (a retried complete whose first try landed keeps the first one's, as elsewhere).
-     */
-    storeResults: `UPDATE ${t} NOT INDEXED SET result = r.result
-       FROM (SELECT value ->> 0 AS id, value ->> 1 AS token, value ->> 2 AS result FROM json_each(:results)) AS r
-       WHERE ${t}.id = r.id AND ${t}.status = 'SUCCESS' AND ${t}.claim_token = r.token AND ${t}.result IS NULL`,
-    completedBefore: `SELECT CAST(id AS TEXT) AS id FROM ${t} NOT INDEXED
+    completedBefore: `SELECT CAST(id AS TEXT) AS id FROM ${t}_history NOT INDEXED
+       WHERE status = 'SUCCESS' AND ${REFS}
+       UNION ALL
+       SELECT CAST(id AS TEXT) AS id FROM ${t} NOT INDEXED
        WHERE status = 'SUCCESS' AND ${REFS}`,
+    /**
+     * One attempt's SUCCESS in the caller's transaction (transactionalCompletion), its result with
+     * it: moved (moveOne, dropOne) or, for a row that stays, in place; the store counts the
+     * changes: none means the claim was taken away.
+     */
+    moveOne: copyFinished(t, `id = :id AND status = 'RUNNING' AND claim_token = :token AND ${MOVABLE}`, {
+      ...SUCCEEDED,
+      result: ':result',
+    }),
+    dropOne: `DELETE FROM ${t} WHERE id = :id AND status = 'RUNNING' AND claim_token = :token AND ${MOVABLE}`,
+    completeInTransaction: `UPDATE ${t}
+       SET ${SUCCEEDED_SET}, result = :result
+       WHERE id = :id AND status = 'RUNNING' AND claim_token = :token`,
+    /** Whether one claim's command is SUCCESS under it (the claim token stays on the row). */
+    succeededUnder: `SELECT 1 FROM ${t}_history WHERE id = :id AND status = 'SUCCESS' AND claim_token = :token
+       UNION ALL
+       SELECT 1 FROM ${t} WHERE id = :id AND status = 'SUCCESS' AND claim_token = :token`,
     /** :attempts is a JSON array of [id, token, status, retryCount, nextRunAt, lastError]. */
     fail: `UPDATE ${t} NOT INDEXED
        SET status = f.status, retry_count = f.retry_count, next_run_at = f.next_run_at,
@@ -277,47 +344,62 @@ export function sqliteSql(t: string) {
        WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
        RETURNING ${COLUMNS}`,
 
-    get: `SELECT ${COLUMNS} FROM ${t} WHERE id = ?`,
-    getMany: `SELECT ${COLUMNS} FROM ${t} WHERE id IN (SELECT value FROM json_each(?)) ORDER BY ${t}.id`,
+    get: `SELECT ${COLUMNS} FROM ${t} WHERE id = :id UNION ALL SELECT ${COLUMNS} FROM ${t}_history WHERE id = :id`,
+    getMany: `SELECT * FROM (
+         SELECT ${COLUMNS} FROM ${t} WHERE id IN (SELECT value FROM json_each(:ids))
+         UNION ALL
+         SELECT ${COLUMNS} FROM ${t}_history WHERE id IN (SELECT value FROM json_each(:ids)))
+       ORDER BY CAST(id AS INTEGER)`,
     /**
      * Newest first by creation time, the id breaking ties, with only the conditions asked for (fixed
      * fragments; values stay parameters), so the planner can walk the (status, created_at, id) or
-     * the (created_at, id) index backwards and stop at LIMIT.
+     * the (created_at, id) index backwards and stop at LIMIT: each table's page, then the newest of
+     * both (the history only when SUCCESS is among the statuses asked for: it holds nothing else).
      */
-    list: (filter: ListFilter) =>
-      `SELECT ${COLUMNS} FROM ${t}
+    list: (filter: ListFilter) => {
+      const page = (table: string): string => `SELECT * FROM (SELECT ${COLUMNS} FROM ${table}
        WHERE ${
          [
            filter.status ? `status = :status` : null,
            filter.statuses ? `status IN (SELECT value FROM json_each(:statuses))` : null,
            filter.type ? `type = :type` : null,
            filter.bizKey ? `biz_key = :bizKey` : null,
-           filter.before ? `(created_at, ${t}.id) < (:beforeAt, :before)` : null,
+           filter.before ? `(created_at, ${table}.id) < (:beforeAt, :before)` : null,
          ]
            .filter((c) => c !== null)
            .join(' AND ') || '1'
        }
-       ORDER BY created_at DESC, ${t}.id DESC
-       LIMIT :limit`,
-    counts: `SELECT status, type, COUNT(*) AS count FROM ${t} GROUP BY status, type ORDER BY status, type`,
+       ORDER BY created_at DESC, ${table}.id DESC
+       LIMIT :limit)`;
+      if (!filter.history) return page(t);
+      return `SELECT * FROM (${page(t)} UNION ALL ${page(`${t}_history`)})
+       ORDER BY created_at DESC, CAST(id AS INTEGER) DESC
+       LIMIT :limit`;
+    },
+    counts: `SELECT status, type, SUM(count) AS count FROM (
+         SELECT status, type, COUNT(*) AS count FROM ${t} GROUP BY status, type
+         UNION ALL
+         SELECT status, type, COUNT(*) AS count FROM ${t}_history GROUP BY status, type)
+       GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT MIN(next_run_at) FROM ${t} INDEXED BY ${t}_due WHERE status = 'PENDING' AND next_run_at <= ?`,
     /** Dead letters counted up to a limit, from the (status, id) index: the cost stays that limit. */
     deadLettersUpTo: `SELECT COUNT(*) FROM (
          SELECT 1 FROM ${t} INDEXED BY ${t}_status_created WHERE status = 'DEAD' LIMIT ?)`,
-    /** Outcomes finished in [:from, :to), by status and latency bucket, from the finished_at index. */
+    /** Outcomes finished in [:from, :to), by status and latency bucket, from the finished_at indexes. */
     outcomeCounts: `SELECT status, latency_bucket, COUNT(*) AS count FROM (
          SELECT status,
                 (SELECT COUNT(*) FROM json_each(:bounds) WHERE value <= finished_at - created_at)
                   AS latency_bucket
-         FROM ${t} INDEXED BY ${t}_finished
-         WHERE finished_at >= :from AND finished_at < :to AND status IN ('SUCCESS', 'DEAD'))
+         FROM (SELECT status, created_at, finished_at FROM ${t} INDEXED BY ${t}_finished
+               WHERE finished_at >= :from AND finished_at < :to AND status IN ('SUCCESS', 'DEAD')
+               UNION ALL
+               SELECT status, created_at, finished_at FROM ${t}_history INDEXED BY ${t}_history_finished
+               WHERE finished_at >= :from AND finished_at < :to AND status IN ('SUCCESS', 'DEAD')))
        GROUP BY status, latency_bucket
        ORDER BY status, latency_bucket`,
-    purge: `DELETE FROM ${t} WHERE id IN (
-         SELECT id FROM ${t} INDEXED BY ${t}_finished
-         WHERE finished_at < :olderThan AND status IN (SELECT value FROM json_each(:statuses))
-         ORDER BY finished_at, id
-         LIMIT :limit)`,
+    /** Finished rows older than the cutoff, a bounded batch: the history's (purged first), then the command table's. */
+    purgeHistory: purge(`${t}_history`, `${t}_history_finished`),
+    purge: purge(t, `${t}_finished`),
   };
 }
 
@@ -330,6 +412,8 @@ export interface ListFilter {
   readonly bizKey: boolean;
   /** Below a cursor's (created_at, id). */
   readonly before: boolean;
+  /** Whether the history can hold what is asked for (SUCCESS among the statuses, or any status). */
+  readonly history: boolean;
 }
 
 export type SqliteSql = ReturnType<typeof sqliteSql>;

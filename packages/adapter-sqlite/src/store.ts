@@ -5,20 +5,24 @@ import * as E from 'fp-ts/lib/Either.js';
 import {
   InvalidArgumentError,
   isSqlExecutor,
-  TRANSITION_SOURCES,
   TransactionRolledBackError,
-  optionalInstance,
-  requireInstant,
-  requireId,
   requireInt,
-  requireToken,
-  requireTypes,
-  validateIdentifier,
   type MigrationScript,
-  type MigrationScriptOptions,
 } from '@asynccmd/core';
 import {
   byClaimOrder,
+  claimWithinKeyLimits,
+  inTurns,
+  namesKeyLimits,
+  planKeyRateClaim,
+  asKeyRateCandidates,
+  keyedCandidatesNow,
+  keyRateTake,
+  runningPerKey,
+  type KeyedCandidate,
+  type KeyedRead,
+  type KeyPriorityHead,
+  type KeyRateBucketRow,
   claimWithinLimits,
   compareIds,
   guardedTransition,
@@ -27,18 +31,41 @@ import {
   keyHeldBy,
   listPage,
   outcomeCountsFromRows,
-  StoreInput,
-  typeLimitStore,
-  typePauseStore,
+  checkedStore,
+  runMigrations,
+  TRANSITION_SOURCES,
+  validateIdentifier,
 } from '@asynccmd/core/store-kit';
-import type { CheckedCommand, GuardedAttempt, OutcomeCountRow } from '@asynccmd/core/store-kit';
+import type {
+  CheckedClaimById,
+  CheckedClaimDue,
+  CheckedCommand,
+  CheckedCompletedAttempt,
+  CheckedFailedAttempt,
+  CheckedListQuery,
+  CheckedPurge,
+  CheckedReclaim,
+  DependencyEngine,
+  EngineCapabilities,
+  GuardedAttempt,
+  OutcomeCountRow,
+  StoreEngine,
+  TransactionalCompletionEngine,
+  TypeLimitStatements,
+  KeyLimitStatements,
+  KeyRateLimitStatements,
+  TypePauseStatements,
+  RateLimitStatements,
+} from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
 import {
   insertIdempotentThroughExecutor,
   insertThroughExecutor,
   replacePendingThroughExecutor,
 } from './executor-insert.js';
-import { appliedVersions, migrationScript, runMigrations } from './migrations.js';
+import { sqliteDependencyEngine } from './dependencies.js';
+import { appliedVersions, MIGRATIONS, migrationScript, sqliteMigrationEngine } from './migrations.js';
+import { sqliteRateLimitStatements } from './rate-limits.js';
 import { SqliteScheduleStore } from './schedules.js';
 import { toRecord, toRecordFromClaim } from './rows.js';
 import type { ClaimWrites, CommandRow } from './rows.js';
@@ -73,8 +100,32 @@ export function configureConnection(db: SqliteDatabase, busyTimeoutMs = 5000): v
   db.pragma('synchronous = NORMAL');
 }
 
+/** The store port on SQLite, and the database and table it works on. */
+export type SqliteCommandStore = Port.CommandStore<SqliteDatabase> &
+  Required<
+    Pick<
+      Port.CommandStore<SqliteDatabase>,
+      | 'migrationScript'
+      | 'schedules'
+      | 'typeLimits'
+      | 'typePauses'
+      | 'rateLimits'
+      | 'keyLimits'
+      | 'keyRateLimits'
+      | 'transactionalCompletion'
+    >
+  > & {
+    readonly table: string;
+    readonly db: SqliteDatabase;
+  };
+
 export function createSqliteStore(options: SqliteStoreOptions): SqliteCommandStore {
-  return new SqliteCommandStore(options);
+  const engine = new SqliteEngine(options);
+  return checkedStore<SqliteDatabase, SqliteEngine, Pick<SqliteEngine, 'table' | 'db'>>(
+    engine,
+    { maxPayloadBytes: options.maxPayloadBytes },
+    { table: engine.table, db: engine.db },
+  );
 }
 
 /** What `withoutBusyWait` answers when the database was locked. */
@@ -84,36 +135,86 @@ const BUSY: unique symbol = Symbol('SQLITE_BUSY');
 const INSERT_CHUNK = 500;
 
 /**
- * The store port on SQLite. better-sqlite3 is synchronous, so each operation is one statement that
+ * The store engine on SQLite (checkedStore checks its input). better-sqlite3 is synchronous, so each operation is one statement that
  * runs to completion; the only thing to coordinate is `transaction`, which stays open across awaits:
  * while it is open on the store's handle, the store's other operations wait for it instead of
  * slipping into it (unless they are called from inside it).
  */
-export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
+class SqliteEngine implements StoreEngine<SqliteDatabase> {
   readonly dialect = 'sqlite';
-  readonly capabilities: Port.StoreCapabilities<SqliteDatabase>;
+  readonly capabilities: EngineCapabilities<SqliteDatabase>;
+  readonly transactionHandle = {
+    name: 'a better-sqlite3 database',
+    is: (candidate: object): boolean => {
+      const database = candidate as { prepare?: unknown; transaction?: unknown };
+      return typeof database.prepare === 'function' && typeof database.transaction === 'function';
+    },
+  };
   /** Other connections' commits, seen by a polled probe (wakeups.ts); none on an in-memory database. */
   readonly wakeups: SqliteWakeups | undefined;
   readonly table: string;
   readonly db: SqliteDatabase;
   private readonly owned: boolean;
   private readonly sql: SqliteSql;
-  private readonly input: StoreInput;
   private readonly busyTimeoutMs: number;
   private readonly statements = new WeakMap<SqliteDatabase, Map<string, Database.Statement>>();
   private readonly context = new AsyncLocalStorage<object>();
   private openTx: { readonly marker: object; readonly done: Promise<void> } | null = null;
   readonly schedules: SqliteScheduleStore;
-  readonly typeLimits: Port.TypeLimitStore = typeLimitStore(
-    (limits) =>
+  readonly rateLimits: RateLimitStatements;
+  readonly dependencies: DependencyEngine<SqliteDatabase>;
+  readonly typeLimits: TypeLimitStatements = {
+    write: (limits) =>
       this.run(() =>
         this.db.transaction(() => {
           for (const l of limits) this.stmt('typeLimitDeclare').run(l.type, l.maxRunning);
         })(),
       ),
-    () => this.run(() => this.stmt('typeLimitList').all() as { type: string; maxRunning: number }[]),
-  );
-  readonly typePauses: Port.TypePauseStore = typePauseStore({
+    read: () => this.run(() => this.stmt('typeLimitList').all() as { type: string; maxRunning: number }[]),
+  };
+  readonly keyLimits: KeyLimitStatements = {
+    write: (limits) =>
+      this.run(() =>
+        this.db.transaction(() => {
+          for (const l of limits) this.stmt('keyLimitDeclare').run(l.type, l.keyField, l.maxRunning);
+          this.declareKeyFields(limits);
+        })(),
+      ),
+    read: () =>
+      this.run(
+        () => this.stmt('keyLimitList').all() as { type: string; keyField: string; maxRunning: number }[],
+      ),
+    reader: (type, now) => {
+      const reader = this.keyedReader(type, now.getTime());
+      return {
+        heads: (countRunning) => this.run(() => reader.heads(countRunning)),
+        rows: (reads) => this.run(() => reader.rows(reads)),
+      };
+    },
+  };
+  readonly keyRateLimits: KeyRateLimitStatements = {
+    write: (limits) =>
+      this.run(() =>
+        this.db.transaction(() => {
+          for (const l of limits) {
+            this.stmt('keyRateDeclare').run(l.type, l.keyField, l.maxStarts, l.periodMs, l.burst);
+          }
+          this.declareKeyFields(limits);
+        })(),
+      ),
+    read: () =>
+      this.run(
+        () =>
+          this.stmt('keyRateList').all() as {
+            type: string;
+            keyField: string;
+            maxStarts: number;
+            periodMs: number;
+            burst: number;
+          }[],
+      ),
+  };
+  readonly typePauses: TypePauseStatements = {
     insert: (type, reason) => this.run(() => this.stmt('typePause').run(type, reason).changes === 1),
     remove: (type) => this.run(() => this.stmt('typeResume').run(type).changes === 1),
     read: () =>
@@ -122,14 +223,44 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
           (r) => ({ type: r.type, pausedAt: new Date(r.pausedAt), reason: r.reason }),
         ),
       ),
-  });
+  };
+
+  /**
+   * On SQLite the caller's transaction holds the database's one write lock from BEGIN IMMEDIATE:
+   * nothing else can change the row between this completion and the COMMIT.
+   */
+  readonly transactionalCompletion: TransactionalCompletionEngine<SqliteDatabase> = {
+    complete: async (tx, checked) => {
+      // An ORM's transaction is on a connection of its own to the file: the store cannot complete
+      // there (SQLite has one writer, and the store's claims hold its handle).
+      if (isSqlExecutor(tx) || tx !== this.db || !tx.inTransaction) {
+        throw new InvalidArgumentError(
+          "a completion in a transaction needs an open transaction on the store's own database handle",
+        );
+      }
+      const bound = { id: toKey(checked.id), token: checked.token, result: checked.resultJson ?? null };
+      const moved = this.stmt('moveOne').run(bound).changes === 1;
+      if (moved) this.stmt('dropOne').run(bound);
+      const done = moved || this.stmt('completeInTransaction').run(bound).changes === 1;
+      // The caller's transaction holds the write lock: a claim woken now reads after its COMMIT.
+      this.wakeups?.settled([checked.id], done);
+      return done;
+    },
+    succeededUnder: async (checked) => {
+      const bound = { id: toKey(checked.id), token: checked.token };
+      return this.run(() => this.stmt('succeededUnder').get(bound) !== undefined);
+    },
+    // No connection to lose, and the write lock is held from BEGIN IMMEDIATE, so no statement in
+    // the transaction meets a deadlock: the one loss is a BEGIN that did not get the lock within
+    // the busy timeout (other writers held it), before any of the attempt's statements ran.
+    isTransient: (error) => isBusy(error),
+  };
 
   constructor(options: SqliteStoreOptions) {
     const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);
     if (E.isLeft(table)) throw table.left;
     this.table = table.right;
     this.sql = sqliteSql(this.table);
-    this.input = new StoreInput({ maxPayloadBytes: options.maxPayloadBytes });
     this.busyTimeoutMs = requireInt('busyTimeoutMs', options.busyTimeoutMs ?? 5000, 0);
     if ((options.filename === undefined) === (options.database === undefined)) {
       throw new InvalidArgumentError('give the SQLite store exactly one of `filename` or `database`');
@@ -146,9 +277,13 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       db: this.db,
       table: this.table,
       run: (op) => this.run(op),
-      commandParams: (c) => insertParams(this.input.command(c)),
+      commandParams: insertParams,
     });
+    this.rateLimits = sqliteRateLimitStatements(this.db, this.table, (op) => this.run(op));
     this.wakeups = this.db.memory ? undefined : new SqliteWakeups(this.db);
+    // A dependant cancelled by its dependency fires the release triggers again (dependencies.ts).
+    this.db.pragma('recursive_triggers = ON');
+    this.dependencies = sqliteDependencyEngine(this.db, this.table, (op) => this.run(op));
     this.capabilities = {
       skipLocked: false,
       wakeups: this.wakeups !== undefined,
@@ -159,14 +294,13 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   }
 
   async migrate(): Promise<void> {
-    return this.run(() => {
-      runMigrations(this.db, this.table, Date.now);
-    });
+    const engine = sqliteMigrationEngine(this.db, this.table, (run) => this.transaction(run));
+    await runMigrations(engine, MIGRATIONS);
   }
 
-  async migrationScript(options: MigrationScriptOptions = {}): Promise<MigrationScript> {
+  async migrationScript(options: { readonly all: boolean }): Promise<MigrationScript> {
     return this.run(() =>
-      migrationScript(this.table, options.all === true ? new Set() : appliedVersions(this.db, this.table)),
+      migrationScript(this.table, options.all ? new Set() : appliedVersions(this.db, this.table)),
     );
   }
 
@@ -194,10 +328,9 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
 
   async insert(
     tx: SqliteDatabase | Port.SqlExecutor,
-    commands: readonly Port.NewCommand[],
+    commands: readonly CheckedCommand[],
   ): Promise<Port.CommandId[]> {
-    const rows = this.input.commands(commands).map(insertParams);
-    if (rows.length === 0) return [];
+    const rows = commands.map(insertParams);
     if (isSqlExecutor(tx)) return insertThroughExecutor(tx, this.sql.insertMany(1), rows);
     const insertChunks = (): Port.CommandId[] => {
       const ids: Port.CommandId[] = [];
@@ -215,11 +348,9 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
 
   async insertIdempotent(
     tx: SqliteDatabase | Port.SqlExecutor,
-    command: Port.NewCommand & { readonly bizKey: string },
-    options?: Port.IdempotentInsertOptions,
+    checked: CheckedCommand & { readonly bizKey: string },
+    onPending: Port.OnPending,
   ): Promise<Port.InsertResult> {
-    const checked = this.input.idempotentCommand(command);
-    const onPending = this.input.onPending(options);
     const params = insertParams(checked);
     const replacing =
       onPending === 'keep'
@@ -260,19 +391,45 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     return insertIdempotently(checked, async () => insertOrFind());
   }
 
-  async claimDue(params: Port.ClaimDueParams): Promise<Port.ClaimedCommand[]> {
-    const limit = requireInt('limit', params.limit, 0);
-    const types = requireTypes(params.types);
+  async claimDue(params: CheckedClaimDue): Promise<Port.ClaimedCommand[]> {
+    const { types, limit } = params;
     const claim = {
-      token: requireToken(params.token),
-      leaseMs: requireInt('leaseMs', params.leaseMs, 1),
-      now: instant('now', params.now),
+      token: params.token,
+      leaseMs: params.leaseMs,
+      now: params.now.getTime(),
       types: JSON.stringify(types),
       limit,
-      instance: optionalInstance(params.instance),
+      instance: params.instance,
     };
-    if (limit === 0 || types.length === 0) return [];
-    if (params.limitedTypes === undefined || params.limitedTypes.length === 0) {
+    if (namesKeyLimits(params)) {
+      return claimWithinKeyLimits(types, params, limit, {
+        claimKeyRated: (type, max) =>
+          this.run(() => this.db.transaction(() => this.claimKeyRated(type, max, claim)).immediate()),
+        claimKeyed: (type, max) =>
+          this.run(() =>
+            this.db
+              .transaction(() => {
+                const limit = this.stmt('keyLimitOf').get(type) as
+                  { keyField: string; maxRunning: number } | undefined;
+                if (limit === undefined) return [];
+                const picked = keyedCandidatesNow(this.keyedReader(type, claim.now), {
+                  cap: limit.maxRunning,
+                  limit: max,
+                  nowMs: claim.now,
+                  countRunning: true,
+                });
+                if (picked.length === 0) return [];
+                const ids = JSON.stringify(picked.map((c) => Number(c.id)));
+                const rows = this.claimRows('claimDuePicked', { ...claim, ids, limit: picked.length });
+                return inTurns(rows, limit.keyField);
+              })
+              .immediate(),
+          ),
+        others: (others, max) =>
+          this.claimDue({ ...params, types: others, limit: max, keyedTypes: [], keyRatedTypes: [] }),
+      });
+    }
+    if (params.limitedTypes.length === 0) {
       return this.run(() => this.claimRows('claimDue', claim));
     }
     return claimWithinLimits(types, params.limitedTypes, limit, {
@@ -283,24 +440,85 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     });
   }
 
+  /** One keyed-rate claim of `type` (core planKeyRateClaim), inside an IMMEDIATE transaction. */
+  private claimKeyRated(
+    type: string,
+    max: number,
+    claim: ClaimWrites & Record<string, unknown>,
+  ): Port.ClaimedCommand[] {
+    const lock = this.stmt('keyRateLock').get(type) as
+      { keyField: string; maxStarts: number; periodMs: number; burst: number; nowMs: number } | undefined;
+    if (lock === undefined) return [];
+    const limit = { type, ...lock };
+    const candidates = asKeyRateCandidates(
+      keyedCandidatesNow(this.keyedReader(type, claim['now'] as number), keyRateTake(lock.burst, lock.nowMs)),
+    );
+    if (candidates.length === 0) return [];
+    const keys = [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
+    const buckets =
+      keys.length === 0
+        ? []
+        : (this.stmt('keyRateBuckets').all(type, JSON.stringify(keys)) as KeyRateBucketRow[]);
+    const plan = planKeyRateClaim(limit, candidates, buckets, max);
+    if (plan.picked.length === 0) return [];
+    const rows = this.claimRows('claimDuePicked', {
+      ...claim,
+      ids: JSON.stringify(plan.picked.map(Number)),
+      limit: plan.picked.length,
+    });
+    const spent = plan.spent(rows.map((r) => r.id));
+    for (const b of spent) this.stmt('keyRateSave').run(type, b.key, b.tokens, b.refilledAtMs);
+    if (spent.length > 0) this.stmt('keyRatePrune').run({ ...limit, type });
+    return inTurns(rows, lock.keyField);
+  }
+
+  /** The keyed claim's reads of `type` (core keyed-reads.ts), due at `now`: inside its transaction. */
+  private keyedReader(type: string, now: number) {
+    return {
+      heads: (countRunning: boolean) => ({
+        heads: this.stmt('flowHeads').all({ type }) as KeyPriorityHead[],
+        running: countRunning
+          ? runningPerKey(this.stmt('flowRunning').all(type) as { key: string; n: number }[])
+          : new Map<string, number>(),
+      }),
+      rows: (reads: readonly KeyedRead[]) =>
+        reads.flatMap((r) => this.stmt('flowRows').all({ type, now, ...r }) as KeyedCandidate[]),
+    };
+  }
+
+  /** The key fields of `limits` (inside their declaration's transaction), and their commands' keys from them. */
+  private declareKeyFields(limits: readonly { readonly type: string; readonly keyField: string }[]): void {
+    for (const l of limits) {
+      this.stmt('flowKeyDeclare').run(l.type, l.keyField);
+      this.stmt('flowRekey').run({ type: l.type });
+    }
+  }
+
   private claimRows(
-    statement: 'claimDue' | 'claimDueLimited',
+    statement: 'claimDue' | 'claimDueLimited' | 'claimDuePicked',
     claim: ClaimWrites & Record<string, unknown>,
   ): Port.ClaimedCommand[] {
     const rows = this.stmt(statement).raw(true).all(claim) as unknown[][];
-    return rows.map((row) => toRecordFromClaim(row, claim)).sort(byClaimOrder) as Port.ClaimedCommand[];
+    return rows.map((row) => this.claimed(row, claim)).sort(byClaimOrder);
   }
 
-  async claimById(params: Port.ClaimByIdParams): Promise<Port.ClaimedCommand | null> {
+  /** A claimed row's record; one with dependants is remembered (wakeups.ts settled). */
+  private claimed(row: readonly unknown[], claim: ClaimWrites): Port.ClaimedCommand {
+    const { record, hasDependants } = toRecordFromClaim(row, claim);
+    if (hasDependants) this.wakeups?.claimedWithDependants(record.id);
+    return record as Port.ClaimedCommand;
+  }
+
+  async claimById(params: CheckedClaimById): Promise<Port.ClaimedCommand | null> {
     const claim = {
       id: toKey(params.id),
-      token: requireToken(params.token),
-      leaseMs: requireInt('leaseMs', params.leaseMs, 1),
-      now: instant('now', params.now),
-      types: params.types === undefined ? null : JSON.stringify(requireTypes(params.types)),
-      instance: optionalInstance(params.instance),
+      token: params.token,
+      leaseMs: params.leaseMs,
+      now: params.now.getTime(),
+      types: params.types === null ? null : JSON.stringify(params.types),
+      instance: params.instance,
     };
-    const limited = params.limitedTypes === undefined ? [] : requireTypes(params.limitedTypes);
+    const limited = params.limitedTypes;
     return this.run(() => {
       const row = (
         limited.length === 0
@@ -309,18 +527,30 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
               .raw(true)
               .get({ ...claim, limited: JSON.stringify(limited) })
       ) as unknown[] | undefined;
-      return row ? (toRecordFromClaim(row, claim) as Port.ClaimedCommand) : null;
+      return row ? this.claimed(row, claim) : null;
     });
   }
 
   async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
-    const lease = this.input.leaseMs(leaseMs);
-    if (refs.length === 0) return [];
-    const json = refsJson(this.input.refs(refs));
+    const json = refsJson(refs);
     return this.run(() => {
-      const held = this.stmt('heartbeat').all({ refs: json, leaseMs: lease }) as Port.ClaimRef[];
+      const held = this.stmt('heartbeat').all({ refs: json, leaseMs }) as Port.ClaimRef[];
       const live = new Set(held.map((r) => `${r.id} ${r.token}`));
       return refs.filter((r) => live.has(`${r.id} ${r.token}`));
+    });
+  }
+
+  async reportProgress(reports: readonly Port.ProgressReport[]): Promise<Port.CommandId[]> {
+    // The id as its decimal literal, as fail writes it: SQLite reads it back exactly.
+    const rows = reports.map((r) => `[${r.id},${JSON.stringify([r.token, r.done, r.total]).slice(1)}`);
+    return this.run(() => {
+      const written = this.stmt('reportProgress')
+        .pluck()
+        .all({ reports: `[${rows.join(',')}]` }) as string[];
+      return inCallersOrder(
+        reports.map((r) => r.id),
+        written,
+      );
     });
   }
 
@@ -330,25 +560,30 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
    * update). All of them changed: all are done. Fewer: those now SUCCESS under the same claim are
    * done, by this complete or an earlier one of the claim.
    */
-  async complete(attempts: readonly Port.CompletedAttempt[]): Promise<Port.CommandId[]> {
-    const checked = this.input.completedAttempts(attempts);
-    if (checked.length === 0) return [];
+  async complete(checked: readonly CheckedCompletedAttempt[]): Promise<Port.CommandId[]> {
     const bound = { refs: refsJson(checked) };
     const asked = [...new Set(checked.map((r) => r.id))];
     const withResults = checked.filter((a) => a.resultJson !== undefined);
     const completeAll = (): Port.CommandId[] => {
-      const changed = this.stmt('complete').run(bound).changes;
+      // Movable rows leave for the history (history.ts); the others are completed in place.
+      const moved = this.stmt('moveSucceeded').run(bound).changes;
+      if (moved > 0) this.stmt('dropMoved').run(bound);
+      const changed = moved + (moved < asked.length ? this.stmt('complete').run(bound).changes : 0);
       if (withResults.length > 0) {
         // The id as its decimal literal (read back exactly), the result as a JSON string value.
         const results = withResults.map(
           (a) => `[${a.id},${JSON.stringify([a.token, a.resultJson]).slice(1)}`,
         );
-        this.stmt('storeResults').run({ results: `[${results.join(',')}]` });
+        const bound = { results: `[${results.join(',')}]` };
+        if (moved > 0) this.stmt('storeResults').run(bound);
+        if (changed > moved) this.stmt('storeResultsInPlace').run(bound);
       }
       if (changed === asked.length) return asked;
       return inCallersOrder(asked, this.stmt('completedBefore').pluck().all(bound) as string[]);
     };
-    return this.run(() => this.db.transaction(completeAll)());
+    const done = await this.run(() => this.db.transaction(completeAll)());
+    this.wakeups?.settled(asked, true);
+    return done;
   }
 
   async release(refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
@@ -359,68 +594,73 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     return this.fencedBatch('releaseRevoked', refs);
   }
 
-  async fail(attempts: readonly Port.FailedAttempt[]): Promise<Port.CommandId[]> {
-    const checked = this.input.failedAttempts(attempts);
+  async fail(checked: readonly CheckedFailedAttempt[]): Promise<Port.CommandId[]> {
     const rows = checked.map((a) => {
       // The id as its decimal literal, as refsJson writes it: SQLite reads it back exactly.
       const rest = JSON.stringify([a.token, a.status, a.retryCount, a.nextRunAt.getTime(), a.lastError]);
       return `[${a.id},${rest.slice(1)}`;
     });
-    if (rows.length === 0) return [];
     const json = `[${rows.join(',')}]`;
-    return this.run(() => {
-      const done = this.stmt('fail').pluck().all({ attempts: json }) as string[];
-      if (done.length < new Set(checked.map((a) => a.id)).size) {
-        done.push(...(this.stmt('failedBefore').pluck().all({ attempts: json }) as string[]));
+    const done = await this.run(() => {
+      const failed = this.stmt('fail').pluck().all({ attempts: json }) as string[];
+      if (failed.length < new Set(checked.map((a) => a.id)).size) {
+        failed.push(...(this.stmt('failedBefore').pluck().all({ attempts: json }) as string[]));
       }
       return inCallersOrder(
         checked.map((a) => a.id),
-        done,
+        failed,
       );
     });
+    this.wakeups?.settled(
+      checked.map((a) => a.id),
+      checked.some((a) => a.status === 'DEAD'),
+    );
+    return done;
   }
 
-  async reclaimHung(params: Port.ReclaimParams): Promise<Port.ReclaimedCommand[]> {
-    const reclaim = this.input.reclaim(params);
-    if (reclaim === null) return [];
+  async reclaimHung(reclaim: CheckedReclaim): Promise<Port.ReclaimedCommand[]> {
     return this.run(() => this.stmt('reclaimHung').all(reclaim) as Port.ReclaimedCommand[]);
   }
 
   async retry(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    return this.adminTransition('retry', id, { now: this.input.adminNow(now).getTime() });
+    return this.adminTransition('retry', id, { now: now.getTime() });
   }
 
   async requeue(id: Port.CommandId, now: Date): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    return this.adminTransition('requeue', id, { now: this.input.adminNow(now).getTime() });
+    return this.adminTransition('requeue', id, { now: now.getTime() });
   }
 
-  async kill(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    return this.adminTransition('kill', id, { reason: this.input.reason(reason) });
+  async kill(
+    id: Port.CommandId,
+    reason: string | null,
+  ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('kill', id, { reason });
   }
 
-  async cancel(id: Port.CommandId, reason?: string): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    return this.adminTransition('cancel', id, { reason: this.input.reason(reason) });
+  async cancel(
+    id: Port.CommandId,
+    reason: string | null,
+  ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
+    return this.adminTransition('cancel', id, { reason });
   }
 
   async get(id: Port.CommandId): Promise<Port.CommandRecord | null> {
-    const key = BigInt(this.input.id(id));
+    const key = BigInt(id);
     return this.run(() => {
-      const row = this.stmt('get').get(key) as CommandRow | undefined;
+      const row = this.stmt('get').get({ id: key }) as CommandRow | undefined;
       return row ? toRecord(row) : null;
     });
   }
 
-  async getMany(ids: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
-    const keys = this.input.ids(ids);
-    if (keys.length === 0) return [];
+  async getMany(keys: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
     return this.run(() => {
-      const rows = this.stmt('getMany').all(`[${keys.join(',')}]`) as CommandRow[];
+      const rows = this.stmt('getMany').all({ ids: `[${keys.join(',')}]` }) as CommandRow[];
       return rows.map(toRecord);
     });
   }
 
-  async list(query: Port.ListQuery): Promise<Port.ListPage> {
-    const { limit, fetch, statuses, type, bizKey, after } = this.input.list(query);
+  async list(query: CheckedListQuery): Promise<Port.ListPage> {
+    const { limit, fetch, statuses, type, bizKey, after } = query;
     const conditions = {
       status: statuses?.length === 1 ? statuses[0]! : null,
       statuses: statuses === null || statuses.length === 1 ? null : JSON.stringify(statuses),
@@ -435,10 +675,11 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
       type: conditions.type !== null,
       bizKey: conditions.bizKey !== null,
       before: after !== null,
+      history: statuses === null || statuses.includes('SUCCESS'),
     };
     // Only the parameters the statement names may be bound.
     const params = Object.fromEntries(Object.entries(conditions).filter(([, v]) => v !== null));
-    const shape = `list:${Object.keys(params).join(',')}`;
+    const shape = `list:${Object.keys(params).join(',')}:${filter.history}`;
     return this.run(() => {
       const stmt = this.prepare(this.db, shape, () => this.sql.list(filter));
       return listPage(stmt.all({ ...params, limit: fetch }) as CommandRow[], limit, toRecord);
@@ -446,7 +687,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   }
 
   async stats(now: Date): Promise<Port.StoreStats> {
-    const at = this.input.instant('now', now).getTime();
+    const at = now.getTime();
     return this.run(() => {
       const counts = this.stmt('counts').all() as {
         status: Port.CommandStatus;
@@ -459,7 +700,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   }
 
   async healthProbe(params: Port.HealthProbeParams): Promise<Port.HealthProbe> {
-    const { now, deadLetterLimit } = this.input.healthProbe(params);
+    const { now, deadLetterLimit } = params;
     return this.run(() => {
       const deadLetters = this.stmt('deadLettersUpTo').pluck().get(deadLetterLimit) as number;
       const oldest = this.stmt('oldestDue').pluck().get(now.getTime()) as number | null;
@@ -468,7 +709,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
   }
 
   async outcomeCounts(params: Port.OutcomeCountParams): Promise<Port.OutcomeCount[]> {
-    const { from, to, latencyBoundsMs } = this.input.outcomeCounts(params);
+    const { from, to, latencyBoundsMs } = params;
     return this.run(() => {
       const rows = this.stmt('outcomeCounts').all({
         from: from.getTime(),
@@ -479,15 +720,21 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     });
   }
 
-  async purge(params: Port.PurgeParams): Promise<number> {
-    const purge = this.input.purge(params);
-    if (purge === null) return 0;
+  async purge(purge: CheckedPurge): Promise<number> {
     const bound = {
       olderThan: purge.olderThan.getTime(),
       statuses: JSON.stringify(purge.statuses),
       limit: purge.limit,
     };
-    return this.run(() => this.stmt('purge').run(bound).changes);
+    return this.run(() => {
+      // The history holds most finished commands (SUCCESS only); the command table the few that
+      // stay (history.ts). A purge of other statuses never reads the history.
+      const fromHistory = purge.statuses.includes('SUCCESS')
+        ? this.stmt('purgeHistory').run(bound).changes
+        : 0;
+      if (fromHistory >= purge.limit) return fromHistory;
+      return fromHistory + this.stmt('purge').run({ ...bound, limit: purge.limit - fromHistory }).changes;
+    });
   }
 
   async now(): Promise<Date> {
@@ -556,8 +803,8 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     try {
       return op();
     } catch (e) {
-      // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, …): a sync transaction rolled back.
-      if (String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY')) return BUSY;
+      // A sync transaction that met a busy database rolled back.
+      if (isBusy(e)) return BUSY;
       throw e;
     } finally {
       this.prepare(this.db, `busy:${timeout}`, () => `PRAGMA busy_timeout = ${Math.trunc(timeout)}`).run();
@@ -598,18 +845,21 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
 
   private async fencedBatch(
     name: 'release' | 'releaseRevoked',
-    refs: readonly Port.ClaimRef[],
+    checked: readonly Port.ClaimRef[],
   ): Promise<Port.CommandId[]> {
-    const checked = this.input.refs(refs);
-    if (checked.length === 0) return [];
     const json = refsJson(checked);
-    return this.run(() => {
-      const done = this.stmt(name).pluck().all({ refs: json }) as string[];
+    const done = await this.run(() => {
+      const released = this.stmt(name).pluck().all({ refs: json }) as string[];
       return inCallersOrder(
         checked.map((r) => r.id),
-        done,
+        released,
       );
     });
+    this.wakeups?.settled(
+      checked.map((r) => r.id),
+      false,
+    );
+    return done;
   }
 
   /** One guarded UPDATE … RETURNING; when it matches nothing, the row's status says why. */
@@ -618,7 +868,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
     id: Port.CommandId,
     params: Record<string, string | number | null>,
   ): Promise<E.Either<Port.AdminError, Port.CommandRecord>> {
-    const key = BigInt(this.input.id(id));
+    const key = BigInt(id);
     const bound = { ...params, id: key, sources: JSON.stringify(TRANSITION_SOURCES[name]) };
     const statement = name === 'kill' ? 'cancel' : name;
     return guardedTransition(name, String(key), () =>
@@ -631,7 +881,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
           throw e;
         }
         if (row) return { applied: toRecord(row) };
-        const current = this.stmt('get').get(key) as CommandRow | undefined;
+        const current = this.stmt('get').get({ id: key }) as CommandRow | undefined;
         return { unmatched: current ? (current.status as Port.CommandStatus) : null };
       }),
     );
@@ -639,7 +889,7 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
 
   /** The unfinished command holding the (type, bizKey) of command `key`, if any. */
   private keyHolder(key: bigint): string | null {
-    const row = this.stmt('get').get(key) as CommandRow | undefined;
+    const row = this.stmt('get').get({ id: key }) as CommandRow | undefined;
     const holder = row
       ? (this.stmt('activeHolder').pluck().get(row.type, row.biz_key) as string | undefined)
       : undefined;
@@ -650,13 +900,8 @@ export class SqliteCommandStore implements Port.CommandStore<SqliteDatabase> {
 // ── encoding ─────────────────────────────────────────────────────────────────────────────────────
 
 /** Ids are bound as BigInt so the 64-bit integer column compares exactly. */
-function toKey(id: unknown): bigint {
-  return BigInt(requireId(id));
-}
-
-/** A time only compared with, in epoch milliseconds. */
-function instant(what: string, value: unknown): number {
-  return requireInstant(what, value).getTime();
+function toKey(id: Port.CommandId): bigint {
+  return BigInt(id);
 }
 
 /** Bound parameters of one inserted row, in the order of sql.ts's INSERT_ROW. */
@@ -698,4 +943,9 @@ function refsJson(refs: readonly Port.ClaimRef[]): string {
 
 function isUniqueViolation(e: unknown): boolean {
   return (e as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+/** SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, …): the database was locked. */
+function isBusy(error: unknown): boolean {
+  return String((error as { code?: unknown } | null)?.code).startsWith('SQLITE_BUSY');
 }
