@@ -98,6 +98,22 @@ export function claim<Tx>(
   });
 }
 
+/** Submits `n` commands of a fresh type (labelled `label`) and claims them all under one token. */
+export async function submitAndClaim<Tx>(
+  store: CommandStore<Tx>,
+  n: number,
+  label: string,
+): Promise<{ type: string; rows: ClaimedCommand[] }> {
+  const type = uniqueType(label);
+  await submit(
+    store,
+    Array.from({ length: n }, () => newCommand(type)),
+  );
+  const rows = await claim(store, type, { limit: n });
+  if (rows.length !== n) throw new Error(`expected to claim ${n} ${type}, got ${rows.length}`);
+  return { type, rows };
+}
+
 /** Claims exactly one command of `type` (submitted beforehand), failing loudly otherwise. */
 export async function claimOne<Tx>(
   store: CommandStore<Tx>,
@@ -132,4 +148,39 @@ export async function rejectionCode(promise: Promise<unknown>): Promise<string |
     return codeOf(e) ?? `not an asynccmd error: ${String(e)}`;
   }
   return 'resolved';
+}
+
+/** An answer and whether it came while a transaction's function was still running. */
+export interface AnswerDuringTransaction<T> {
+  readonly answer: T;
+  readonly beforeCommit: boolean;
+}
+
+/**
+ * A question to another instance while a transaction is open, whose answer is awaited inside the
+ * transaction for at most `ms`. A store on one connection (PGlite) answers only once the
+ * transaction is over, whatever its isolation: awaiting that answer inside would never end. Call
+ * `over()` as the transaction's function ends: an answer counts as `beforeCommit` when it came
+ * earlier (one that came between then and the commit counts as after, which proves less).
+ */
+export class DuringTransaction<T> {
+  #over = false;
+  #answer: Promise<AnswerDuringTransaction<T>> | null = null;
+
+  constructor(private readonly ms = 300) {}
+
+  async ask(question: () => Promise<T>): Promise<void> {
+    const answer = question().then((value) => ({ answer: value, beforeCommit: !this.#over }));
+    this.#answer = answer;
+    await Promise.race([answer, sleep(this.ms)]);
+  }
+
+  over(): void {
+    this.#over = true;
+  }
+
+  get answer(): Promise<AnswerDuringTransaction<T>> {
+    if (this.#answer === null) throw new Error('nothing was asked during the transaction');
+    return this.#answer;
+  }
 }

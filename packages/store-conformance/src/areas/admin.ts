@@ -3,14 +3,14 @@ import * as E from 'fp-ts/lib/Either.js';
 import {
   ADMIN_TRANSITIONS,
   COMMAND_STATUSES,
-  LAST_ERROR_MAX_CHARS,
-  TRANSITION_SOURCES,
   decideFailure,
   immediateBackoff,
   truncateErrorText,
+  LIMITS,
 } from '@asynccmd/core';
 import type { AdminTransition, CommandId, CommandStatus, CommandStore, RevokedClaim } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
+import { submitWaiting } from './dependencies.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   claim,
@@ -24,6 +24,7 @@ import {
   useArea,
 } from '../support.js';
 import { failOnce } from './outcomes.js';
+import { TRANSITION_SOURCES } from '@asynccmd/core/store-kit';
 
 /** Puts a fresh command of a fresh type into `status` through the store's own transitions. */
 export async function commandIn<Tx>(
@@ -31,6 +32,14 @@ export async function commandIn<Tx>(
   status: CommandStatus,
   type = uniqueType(status.toLowerCase()),
 ): Promise<{ id: CommandId; type: string; token: string | null }> {
+  if (status === 'WAITING') {
+    const dependency = await submitOne(store, newCommand(`${type}.dependency`, { maxRetry: 0 }));
+    return {
+      id: await submitWaiting(store, newCommand(type, { maxRetry: 0 }), [dependency]),
+      type,
+      token: null,
+    };
+  }
   const id = await submitOne(store, newCommand(type, { maxRetry: 0 }));
   if (status === 'PENDING') return { id, type, token: null };
   if (status === 'CANCELLED') {
@@ -251,7 +260,7 @@ export function adminArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
     it('a long reason is truncated like any error text', async () => {
       const store = ctx.store();
       const { id } = await commandIn(store, 'PENDING');
-      const reason = 'z'.repeat(LAST_ERROR_MAX_CHARS - 1) + '🔥 and more';
+      const reason = 'z'.repeat(LIMITS.lastErrorChars - 1) + '🔥 and more';
       const r = await store.kill(id, reason);
       expect(E.isRight(r) && r.right.lastError).toBe(truncateErrorText(reason));
     });

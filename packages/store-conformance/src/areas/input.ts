@@ -2,16 +2,16 @@ import { describe, expect, it } from 'vitest';
 import {
   decideFailure,
   EARLIEST_STORED_TIME,
-  HEADER_LIMITS,
   immediateBackoff,
   LATEST_STORED_TIME,
-  MAX_PAYLOAD_DEPTH,
   type NewCommand,
+  LIMITS,
 } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
 import {
   claim,
   claimOne,
+  codeOf,
   freshToken,
   newCommand,
   rejectionCode,
@@ -54,6 +54,52 @@ export function inputArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       // Other control characters are ordinary text.
       const id = await submitOne(store, newCommand(type, { bizKey: 'tab\there' }));
       expect((await store.get(id))?.bizKey).toBe('tab\there');
+    });
+
+    it("refuses a transaction that is not the store's handle nor an SqlExecutor, naming what it got", async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      // null, a plain object, another library's object: what a mix-up of arguments or of ORMs passes.
+      const foreign: [unknown, string][] = [
+        [null, 'not null'],
+        [undefined, 'not undefined'],
+        [{}, 'not a plain object'],
+        [new Map(), 'not a Map'],
+        ['tx', 'not a string'],
+      ];
+      for (const [tx, named] of foreign) {
+        for (const attempt of [
+          () => store.insert(tx as Tx, [newCommand(type)]),
+          () => store.insertIdempotent(tx as Tx, { ...newCommand(type), bizKey: 'k' }),
+        ]) {
+          let caught: unknown;
+          try {
+            await attempt();
+          } catch (e) {
+            caught = e;
+          }
+          expect(codeOf(caught), String(tx)).toBe('INVALID_ARGUMENT');
+          expect((caught as Error).message).toMatch(
+            /^a submit's transaction must be .+ or an SqlExecutor, not /,
+          );
+          expect((caught as Error).message).toContain(named);
+        }
+      }
+      expect((await store.list({ type })).items).toEqual([]);
+    });
+
+    it('keeps NUL and lone surrogates in payload strings and keys exactly (escaped JSON); refuses a __proto__ key and an unescaped lone surrogate', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const odd = { s: 'nul \u0000 lone \uD800 \uDC00 pair 😀', ['k\u0000\uD800']: [1, '\u0000'] };
+      const id = await submitOne(store, newCommand(type, { payloadJson: JSON.stringify(odd) }));
+      expect((await store.get(id))?.payload).toEqual(odd);
+      expect((await claimOne(store, type)).payload).toEqual(odd);
+      for (const payloadJson of ['{"a":{"__proto__":{"admin":true}}}', '{"s":"\uD800"}']) {
+        expect(await refusedBatch(uniqueType(), { payloadJson }), payloadJson).toBe(
+          'PAYLOAD_NOT_SERIALISABLE',
+        );
+      }
     });
 
     it('keeps a runAt from 1000-01-01 to 9999-12-31 (UTC) exactly, ends included', async () => {
@@ -118,13 +164,13 @@ export function inputArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       expect(claimed?.id).toBe(id);
     });
 
-    it(`keeps payload JSON nested ${MAX_PAYLOAD_DEPTH} levels deep and refuses one level more`, async () => {
+    it(`keeps payload JSON nested ${LIMITS.payloadDepth} levels deep and refuses one level more`, async () => {
       const store = ctx.store();
       const type = uniqueType();
       const text = (depth: number) => '{"a":'.repeat(depth - 1) + '{}' + '}'.repeat(depth - 1);
-      const id = await submitOne(store, newCommand(type, { payloadJson: text(MAX_PAYLOAD_DEPTH) }));
-      expect(JSON.stringify((await store.get(id))?.payload)).toBe(text(MAX_PAYLOAD_DEPTH));
-      expect(await refusedBatch(uniqueType(), { payloadJson: text(MAX_PAYLOAD_DEPTH + 1) })).toBe(
+      const id = await submitOne(store, newCommand(type, { payloadJson: text(LIMITS.payloadDepth) }));
+      expect(JSON.stringify((await store.get(id))?.payload)).toBe(text(LIMITS.payloadDepth));
+      expect(await refusedBatch(uniqueType(), { payloadJson: text(LIMITS.payloadDepth + 1) })).toBe(
         'PAYLOAD_NOT_SERIALISABLE',
       );
       expect(await refusedBatch(uniqueType(), { payloadJson: '['.repeat(30_000) + ']'.repeat(30_000) })).toBe(
@@ -135,7 +181,7 @@ export function inputArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
     it('keeps headers up to the limits and refuses more, naming the limit', async () => {
       const store = ctx.store();
       const type = uniqueType();
-      const { count, nameLength, valueLength } = HEADER_LIMITS;
+      const { count, nameLength, valueLength } = LIMITS.headers;
       const atLimits = {
         ...Object.fromEntries(Array.from({ length: count - 1 }, (_, i) => [`h${i}`, 'v'])),
         ['k'.repeat(nameLength)]: 'b'.repeat(valueLength),

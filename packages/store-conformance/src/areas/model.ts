@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import * as E from 'fp-ts/lib/Either.js';
 import * as core from '@asynccmd/core';
 import type { AdminTransition, CommandState, CommandStore } from '@asynccmd/core';
+import { ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core/store-kit';
 import type { StoreHarnessFactory } from '../harness.js';
 import { freshToken, uniqueType, untilDatabaseClockPasses, useArea } from '../support.js';
 
@@ -310,7 +311,7 @@ async function expectStoreMatchesModel<Tx>(
     expect(actual, `command ${m.id}`).toEqual({
       ...m.state,
       nextRunAt: m.state.nextRunAt.getTime(),
-      attempts: m.attempts.slice(-core.ATTEMPT_HISTORY_LENGTH),
+      attempts: m.attempts.slice(-ATTEMPT_HISTORY_LENGTH),
     });
   }
 }

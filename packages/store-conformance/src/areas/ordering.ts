@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as E from 'fp-ts/lib/Either.js';
-import { decideFailure, immediateBackoff, MAX_ORDERING_KEY_CHARS } from '@asynccmd/core';
+import { decideFailure, immediateBackoff, LIMITS } from '@asynccmd/core';
 import type { ClaimedCommand, CommandStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
 import {
@@ -151,14 +151,14 @@ export function orderingArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
     it('refuses an ordering key that is empty, too long or not text, writing nothing of the batch', async () => {
       const store = ctx.store();
       const type = uniqueType();
-      for (const orderingKey of ['', 'k'.repeat(MAX_ORDERING_KEY_CHARS + 1), 42, 'k\u0000']) {
+      for (const orderingKey of ['', 'k'.repeat(LIMITS.orderingKeyChars + 1), 42, 'k\u0000']) {
         const code = await rejectionCode(
           submit(store, [newCommand(type), newCommand(type, { orderingKey: orderingKey as string })]),
         );
         expect(code, String(orderingKey)).toBe('INVALID_ARGUMENT');
       }
       expect((await store.list({ type })).items).toEqual([]);
-      const longest = 'k'.repeat(MAX_ORDERING_KEY_CHARS - 1) + 'é';
+      const longest = 'k'.repeat(LIMITS.orderingKeyChars - 1) + 'é';
       const id = await submitOne(store, newCommand(type, { orderingKey: longest }));
       expect((await store.get(id))?.orderingKey).toBe(longest);
     });

@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
-  ATTEMPT_HISTORY_LENGTH,
-  LAST_ERROR_MAX_CHARS,
   decideFailure,
   exponentialBackoff,
   immediateBackoff,
   truncateErrorText,
+  LIMITS,
 } from '@asynccmd/core';
 import type { CommandId, CommandStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
@@ -19,6 +18,7 @@ import {
   uniqueType,
   useArea,
 } from '../support.js';
+import { ATTEMPT_HISTORY_LENGTH } from '@asynccmd/core/store-kit';
 
 const backoff = exponentialBackoff({ baseMs: 60_000, capMs: 3_600_000 });
 
@@ -366,11 +366,11 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
       const type = uniqueType();
       const messages = [
         // An emoji (a surrogate pair) straddles the cut: the whole emoji must go.
-        'x'.repeat(LAST_ERROR_MAX_CHARS - 1) + '😀😀 tail',
+        'x'.repeat(LIMITS.lastErrorChars - 1) + '😀😀 tail',
         // Three-byte characters all the way.
         '订单支付失败：'.repeat(200),
         // Exactly at the limit, ending in an emoji.
-        'y'.repeat(LAST_ERROR_MAX_CHARS - 2) + '🚀',
+        'y'.repeat(LIMITS.lastErrorChars - 2) + '🚀',
         'quotes \' " \\ and a NUL-free control \t\n',
       ];
       await submit(
@@ -383,11 +383,11 @@ export function outcomesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: stri
         expect(await store.fail([{ ref: { id: c.id, token: c.claimToken }, outcome }])).toEqual([c.id]);
         const stored = (await store.get(c.id))!.lastError!;
         expect(stored).toBe(truncateErrorText(messages[i]!));
-        expect(stored.length).toBeLessThanOrEqual(LAST_ERROR_MAX_CHARS);
+        expect(stored.length).toBeLessThanOrEqual(LIMITS.lastErrorChars);
         expect(stored).toBe(stored.toWellFormed());
       }
-      expect((await store.get(claimed[0]!.id))!.lastError).toHaveLength(LAST_ERROR_MAX_CHARS - 1);
-      expect((await store.get(claimed[2]!.id))!.lastError).toHaveLength(LAST_ERROR_MAX_CHARS);
+      expect((await store.get(claimed[0]!.id))!.lastError).toHaveLength(LIMITS.lastErrorChars - 1);
+      expect((await store.get(claimed[2]!.id))!.lastError).toHaveLength(LIMITS.lastErrorChars);
     });
 
     it('a failure whose message holds NUL characters is still recorded (what it said never blocks it)', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as E from 'fp-ts/lib/Either.js';
-import { rescueLimitMessage } from '@asynccmd/core';
+import { rescueLimitMessage } from '@asynccmd/core/store-kit';
 import type { ClaimedCommand, CommandStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
 import {

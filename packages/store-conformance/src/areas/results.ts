@@ -1,16 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import * as E from 'fp-ts/lib/Either.js';
-import { decideFailure, immediateBackoff, MAX_RESULT_BYTES } from '@asynccmd/core';
+import { decideFailure, immediateBackoff, LIMITS } from '@asynccmd/core';
 import type { CommandId, CommandStore, CompletedAttempt } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
 import {
-  claim,
   claimOne,
   freshToken,
   later,
   newCommand,
   rejectionCode,
-  submit,
+  submitAndClaim,
   submitOne,
   uniqueType,
   untilDatabaseClockPasses,
@@ -40,16 +39,7 @@ function jsonOfBytes(bytes: number): string {
 }
 
 /** Submits `n` commands of a fresh type and claims them under one token. */
-async function claimed<Tx>(store: CommandStore<Tx>, n: number) {
-  const type = uniqueType('res');
-  await submit(
-    store,
-    Array.from({ length: n }, () => newCommand(type)),
-  );
-  const rows = await claim(store, type, { limit: n });
-  expect(rows).toHaveLength(n);
-  return { type, rows };
-}
+const claimed = <Tx>(store: CommandStore<Tx>, n: number) => submitAndClaim(store, n, 'res');
 
 export function resultsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string): void {
   describe('executor results', () => {
@@ -186,11 +176,11 @@ export function resultsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: strin
       expect((await store.get(id))?.result).toBe('at last');
     });
 
-    it(`a result of exactly MAX_RESULT_BYTES (${MAX_RESULT_BYTES}) bytes is stored and read back exactly`, async () => {
+    it(`a result of exactly LIMITS.resultBytes (${LIMITS.resultBytes}) bytes is stored and read back exactly`, async () => {
       const store = ctx.store();
       const { rows } = await claimed(store, 1);
       const [c] = rows;
-      const json = jsonOfBytes(MAX_RESULT_BYTES);
+      const json = jsonOfBytes(LIMITS.resultBytes);
       expect(await store.complete([{ id: c!.id, token: c!.claimToken, resultJson: json }])).toEqual([c!.id]);
       const stored = (await store.get(c!.id))?.result;
       expect(typeof stored).toBe('string');
@@ -216,7 +206,7 @@ export function resultsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: strin
       const [a, b] = rows;
       const fine = { id: a!.id, token: a!.claimToken, resultJson: '"fine"' };
       const bad: unknown[] = [
-        jsonOfBytes(MAX_RESULT_BYTES + 1),
+        jsonOfBytes(LIMITS.resultBytes + 1),
         42,
         { json: '{}' },
         null,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideFailure, immediateBackoff, MAX_TYPE_LIMIT } from '@asynccmd/core';
+import { decideFailure, immediateBackoff, LIMITS } from '@asynccmd/core';
 import type { ClaimedCommand, CommandStore, TypeLimitStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
 import {
@@ -61,7 +61,7 @@ export function typeLimitsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: st
         ].sort((x, y) => (x.type < y.type ? -1 : 1)),
       );
       const c = uniqueType('c');
-      for (const bad of [0, -1, 1.5, MAX_TYPE_LIMIT + 1, '2' as unknown as number]) {
+      for (const bad of [0, -1, 1.5, LIMITS.typeLimit + 1, '2' as unknown as number]) {
         expect(
           await rejectionCode(
             limits.declare([

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_PAUSE_REASON_CHARS } from '@asynccmd/core';
+import { LIMITS } from '@asynccmd/core';
 import type { CommandStore, PausedType, TypePauseStore } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
 import {
@@ -88,8 +88,8 @@ export function typePausesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: st
       // 128 code points, 192 UTF-16 units, 384 UTF-8 bytes: the longest type a pause keeps.
       const longest = 'é'.repeat(64) + '😀'.repeat(64);
       expect([...longest]).toHaveLength(128);
-      expect(await pauses.pause(longest, '😀'.repeat(MAX_PAUSE_REASON_CHARS))).toBe(true);
-      expect((await pauseOf(pauses, longest))?.reason).toBe('😀'.repeat(MAX_PAUSE_REASON_CHARS));
+      expect(await pauses.pause(longest, '😀'.repeat(LIMITS.pauseReasonChars))).toBe(true);
+      expect((await pauseOf(pauses, longest))?.reason).toBe('😀'.repeat(LIMITS.pauseReasonChars));
       // Types differing only in case are different types, as in the command table.
       const upper = `${base}-A`;
       expect(await pauses.pause(upper)).toBe(true);
@@ -120,7 +120,7 @@ export function typePausesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: st
       }
       const fresh = uniqueType('pause');
       const badReasons: unknown[] = [
-        'r'.repeat(MAX_PAUSE_REASON_CHARS + 1),
+        'r'.repeat(LIMITS.pauseReasonChars + 1),
         'a\u0000b',
         42,
         { text: 'r' },
