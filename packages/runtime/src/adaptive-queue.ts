@@ -1,4 +1,7 @@
-import { adaptiveQueueSize, DEFAULT_ADAPTIVE_QUEUE_LIMIT, movingAverage } from '@asynccmd/core';
+import { adaptiveQueueSize, movingAverage } from '@asynccmd/core';
+
+/** Largest adaptive queue of one pool: claimed rows held in memory stay bounded. */
+export const DEFAULT_ADAPTIVE_QUEUE_LIMIT = 500;
 
 /**
  * Weights of the newest sample in the moving averages: an execution time follows the last few

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  DEFAULT_MAX_RESULT_BYTES,
+  redactErrorText,
   DEFAULT_MAX_RESCUES,
   exponentialBackoff,
   InvalidArgumentError,
@@ -14,7 +13,9 @@ import {
   type CommandStore,
   type Logger,
   type TokenSource,
+  LIMITS,
 } from '@asynccmd/core';
+import type { ExecutorTransactions } from './attempt-transaction.js';
 import { AsyncCommandClient } from './client.js';
 import { CommandEvents } from './command-events.js';
 import { CommandRunner } from './command-runner.js';
@@ -39,12 +40,15 @@ import { Scheduler, type SchedulerState } from './scheduler.js';
 import { HungReclaimer } from './services/hung-reclaimer.js';
 import { LeaseKeeper } from './services/lease-keeper.js';
 import { Maintainer } from './services/maintainer.js';
+import { CleanupWatch } from './services/cleanup-watch.js';
 import { Retention } from './services/retention.js';
 import { RecurringSchedules } from './recurring/recurring-control.js';
 import { RecurringService } from './recurring/recurring-service.js';
 import { pause, StoreOutage } from './store-outage.js';
 import { toNewCommand } from './submit-validation.js';
 import { DeclaredTypeLimits } from './type-limits.js';
+import { declaredKeyLimits, DeclaredKeyLimits, DeclaredKeyRateLimits } from './key-limits.js';
+import { DeclaredRateLimits } from './rate-limits.js';
 import { PausedTypes, TypePauses } from './type-pauses.js';
 
 export type RuntimeStatus = 'idle' | 'running' | 'stopping' | 'stopped';
@@ -58,7 +62,7 @@ export interface RuntimeState {
   readonly failingStoreOperations: readonly string[];
 }
 
-/** crypto.randomUUID: a fresh token per claim (seed §3). */
+/** crypto.randomUUID: a fresh, unguessable token per claim, so a stale holder's writes match nothing. */
 export const uuidTokenSource: TokenSource = { next: () => randomUUID() };
 
 /** A name for this runtime's claims: host and process for people, and random so no two runtimes share one. */
@@ -76,17 +80,19 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
   readonly registry: ExecutorRegistry;
   readonly events: CommandEvents;
   readonly client: AsyncCommandClient<TM, Tx>;
-  readonly scheduler: Scheduler;
-  readonly pools: PoolSet;
   readonly clock: Clock;
   readonly logger: Logger;
-  readonly leases: LeaseKeeper;
   /** How this instance names itself in its claims (claimedBy, the attempt history). */
   readonly instanceId: string;
   /** The recurring schedules in the table: list, pause, resume (shared by all instances). */
   readonly schedules: RecurringSchedules;
   /** Command types paused for every instance: pause, resume, list (see TypePauses). */
   readonly typePauses: TypePauses;
+  // The runtime's machinery, its own: what users may ask of it are the methods below (runRound,
+  // wake, hearingRevocations) and state().
+  readonly #scheduler: Scheduler;
+  readonly #pools: PoolSet;
+  readonly #leases: LeaseKeeper;
   readonly #runner: CommandRunner;
   readonly #outcomes: OutcomeWriter;
   readonly #outage: StoreOutage;
@@ -110,20 +116,23 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       backoff: options.backoff ?? exponentialBackoff(),
       pools: Object.keys(pools),
     });
-    this.pools = new PoolSet(options.sharedPool ?? DEFAULT_SHARED_POOL, pools, (pool) =>
-      this.scheduler.capacityFreed(pool),
+    this.#pools = new PoolSet(options.sharedPool ?? DEFAULT_SHARED_POOL, pools, (pool) =>
+      this.#scheduler.capacityFreed(pool),
     );
     const shortestLease = Math.min(
       options.leaseMs ?? DEFAULT_LEASE_MS,
       ...this.registry.entries().map((e) => e.leaseMs),
     );
     const heartbeatMs = heartbeatPeriod(options.heartbeatIntervalMs, shortestLease);
-    this.leases = new LeaseKeeper(store, this.#outage, heartbeatMs);
+    this.#leases = new LeaseKeeper(store, this.#outage, heartbeatMs);
     this.#outcomes = new OutcomeWriter(store, this.#outage);
-    const pausedTypes = new PausedTypes(store, this.#outage, () => this.scheduler.wake());
+    const pausedTypes = new PausedTypes(store, this.#outage, () => this.#scheduler.wake());
     const shared = {
       store,
       typeLimits: new DeclaredTypeLimits(store, options.typeLimits ?? {}),
+      rateLimits: new DeclaredRateLimits(store, options.rateLimits ?? {}),
+      keyLimits: new DeclaredKeyLimits(store, declaredKeyLimits(options.keyLimits, options.fairShare)),
+      keyRateLimits: new DeclaredKeyRateLimits(store, options.keyRateLimits ?? {}),
       pausedTypes,
       registry: this.registry,
       events: this.events,
@@ -131,23 +140,37 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       outage: this.#outage,
       instance: this.instanceId,
     };
+    const transactional = this.registry.entries().filter((e) => e.transactional);
+    if (transactional.length > 0 && store.transactionalCompletion === undefined) {
+      throw new InvalidArgumentError(
+        `executor "${transactional[0]!.type}" is transactional, which needs a store that completes in transactions; the ${store.dialect} store does not`,
+      );
+    }
+    const throughOrm = transactional.find((e) => e.opener !== null);
+    if (throughOrm !== undefined && store.transactionalCompletion?.throughSqlExecutor !== true) {
+      throw new InvalidArgumentError(
+        `executor "${throughOrm.type}" runs in an ORM's transaction, in which the ${store.dialect} store cannot complete; declare \`transactional: true\` and use the store's handle`,
+      );
+    }
     this.#runner = new CommandRunner({
       ...shared,
+      transactions: () => this.client as unknown as ExecutorTransactions,
       logger: this.logger,
       interceptors: options.interceptors ?? [],
-      leases: this.leases,
+      leases: this.#leases,
       outcomes: this.#outcomes,
-      maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+      maxResultBytes: options.maxResultBytes ?? LIMITS.defaultResultBytes,
+      redactError: options.redactError ?? redactErrorText,
       onClaimable: (by) => {
-        if (by === 'succeeded') return this.scheduler.freed();
+        if (by === 'succeeded') return this.#scheduler.freed();
         store.wakeups?.notify();
-        this.scheduler.wake();
+        this.#scheduler.wake();
       },
     });
-    const dispatcher = new Dispatcher(this.pools);
+    const dispatcher = new Dispatcher(this.#pools);
     const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-    this.scheduler = new Scheduler(
-      { ...shared, pools: this.pools, runner: this.#runner, dispatcher, tokens },
+    this.#scheduler = new Scheduler(
+      { ...shared, pools: this.#pools, runner: this.#runner, dispatcher, tokens },
       {
         pollIntervalMs,
         scheduledBatchSize: options.scheduledBatchSize,
@@ -162,7 +185,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
         batchSize: options.reclaimBatchSize ?? DEFAULT_RECLAIM_BATCH_SIZE,
         maxRescues: options.maxRescues ?? DEFAULT_MAX_RESCUES,
       },
-      (reclaimed, due) => this.scheduler.reclaimed(reclaimed, due),
+      (reclaimed, due) => this.#scheduler.reclaimed(reclaimed, due),
     );
     const retention = options.retention
       ? new Retention(store, this.#outage, this.logger, options.retention)
@@ -170,17 +193,23 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     const recurring = this.#recurringService(options, store);
     this.schedules = new RecurringSchedules(store, this.clock, {
       knownTypes: () => [...this.registry.types(), ...(options.submitOnlyTypes ?? [])],
-      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      maxPayloadBytes: options.maxPayloadBytes ?? LIMITS.defaultPayloadBytes,
       changed: () => recurring?.refreshSoon(),
     });
     this.typePauses = new TypePauses(store, {
       changed: (type, paused) => pausedTypes.changed(type, paused),
       // The others claim it again once their next read finds it resumed.
-      resumed: () => this.scheduler.wake(),
+      resumed: () => this.#scheduler.wake(),
+      knownTypes: () => [...this.registry.types(), ...(options.submitOnlyTypes ?? [])],
     });
-    // Only an instance that claims reads the paused types.
-    const reader = this.registry.types().length > 0 ? pausedTypes : null;
-    this.#maintainer = new Maintainer(this.leases, [reader, reclaimer, retention, recurring]);
+    // Only an instance that claims reads the paused types, and watches the database's cleanup.
+    const claims = this.registry.types().length > 0;
+    const reader = claims ? pausedTypes : null;
+    const watch =
+      claims && options.cleanupWatch !== false && store.cleanupHorizon !== undefined
+        ? new CleanupWatch(store.cleanupHorizon, this.#outage, this.logger, options.cleanupWatch ?? {})
+        : null;
+    this.#maintainer = new Maintainer(this.#leases, [reader, reclaimer, retention, recurring, watch]);
     const immediate = new ImmediateDispatch({
       ...shared,
       runner: this.#runner,
@@ -193,10 +222,11 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       store: options.store,
       registry: this.registry,
       events: this.events,
+      ...(options.submitWindows === undefined ? {} : { windows: options.submitWindows }),
       rules: {
         registry: this.registry,
         submitOnlyTypes: options.submitOnlyTypes ?? [],
-        maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+        maxPayloadBytes: options.maxPayloadBytes ?? LIMITS.defaultPayloadBytes,
         defaultMaxRetry: options.defaultMaxRetry ?? DEFAULT_MAX_RETRY,
         typePriorities: options.typePriorities ?? {},
         owner: options.owner ?? null,
@@ -204,13 +234,13 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
         clock: this.clock,
       },
       claimOnCommit: (tx, immediateIds) => immediate.claimOnCommit(tx, immediateIds),
-      afterCommit: async ({ immediateIds, others, announced, claimedOnCommit }) => {
+      afterCommit: async ({ immediateIds, others, announced, claimedOnCommit, immediateTypes }) => {
         const wake = (elsewhere: boolean): void => {
           if (elsewhere) store.wakeups?.notify();
-          this.scheduler.wake();
+          this.#scheduler.wake();
         };
         if (others > 0) wake(!announced);
-        const missed = await immediate.dispatch(immediateIds, claimedOnCommit);
+        const missed = await immediate.dispatch(immediateIds, claimedOnCommit, immediateTypes);
         if (missed > 0 && others === 0) wake(true);
       },
     });
@@ -233,7 +263,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     const rules = {
       registry: this.registry,
       submitOnlyTypes: submitOnly,
-      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      maxPayloadBytes: options.maxPayloadBytes ?? LIMITS.defaultPayloadBytes,
       defaultMaxRetry: options.defaultMaxRetry ?? DEFAULT_MAX_RETRY,
       typePriorities: options.typePriorities ?? {},
       owner: options.owner ?? null,
@@ -262,7 +292,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
         rules,
         enqueued: () => {
           store.wakeups?.notify();
-          this.scheduler.wake();
+          this.#scheduler.wake();
         },
         runs: (type) => this.registry.has(type),
       },
@@ -282,7 +312,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     this.#status = 'running';
     // The services first: the first claim round waits for the first read of the paused types.
     this.#maintainer.start();
-    this.scheduler.start();
+    this.#scheduler.start();
   }
 
   /**
@@ -295,11 +325,32 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     return this.#stopped;
   }
 
+  /**
+   * Runs one round now, as the poll loop does (reclaim, claim what the pools have room for,
+   * dispatch): for a test or a script that drives the runtime itself.
+   */
+  async runRound(): Promise<void> {
+    await this.#scheduler.runRound();
+  }
+
+  /** Asks for a round as soon as possible, as a local submit or a store's wake-up does. */
+  wake(): void {
+    this.#scheduler.wake();
+  }
+
+  /**
+   * Whether this instance hears revocations (a requeue or a kill of a command it runs reaches it
+   * at once, `store.capabilities.revocations`); settles once it has subscribed, or knows it cannot.
+   */
+  hearingRevocations(): Promise<boolean> {
+    return this.#leases.hearingRevocations;
+  }
+
   state(): RuntimeState {
     return {
       status: this.#status,
-      scheduler: this.scheduler.state(),
-      heldLeases: this.leases.size,
+      scheduler: this.#scheduler.state(),
+      heldLeases: this.#leases.size,
       failingStoreOperations: this.#outage.failing(),
     };
   }
@@ -316,8 +367,8 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     const deadline = pause(timeoutMs, over.signal);
     try {
       if (wasRunning) {
-        const loopDone = Promise.all([this.scheduler.stop(), this.#maintainer.stopUpkeep()]);
-        for (const pool of this.pools.all()) pool.drainQueue();
+        const loopDone = Promise.all([this.#scheduler.stop(), this.#maintainer.stopUpkeep()]);
+        for (const pool of this.#pools.all()) pool.drainQueue();
         await this.#releaseUnstarted();
         await Promise.race([loopDone, deadline]);
         await this.#releaseUnstarted();
@@ -329,6 +380,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
           );
           this.#runner.abortRunning();
           this.#outcomes.giveUp();
+          this.#runner.giveUp();
           await Promise.race([this.#runner.whenIdle(), pause(1_000, over.signal)]);
         }
         await loopDone;

@@ -11,7 +11,24 @@ import type { CommandEvents } from './command-events.js';
 import type { CommandTypeMap } from './executor.js';
 import type { ExecutorRegistry } from './executor-registry.js';
 import type { ClaimOnCommit } from './immediate-dispatch.js';
-import { toNewCommand, type SubmitOptions, type SubmitRules } from './submit-validation.js';
+import {
+  DEPENDENT_SUBMIT_OPTION_NAMES,
+  requireSubmitOptions,
+  SUBMIT_OPTION_NAMES,
+  toDependencyRefs,
+  toNewCommand,
+  type DependentSubmitOptions,
+  type SubmitOptions,
+  type SubmitRules,
+} from './submit-validation.js';
+import {
+  coalescedOutcome,
+  coalescingKey,
+  windowInsert,
+  type CoalescedSubmit,
+  type SubmitWindow,
+} from './submit-windows.js';
+import { requireDependencies, WorkflowBuilder } from './workflow.js';
 
 type TypeOf<TM> = keyof TM & string;
 
@@ -34,11 +51,17 @@ export interface IdempotentSubmitOptions extends Omit<SubmitOptions, 'bizKey'> {
   readonly onPending?: OnPending;
 }
 
+/** Options of `submitCoalesced`: a submit's but bizKey and runAt (the window sets them), and the key. */
+export interface CoalescedSubmitOptions extends Omit<SubmitOptions, 'bizKey' | 'runAt'> {
+  /** The key commands coalesce under (the type's bizKey); default: the window's key function's. */
+  readonly key?: string;
+}
+
 /** The `submit` handed to `client.transaction` callbacks: bound to the transaction. */
 export type TxSubmit<TM extends CommandTypeMap> = <K extends TypeOf<TM>>(
   type: K,
   payload: TM[K],
-  options?: SubmitOptions,
+  options?: DependentSubmitOptions,
 ) => Promise<CommandId>;
 
 export interface ClientDeps<Tx> {
@@ -46,6 +69,8 @@ export interface ClientDeps<Tx> {
   readonly registry: ExecutorRegistry;
   readonly events: CommandEvents;
   readonly rules: SubmitRules;
+  /** The `submitWindows` option (checked): the debounce or throttle window of each type that has one. */
+  readonly windows?: Readonly<Record<string, SubmitWindow>>;
   /**
    * Before COMMIT of a client.transaction: lets the store claim the first IMMEDIATE command with the
    * commit itself (ImmediateDispatch.claimOnCommit); null when it cannot.
@@ -67,6 +92,8 @@ export interface CommittedWork {
   readonly announced: boolean;
   /** The claim of one of `immediateIds` that ran with the commit, if any. */
   readonly claimedOnCommit: ClaimOnCommit | null;
+  /** The type of each of `immediateIds` this client submitted (not those it no longer remembers). */
+  readonly immediateTypes: ReadonlyMap<CommandId, string>;
 }
 
 /** What the client learned inside one open `client.transaction`, acted on after commit. */
@@ -79,6 +106,18 @@ interface OpenTransaction {
 }
 
 const REMEMBERED_TYPES = 10_000;
+
+/** submitIdempotent's options: a submit's but bizKey (an argument of its own), and onPending. */
+const IDEMPOTENT_OPTION_NAMES: readonly string[] = [
+  ...SUBMIT_OPTION_NAMES.filter((name) => name !== 'bizKey'),
+  'onPending',
+];
+
+/** submitCoalesced's options: a submit's but bizKey and runAt, and key. */
+const COALESCED_OPTION_NAMES: readonly string[] = [
+  ...SUBMIT_OPTION_NAMES.filter((name) => name !== 'bizKey' && name !== 'runAt'),
+  'key',
+];
 
 /**
  * Submits commands inside the caller's transaction (`tx` is the adapter's transaction handle, or an
@@ -94,16 +133,29 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
 
   constructor(private readonly deps: ClientDeps<Tx>) {}
 
-  /** Inserts one command in `tx`; returns its id. */
+  /**
+   * Inserts one command in `tx`; returns its id. With `dependsOn`, it waits for those commands
+   * (WAITING until they have succeeded; see DependentSubmitOptions).
+   */
   async submit<K extends TypeOf<TM>>(
     tx: Tx | SqlExecutor,
     type: K,
     payload: TM[K],
-    options?: SubmitOptions,
+    options?: DependentSubmitOptions,
   ): Promise<CommandId> {
-    const row = toNewCommand(this.deps.rules, type, payload, options);
+    const { dependsOn, ...submitOptions } = requireSubmitOptions<DependentSubmitOptions>(
+      'submit options',
+      options,
+      DEPENDENT_SUBMIT_OPTION_NAMES,
+    );
+    const row = toNewCommand(this.deps.rules, type, payload, submitOptions);
+    const refs = toDependencyRefs(dependsOn);
     this.#requireExecutorSupport(tx);
-    const [id] = await this.deps.store.insert(tx, [row]);
+    const [id] =
+      refs.length === 0
+        ? await this.deps.store.insert(tx, [row])
+        : // The store refuses an SqlExecutor here (INVALID_ARGUMENT), before anything is written.
+          await requireDependencies(this.deps.store).insertWaiting(tx as Tx, [{ ...row, dependsOn: refs }]);
     if (id === undefined) throw new Error('store.insert returned no id');
     this.#submitted(tx, id, type, false);
     return id;
@@ -125,7 +177,11 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
     if (typeof bizKey !== 'string' || bizKey.length === 0) {
       throw new InvalidArgumentError('submitIdempotent needs a non-empty bizKey');
     }
-    const { onPending, ...submitOptions } = options ?? {};
+    const { onPending, ...submitOptions } = requireSubmitOptions<IdempotentSubmitOptions>(
+      'submitIdempotent options',
+      options,
+      IDEMPOTENT_OPTION_NAMES,
+    );
     const choice = requireOnPending(onPending);
     const row = toNewCommand(this.deps.rules, type, payload, { ...submitOptions, bizKey });
     this.#requireExecutorSupport(tx);
@@ -139,9 +195,62 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
     return result;
   }
 
+  /**
+   * Submits under the type's `submitWindows` window (debounce or throttle), coalescing with the
+   * key's unfinished command: see CoalescedOutcome. The key is the type's bizKey, so a
+   * submitIdempotent of the same key coalesces with it too. Atomic under concurrent submits, in `tx`.
+   */
+  async submitCoalesced<K extends TypeOf<TM>>(
+    tx: Tx | SqlExecutor,
+    type: K,
+    payload: TM[K],
+    options?: CoalescedSubmitOptions,
+  ): Promise<CoalescedSubmit> {
+    const window = this.deps.windows?.[type];
+    if (window === undefined) {
+      throw new InvalidArgumentError(
+        `submitCoalesced of "${type}": the type has no window in the \`submitWindows\` option`,
+      );
+    }
+    const { key: given, ...submitOptions } = requireSubmitOptions<CoalescedSubmitOptions>(
+      'submitCoalesced options',
+      options,
+      COALESCED_OPTION_NAMES,
+    );
+    const bizKey = coalescingKey(window, given, payload, type);
+    const { onPending, runAt } = windowInsert(window, this.deps.rules.clock.now());
+    const row = toNewCommand(this.deps.rules, type, payload, { ...submitOptions, bizKey, runAt });
+    this.#requireExecutorSupport(tx);
+    const result = await this.deps.store.insertIdempotent(
+      tx,
+      { ...row, bizKey },
+      onPending === 'keep' ? undefined : { onPending },
+    );
+    this.#submitted(tx, result.id, type, result.duplicate, result.replaced);
+    return { ...result, outcome: coalescedOutcome(window, result) };
+  }
+
   /** Inserts a batch in one statement where the database allows; all are validated first. */
   async submitMany(tx: Tx | SqlExecutor, items: readonly SubmitItem<TM>[]): Promise<CommandId[]> {
-    const rows = items.map((item) => toNewCommand(this.deps.rules, item.type, item.payload, item));
+    if (!Array.isArray(items)) {
+      throw new InvalidArgumentError('submitMany takes an array of { type, payload, ...options }');
+    }
+    const rows = items.map((item: unknown, i) => {
+      if (typeof item !== 'object' || item === null) {
+        throw new InvalidArgumentError(
+          `submitMany item ${i} must be an object { type, payload, ...options }`,
+        );
+      }
+      const { type, payload, ...options } = item as SubmitItem<TM>;
+      return toNewCommand(
+        this.deps.rules,
+        type,
+        payload,
+        options,
+        SUBMIT_OPTION_NAMES,
+        `submitMany item ${i}`,
+      );
+    });
     if (rows.length === 0) return [];
     this.#requireExecutorSupport(tx);
     const ids = await this.deps.store.insert(tx, rows);
@@ -207,12 +316,18 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
   ): Promise<void> {
     if (ids.length === 0) return;
     const immediateIds = ids.filter((id) => this.#isImmediate(id));
+    const immediateTypes = new Map<CommandId, string>();
+    for (const id of immediateIds) {
+      const type = this.#typeOf.get(id);
+      if (type !== undefined) immediateTypes.set(id, type);
+    }
     for (const id of ids) this.#typeOf.delete(id);
     await this.deps.afterCommit({
       immediateIds,
       others: ids.length - immediateIds.length,
       announced,
       claimedOnCommit,
+      immediateTypes,
     });
   }
 
@@ -220,6 +335,22 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
   #isImmediate(id: CommandId): boolean {
     const type = this.#typeOf.get(id);
     return type === undefined || this.deps.registry.get(type)?.mode === 'IMMEDIATE';
+  }
+
+  /**
+   * A workflow: steps that wait for each other, submitted together with `submit()` or, in the
+   * caller's transaction, `submitInTx(tx)` (docs/workflows.md). `id` names it (default: a UUID).
+   */
+  workflow(id?: string): WorkflowBuilder<TM, Tx> {
+    return new WorkflowBuilder<TM, Tx>(
+      {
+        store: this.deps.store,
+        rules: this.deps.rules,
+        transaction: (fn) => this.transaction((tx) => fn(tx)),
+        submitted: (tx, id, type) => this.#submitted(tx, id, type, false),
+      },
+      id,
+    );
   }
 
   /** Alias of afterCommit, by what it does. */

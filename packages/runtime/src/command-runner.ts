@@ -2,21 +2,33 @@ import { tickOf, type RecurringTick } from './recurring/tick.js';
 import * as E from 'fp-ts/lib/Either.js';
 import {
   decideFailure,
+  decideShutdownAbort,
+  describeFailure,
+  redactErrorText,
+  truncateErrorText,
   serialiseResult,
+  requireProgress,
   type ClaimedCommand,
   type Clock,
+  type CommandProgress,
   type CommandStore,
+  type DependencyOutcome,
   type ExecutionInterceptor,
   type Logger,
 } from '@asynccmd/core';
+import { AttemptTransaction, type ExecutorTransactions } from './attempt-transaction.js';
+import type { IdempotentSubmitOptions, SubmitItem } from './client.js';
 import type { CommandEvents } from './command-events.js';
-import type { ExecutionContext } from './executor.js';
+import type { CommandTypeMap, ExecutionContext, TransactionalContext } from './executor.js';
 import type { ExecutorRegistry } from './executor-registry.js';
 import { Execution, namedError, type ExecutionHost } from './execution.js';
 import type { LeaseKeeper } from './services/lease-keeper.js';
 import { ABANDONED, type OutcomeWriter, type WriteResult } from './outcome-writer.js';
-import type { StoreOutage } from './store-outage.js';
+import { outageDelayMs, pause, type StoreOutage } from './store-outage.js';
+import type { DependentSubmitOptions } from './submit-validation.js';
 import type { PoolJobTail } from './work-pool.js';
+import { ProgressWriter } from './progress-writer.js';
+import type { AttemptWorkflow } from './workflow.js';
 
 export interface CommandRunnerDeps {
   readonly store: CommandStore;
@@ -30,12 +42,33 @@ export interface CommandRunnerDeps {
   readonly outage: StoreOutage;
   /** The largest result `ctx.setResult` takes, as JSON bytes. */
   readonly maxResultBytes: number;
+  /** Rewrites a failure's error text before it is stored (options `redactError`). */
+  readonly redactError: (text: string) => string;
   /**
    * A command became claimable now (wake the claimers): a requeued one this instance let go of
    * (`released`), or the next of an ordering key whose command succeeded here (`succeeded`).
    */
   readonly onClaimable: (by: 'released' | 'succeeded') => void;
+  /**
+   * The client, for transactional executors: their transactions, submits and after-commit work
+   * (a function: the client is built after the runner). Null where there is none (the inline
+   * runner of test kits): a transactional attempt then fails.
+   */
+  readonly transactions: (() => ExecutorTransactions) | null;
 }
+
+/** How a transactional attempt's transaction ended. */
+type TransactionEnd =
+  | { readonly kind: 'committed' }
+  /** The fenced completion found the claim taken away: rolled back, no outcome written. */
+  | { readonly kind: 'fenced' }
+  /** Rolled back (the executor threw or was given up on, or a statement failed before the completion). */
+  | { readonly kind: 'failed'; readonly error: unknown }
+  /** The completion or COMMIT failed: committed or not, the row tells. */
+  | { readonly kind: 'uncertain'; readonly error: unknown; readonly attempt: AttemptTransaction };
+
+/** Thrown inside a transactional attempt's transaction to roll it back. */
+const ROLL_BACK: unique symbol = Symbol('roll back');
 
 /**
  * Runs claimed commands: holds their lease from claim to recorded outcome, wraps the executor in
@@ -47,15 +80,33 @@ export class CommandRunner implements ExecutionHost {
   #idle: (() => void)[] = [];
   /** Innermost first, so wrapping in this order leaves the first interceptor outermost. */
   readonly #interceptors: readonly ExecutionInterceptor[];
+  /** Aborted when shutdown gives up on outcome writes: the settling of a lost COMMIT stops too. */
+  readonly #givenUp = new AbortController();
+  /** Transactional attempts lost through no fault of their own since the last one that committed. */
+  #transientLosses = 0;
+  /** Where ctx.progress reports go, throttled. */
+  readonly #progress: ProgressWriter;
+  /** What every attempt's context is made with. */
+  readonly #contextSettings: ContextSettings;
 
   constructor(private readonly deps: CommandRunnerDeps) {
     this.#interceptors = [...deps.interceptors].reverse();
+    this.#progress = new ProgressWriter(deps.store, deps.logger);
+    this.#contextSettings = {
+      logger: deps.logger,
+      maxResultBytes: deps.maxResultBytes,
+      store: deps.store,
+      progress: this.#progress,
+    };
   }
 
-  /** Takes charge of a freshly claimed command: from now on its lease is kept alive. */
-  track(command: ClaimedCommand, via: 'poll' | 'immediate'): Execution {
+  /**
+   * Takes charge of a freshly claimed command: from now on its lease is kept alive. `claimSentAt`
+   * is when the claim's statement was sent (performance.now()): its lease runs from no earlier.
+   */
+  track(command: ClaimedCommand, via: 'poll' | 'immediate', claimSentAt: number): Execution {
     const entry = this.deps.registry.require(command.type);
-    const execution = new Execution(command, entry, via, this);
+    const execution = new Execution(command, entry, via, this, claimSentAt);
     this.deps.leases.hold(execution);
     this.#inflight.add(execution);
     if (this.deps.events.listensTo('claimed')) this.deps.events.emit({ kind: 'claimed', command, via });
@@ -90,6 +141,10 @@ export class CommandRunner implements ExecutionHost {
       this.#forget(execution);
       return NOTHING;
     }
+    const started = performance.now();
+    // A claim that waited (a slow claim round, a long queue, heartbeats held up) may have too
+    // little lease left: started now, it could be reclaimed and run elsewhere while it runs here.
+    if (this.deps.leases.mayLapse(execution, started)) return this.#renewThenRun(execution, runner);
     const { command, entry } = execution;
     execution.state = 'running';
     const { events } = this.deps;
@@ -97,7 +152,6 @@ export class CommandRunner implements ExecutionHost {
       const where = runner ?? `pool:${execution.poolName ?? '?'}`;
       events.emit({ kind: 'started', command, mode: entry.mode, runner: where });
     }
-    const started = performance.now();
     if (entry.timeoutMs !== undefined) {
       const ms = entry.timeoutMs;
       execution.timer = setTimeout(
@@ -105,9 +159,10 @@ export class CommandRunner implements ExecutionHost {
         ms,
       );
     }
+    if (entry.transactional) return this.#runInTransaction(execution, started);
     let ran: unknown;
     try {
-      ran = this.#invoke(execution);
+      ran = this.#invoke(execution, new AttemptContext(execution, this.#contextSettings));
     } catch (error) {
       return Promise.resolve(this.#ran(execution, { error }, started));
     }
@@ -133,6 +188,21 @@ export class CommandRunner implements ExecutionHost {
     });
   }
 
+  /**
+   * Renews the leases first (one heartbeat for all held), then runs `execution` if it is still
+   * held with time left; otherwise it goes back to PENDING unstarted (or, found taken away, is
+   * dropped): a command is never started on a lease that may lapse under it.
+   */
+  async #renewThenRun(execution: Execution, runner: string | null): Promise<void | PoolJobTail> {
+    const renewed = await this.deps.leases.renewNow();
+    if (execution.state !== 'claimed') return; // taken away meanwhile: dropped, never run
+    if (!renewed || this.deps.leases.mayLapse(execution, performance.now())) {
+      await this.release([execution]);
+      return;
+    }
+    return this.run(execution, runner);
+  }
+
   /** The executor is over (or given up on): its slot is free, its outcome goes to be written. */
   #ran(execution: Execution, failure: { error: unknown } | null, started: number): PoolJobTail {
     if (execution.timer !== null) {
@@ -146,6 +216,18 @@ export class CommandRunner implements ExecutionHost {
 
   /** Writes the outcome (fenced by the claim token), reports it, and lets the claim go. Never rejects. */
   #record(execution: Execution, failure: { error: unknown } | null, durationMs: number): Promise<void> {
+    // Progress not written yet goes first (most executors report none: nothing to wait for).
+    if (this.#progress.holds(execution)) {
+      return this.#progress.settle(execution).then(() => this.#recordOutcome(execution, failure, durationMs));
+    }
+    return this.#recordOutcome(execution, failure, durationMs);
+  }
+
+  #recordOutcome(
+    execution: Execution,
+    failure: { error: unknown } | null,
+    durationMs: number,
+  ): Promise<void> {
     if (failure !== null) return this.#recordFailure(execution, failure, durationMs);
     const { ref, resultJson } = execution;
     const attempt = resultJson === undefined ? ref : { ...ref, resultJson };
@@ -153,13 +235,7 @@ export class CommandRunner implements ExecutionHost {
       (done) => {
         try {
           if (done !== true) this.#notRecorded(execution, done, 'succeeded');
-          else {
-            if (this.deps.events.listensTo('succeeded')) {
-              this.deps.events.emit({ kind: 'succeeded', command: execution.command, durationMs });
-            }
-            // The next command of its ordering key can be claimed now, here or elsewhere.
-            if (execution.command.orderingKey !== null) this.deps.onClaimable('succeeded');
-          }
+          else this.#succeeded(execution, durationMs);
         } catch (error) {
           this.#recordingFailed(execution, error);
         } finally {
@@ -173,15 +249,215 @@ export class CommandRunner implements ExecutionHost {
     );
   }
 
+  /** Reports a recorded SUCCESS. */
+  #succeeded(execution: Execution, durationMs: number): void {
+    if (this.deps.events.listensTo('succeeded')) {
+      this.deps.events.emit({ kind: 'succeeded', command: execution.command, durationMs });
+    }
+    // The next command of its ordering key can be claimed now, here or elsewhere.
+    if (execution.command.orderingKey !== null) this.deps.onClaimable('succeeded');
+  }
+
+  /**
+   * Runs a transactional executor in a transaction of the client's (so what it submits is
+   * dispatched after the commit) and, once it has returned, writes the fenced SUCCESS in that same
+   * transaction and commits: the executor's writes, its submits and the SUCCESS commit together.
+   * The completion fenced out rolls everything back (the claim was taken away: no outcome); the
+   * executor throwing, timing out or losing its claim rolls it back, and the failure is recorded
+   * outside it, as for any executor. Resolves once the transaction is over; the slot is held
+   * that long, as is a connection.
+   */
+  async #runInTransaction(execution: Execution, started: number): Promise<PoolJobTail> {
+    const completion = this.deps.store.transactionalCompletion;
+    const client = this.deps.transactions?.();
+    let end: TransactionEnd;
+    if (completion === undefined || client === undefined) {
+      const error = namedError(
+        'TransactionalExecutorError',
+        'a transactional executor needs a runtime whose store completes in transactions',
+      );
+      end = { kind: 'failed', error };
+    } else {
+      end = await this.#transact(execution, completion.complete.bind(completion), client);
+    }
+    if (execution.timer !== null) {
+      clearTimeout(execution.timer);
+      execution.timer = null;
+    }
+    execution.onAbort = null;
+    execution.state = 'finishing';
+    const durationMs = performance.now() - started;
+    return { recorded: this.#recordTransactionEnd(execution, end, durationMs) };
+  }
+
+  async #transact(
+    execution: Execution,
+    complete: (tx: unknown, attempt: { id: string; token: string; resultJson?: string }) => Promise<boolean>,
+    client: ExecutorTransactions,
+  ): Promise<TransactionEnd> {
+    let attempt: AttemptTransaction | null = null;
+    let end: TransactionEnd | null = null;
+    let completing = false;
+    // The store's own transaction, or the ORM's through its bridge's opener: then the executor gets
+    // the ORM's transaction object, and submits and the SUCCESS go through the SqlExecutor over it
+    // (whose commit hooks dispatch what it submitted, as client.transaction does).
+    const opener = execution.entry.opener;
+    const transaction = (fn: (tx: unknown, exposed: unknown) => Promise<void>): Promise<void> =>
+      opener === null
+        ? client.transaction((tx) => fn(tx, tx))
+        : opener.transaction((ormTx, executor) => fn(executor, ormTx));
+    try {
+      await transaction(async (tx, exposed) => {
+        const scope = new AttemptTransaction(tx, client, execution.command.id, exposed);
+        attempt = scope;
+        let failure: { error: unknown } | null;
+        try {
+          // Aborted while the transaction was being opened (SQLite: waiting for the write lock).
+          failure =
+            execution.abortCause !== null
+              ? { error: execution.signal.reason }
+              : await this.#untilSettled(execution, scope);
+        } finally {
+          scope.close();
+        }
+        if (failure === null && execution.abortCause !== null) failure = { error: execution.signal.reason };
+        if (failure !== null) {
+          end = { kind: 'failed', error: failure.error };
+          throw ROLL_BACK;
+        }
+        const { ref, resultJson } = execution;
+        // The last progress before the SUCCESS, from inside the transaction: on SQLite a write from
+        // outside it would wait for it to end.
+        if (this.#progress.holds(execution)) await this.#progress.settle(execution, false);
+        completing = true;
+        if (!(await complete(tx, resultJson === undefined ? ref : { ...ref, resultJson }))) {
+          end = { kind: 'fenced' };
+          throw ROLL_BACK;
+        }
+      });
+      return { kind: 'committed' };
+    } catch (error) {
+      if (error === ROLL_BACK && end !== null) return end;
+      if (completing && attempt !== null) return { kind: 'uncertain', error, attempt };
+      // Nothing was committed: opening the transaction, or a statement before the completion, failed.
+      return { kind: 'failed', error };
+    }
+  }
+
+  /** Runs the executor in its transaction; resolves with its failure (null: it returned) or once it was given up on. */
+  #untilSettled(execution: Execution, scope: AttemptTransaction): Promise<{ error: unknown } | null> {
+    const context = new TransactionalAttemptContext(execution, this.#contextSettings, scope);
+    let ran: unknown;
+    try {
+      ran = this.#invoke(execution, context);
+    } catch (error) {
+      return Promise.resolve({ error });
+    }
+    if (!isThenable(ran)) return Promise.resolve(null);
+    const running = ran instanceof Promise ? (ran as Promise<unknown>) : Promise.resolve(ran);
+    execution.ran = running;
+    return new Promise((resolve) => {
+      if (execution.abortCause !== null) return resolve({ error: execution.signal.reason });
+      // Given up on (timeout, lost claim, shutdown): the transaction is rolled back at once; the
+      // executor's handle is closed, so whatever it still tries to write there is refused.
+      execution.onAbort = (reason) => resolve({ error: reason });
+      running.then(
+        () => resolve(null),
+        (error: unknown) => resolve({ error }),
+      );
+    });
+  }
+
+  /** Reports how a transactional attempt ended, writing its failure when it failed. Never rejects. */
+  async #recordTransactionEnd(execution: Execution, end: TransactionEnd, durationMs: number): Promise<void> {
+    if (this.#progress.holds(execution)) await this.#progress.settle(execution);
+    if (end.kind === 'failed') return this.#recordRolledBack(execution, end.error, durationMs);
+    try {
+      if (end.kind === 'uncertain') {
+        // The answer to the COMMIT was lost: the row says whether it landed, before anything is
+        // retried (a retry written over a committed attempt would be fenced out anyway).
+        const ref = execution.ref;
+        const committed = await this.#settleCommit(ref);
+        if (committed === null) return this.#notRecorded(execution, ABANDONED, 'succeeded');
+        if (!committed) return await this.#recordRolledBack(execution, end.error, durationMs);
+        // Committed: what it submitted was never dispatched.
+        await this.deps.transactions?.().afterCommit(end.attempt.dispatched);
+      }
+      this.#transientLosses = 0;
+      if (end.kind === 'fenced') this.#notRecorded(execution, false, 'succeeded');
+      else this.#succeeded(execution, durationMs);
+    } catch (error) {
+      this.#recordingFailed(execution, error);
+    } finally {
+      this.#forget(execution);
+    }
+  }
+
+  /**
+   * A transactional attempt rolled back. Lost through no fault of its own (the store says so: a
+   * connection that died, a deadlock victim) and not given up on, it goes back to PENDING at once,
+   * nothing counted against it, as at shutdown; otherwise its failure is recorded as any other.
+   */
+  async #recordRolledBack(execution: Execution, error: unknown, durationMs: number): Promise<void> {
+    const transient =
+      execution.abortCause === null && (this.deps.store.transactionalCompletion?.isTransient(error) ?? false);
+    if (!transient) return this.#recordFailure(execution, { error }, durationMs);
+    try {
+      // One loss (a deadlock victim, a connection that died) runs again at once; losses in a row
+      // with no commit between are an outage of the transactions' connections (an ORM's pool that
+      // cannot connect): hold the claim a growing while first, or released commands would be
+      // claimed and lost again as fast as the store answers.
+      this.#transientLosses += 1;
+      if (this.#transientLosses > 1) {
+        await pause(outageDelayMs(this.#transientLosses - 1), this.#givenUp.signal);
+      }
+      const released = await this.deps.store.release([execution.ref]);
+      this.deps.outage.succeeded('release');
+      if (released.includes(execution.command.id)) {
+        this.deps.events.emit({ kind: 'released', id: execution.command.id, type: execution.command.type });
+        this.deps.onClaimable('released');
+      } else this.#notRecorded(execution, false, 'failed');
+    } catch (releaseError) {
+      // The lease will run out and the hung reclaimer take it back.
+      this.deps.outage.failed('release', releaseError);
+    } finally {
+      this.#forget(execution);
+    }
+  }
+
+  /** Whether the attempt's transaction committed, asked until the store answers; null once shutdown gives up. */
+  async #settleCommit(ref: { id: string; token: string }): Promise<boolean | null> {
+    const completion = this.deps.store.transactionalCompletion;
+    if (completion === undefined) return false;
+    for (;;) {
+      try {
+        const committed = await completion.succeededUnder(ref);
+        this.deps.outage.succeeded('succeededUnder');
+        return committed;
+      } catch (error) {
+        const failures = this.deps.outage.failed('succeededUnder', error);
+        if (this.#givenUp.signal.aborted) return null;
+        await pause(outageDelayMs(failures), this.#givenUp.signal);
+      }
+    }
+  }
+
   async #recordFailure(execution: Execution, failure: { error: unknown }, durationMs: number): Promise<void> {
     const { command, entry } = execution;
     const { events, logger } = this.deps;
     try {
       if (execution.abortCause === 'shutdown') {
-        // Stopped by shutdown, not by its own fault: back to PENDING with nothing counted against it.
-        await this.release([execution]);
+        // Stopped by shutdown, not by its own fault: back to PENDING with nothing counted against
+        // it, and the attempt in its history (it ran, and may have had effects).
+        const done = await this.deps.outcomes.fail(
+          execution.ref,
+          decideShutdownAbort(command, execution.signal.reason),
+        );
+        if (done === true) events.emit({ kind: 'released', id: command.id, type: command.type });
+        else this.#notRecorded(execution, done, 'failed');
       } else {
-        const outcome = decideFailure(command, failure.error, this.deps.clock.now(), entry.backoff);
+        const decided = decideFailure(command, failure.error, this.deps.clock.now(), entry.backoff);
+        const outcome = { ...decided, lastError: this.#errorText(failure.error) };
         const done = await this.deps.outcomes.fail(execution.ref, outcome);
         if (done === true) {
           const error = outcome.lastError;
@@ -202,6 +478,18 @@ export class CommandRunner implements ExecutionHost {
     } finally {
       this.#forget(execution);
     }
+  }
+
+  /** A failure's text as stored: redacted (whole, before it is cut to length), never a throw. */
+  #errorText(error: unknown): string {
+    const text = describeFailure(error);
+    let redacted: unknown;
+    try {
+      redacted = this.deps.redactError(text);
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'asynccmd: redactError threw; the default redaction is used');
+    }
+    return truncateErrorText(typeof redacted === 'string' ? redacted : redactErrorText(text));
   }
 
   /**
@@ -238,12 +526,14 @@ export class CommandRunner implements ExecutionHost {
   }
 
   /** Calls the executor inside the interceptors: what it returned, or it throws. */
-  #invoke(execution: Execution): unknown {
+  #invoke(execution: Execution, attemptContext: ExecutionContext): unknown {
     const { command, entry } = execution;
-    const context = contextOf(execution, this.deps) as ExecutionContext<never>;
-    if (this.#interceptors.length === 0) return entry.executor.execute(command.payload as never, context);
+    // A transactional executor gets its TransactionalContext (see #runInTransaction).
+    const context = attemptContext as TransactionalContext<never, never>;
+    const execute = (): unknown => entry.executor.execute(command.payload as never, context);
+    if (this.#interceptors.length === 0) return execute();
     let next = async (): Promise<void> => {
-      await entry.executor.execute(command.payload as never, context);
+      await execute();
     };
     for (const interceptor of this.#interceptors) {
       const inner = next;
@@ -296,6 +586,7 @@ export class CommandRunner implements ExecutionHost {
 
   #forget(execution: Execution): void {
     execution.state = 'done';
+    this.#progress.forget(execution);
     this.deps.leases.release(execution);
     this.#inflight.delete(execution);
     if (this.#inflight.size === 0 && this.#idle.length > 0) {
@@ -305,6 +596,11 @@ export class CommandRunner implements ExecutionHost {
     }
   }
 
+  /** Stops asking the store whether lost COMMITs landed (shutdown gave up on outcome writes). */
+  giveUp(): void {
+    this.#givenUp.abort();
+  }
+
   /** Aborts running executions (shutdown deadline passed). */
   abortRunning(): void {
     for (const e of this.#inflight) {
@@ -312,6 +608,11 @@ export class CommandRunner implements ExecutionHost {
         e.abort('shutdown', namedError('ShutdownError', 'the instance is shutting down'));
     }
   }
+}
+
+/** What an attempt's context needs of its runner. */
+interface ContextSettings extends Pick<CommandRunnerDeps, 'logger' | 'maxResultBytes' | 'store'> {
+  readonly progress: ProgressWriter;
 }
 
 /**
@@ -328,9 +629,9 @@ class AttemptContext implements ExecutionContext {
   declare readonly signal: AbortSignal;
   readonly logger: Logger;
   readonly #execution: Execution;
-  readonly #maxResultBytes: number;
+  readonly #settings: ContextSettings;
 
-  constructor(execution: Execution, settings: Pick<CommandRunnerDeps, 'logger' | 'maxResultBytes'>) {
+  constructor(execution: Execution, settings: ContextSettings) {
     const { command } = execution;
     this.id = command.id;
     this.command = command;
@@ -338,19 +639,63 @@ class AttemptContext implements ExecutionContext {
     this.tick = tickOf(command.headers);
     this.logger = settings.logger;
     this.#execution = execution;
-    this.#maxResultBytes = settings.maxResultBytes;
+    this.#settings = settings;
     Object.defineProperty(this, 'signal', SIGNAL);
   }
 
   setResult(result: unknown): void {
-    const json = serialiseResult(result, this.#maxResultBytes);
+    const json = serialiseResult(result, this.#settings.maxResultBytes);
     if (E.isLeft(json)) throw json.left;
     // Once the attempt is over (given up on by a timeout, say), nothing it leaves is kept.
     if (this.#execution.state === 'running') this.#execution.resultJson = json.right;
   }
 
+  async dependencies(): Promise<readonly DependencyOutcome[]> {
+    return (await this.#settings.store.dependencies?.dependenciesOf(this.id)) ?? [];
+  }
+
+  progress(progress: CommandProgress): void {
+    const checked = requireProgress(progress);
+    // Once the attempt is over, nothing it reports is kept (as with setResult).
+    if (this.#execution.state === 'running') this.#settings.progress.report(this.#execution, checked);
+  }
+
   static signalOf(context: AttemptContext): AbortSignal {
     return context.#execution.signal;
+  }
+}
+
+/** The context of a transactional attempt: an AttemptContext with the transaction and submits in it. */
+class TransactionalAttemptContext extends AttemptContext implements TransactionalContext {
+  declare readonly tx: unknown;
+  readonly #scope: AttemptTransaction;
+
+  constructor(execution: Execution, settings: ContextSettings, scope: AttemptTransaction) {
+    super(execution, settings);
+    this.#scope = scope;
+    // An own getter, as `signal`: a spread copy reads it (and, once the attempt is over, is refused).
+    Object.defineProperty(this, 'tx', { get: () => scope.handle(), enumerable: true });
+  }
+
+  submit(type: string, payload: unknown, options?: DependentSubmitOptions): Promise<string> {
+    return this.#scope.submit(type, payload, options);
+  }
+
+  submitMany(items: readonly SubmitItem<CommandTypeMap>[]): Promise<string[]> {
+    return this.#scope.submitMany(items);
+  }
+
+  submitIdempotent(
+    type: string,
+    bizKey: string,
+    payload: unknown,
+    options?: IdempotentSubmitOptions,
+  ): ReturnType<TransactionalContext['submitIdempotent']> {
+    return this.#scope.submitIdempotent(type, bizKey, payload, options);
+  }
+
+  workflow(id?: string): AttemptWorkflow {
+    return this.#scope.workflow(id);
   }
 }
 
@@ -360,13 +705,6 @@ const SIGNAL: PropertyDescriptor = {
   },
   enumerable: true,
 };
-
-function contextOf(
-  execution: Execution,
-  settings: Pick<CommandRunnerDeps, 'logger' | 'maxResultBytes'>,
-): ExecutionContext {
-  return new AttemptContext(execution, settings);
-}
 
 const NOTHING: Promise<void> = Promise.resolve();
 

@@ -24,7 +24,6 @@ export const AsyncCommandTokens = {
   /** The AsyncCommands instance (start/stop/state/on). */
   Runtime: Symbol.for('asynccmd.Runtime'),
   Client: Symbol.for('asynccmd.Client'),
-  Scheduler: Symbol.for('asynccmd.Scheduler'),
   Registry: Symbol.for('asynccmd.Registry'),
   Events: Symbol.for('asynccmd.Events'),
 } as const;
@@ -41,7 +40,7 @@ export interface AsyncCommandModuleOptions<Tx = unknown> extends Omit<
 
 /**
  * Binds asynccmd into an inversify container: store, clock, token source, logger, executors, and
- * the runtime with its client, scheduler, registry and events (all singletons of this container).
+ * the runtime with its client, registry and events (all singletons of this container).
  */
 export function asyncCommandModule<Tx = unknown>(
   options: AsyncCommandModuleOptions<Tx> = {},
@@ -76,12 +75,11 @@ export function asyncCommandModule<Tx = unknown>(
           }),
       )
       .inSingletonScope();
-    const part = <K extends 'client' | 'scheduler' | 'registry' | 'events'>(id: symbol, key: K) =>
+    const part = <K extends 'client' | 'registry' | 'events'>(id: symbol, key: K) =>
       bind(id)
         .toDynamicValue((ctx) => ctx.get<AsyncCommands<never, Tx>>(T.Runtime)[key])
         .inSingletonScope();
     part(T.Client, 'client');
-    part(T.Scheduler, 'scheduler');
     part(T.Registry, 'registry');
     part(T.Events, 'events');
   });

@@ -40,6 +40,8 @@ export class Execution implements PoolJob, HeldLease {
     readonly entry: RegisteredExecutor,
     readonly via: 'poll' | 'immediate',
     private readonly host: ExecutionHost,
+    /** When the claim's statement was sent (performance.now()); heartbeats move it on. */
+    public renewedAt: number,
   ) {
     this.ref = { id: command.id, token: command.claimToken };
   }

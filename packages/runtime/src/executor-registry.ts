@@ -1,8 +1,10 @@
 import {
   InvalidArgumentError,
+  isTransactionOpener,
   UnknownCommandTypeError,
   type BackoffPolicy,
   type ExecutionMode,
+  type TransactionOpener,
 } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
 import { validateExecutor } from './options-validation.js';
@@ -22,6 +24,10 @@ export interface RegisteredExecutor {
   readonly backoff: BackoffPolicy;
   readonly maxRetry: number | undefined;
   readonly timeoutMs: number | undefined;
+  /** Runs in a transaction of the store's database, committed with its SUCCESS. */
+  readonly transactional: boolean;
+  /** The ORM bridge's opener its transactions go through; null: the store's own (or not transactional). */
+  readonly opener: TransactionOpener<unknown> | null;
   readonly executor: AnyExecutor;
 }
 
@@ -87,6 +93,8 @@ function register(executor: AnyExecutor, defaults: RegistryDefaults): Registered
     backoff: executor.backoff ?? defaults.backoff,
     maxRetry: executor.maxRetry,
     timeoutMs: executor.timeoutMs,
+    transactional: executor.transactional === true || isTransactionOpener(executor.transactional),
+    opener: isTransactionOpener(executor.transactional) ? executor.transactional : null,
     executor,
   };
 }

@@ -1,19 +1,21 @@
 import {
-  DEFAULT_ADAPTIVE_QUEUE_LIMIT,
   EXECUTION_MODES,
   InvalidArgumentError,
-  MAX_INSTANCE_CHARS,
-  MAX_LIMITED_TYPE_CHARS,
-  MAX_RESULT_BYTES,
-  MAX_TYPE_LIMIT,
+  isTransactionOpener,
+  LIMITS,
   PRIORITY_RANGE,
 } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
 import { MAX_DURATION_MS } from './ops/duration.js';
 import type { AsyncCommandsOptions } from './options.js';
+import { rateLimitsOptionProblem } from './rate-limits.js';
+import { requireSubmitWindows } from './submit-windows.js';
+import { fairShareOptionProblem, keyLimitsOptionProblem, keyRateLimitsOptionProblem } from './key-limits.js';
 import { recurringProblem } from './recurring/recurring-options.js';
+import type { CleanupWatchOptions } from './services/cleanup-watch.js';
 import type { RetentionOptions } from './services/retention.js';
 import type { PoolOptions } from './work-pool.js';
+import { DEFAULT_ADAPTIVE_QUEUE_LIMIT } from './adaptive-queue.js';
 
 /*
  * Every option of the runtime and of its executors, checked when the runtime is built: a wrong one
@@ -26,11 +28,11 @@ export const MIN_LEASE_MS = 200;
 /** Longest delay Node's timers keep; a longer one fires at once (poll, heartbeat, timeout timers). */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Most retries a command may be given (the client refuses more at submit). */
-export const MAX_RETRY_LIMIT = 1000;
+export const MAX_RETRY_LIMIT = LIMITS.submitMaxRetry;
 /** Characters of a command type name. */
-export const MAX_TYPE_LENGTH = 64;
+export const MAX_TYPE_LENGTH = LIMITS.typeChars;
 /** Characters of an owner name. */
-export const MAX_OWNER_LENGTH = 64;
+export const MAX_OWNER_LENGTH = LIMITS.submitOwnerChars;
 /** Rows one DELETE of a purge may take. */
 export const MAX_PURGE_BATCH_SIZE = 100_000;
 const MAX_BATCH_SIZE = 10_000;
@@ -148,9 +150,9 @@ const typeLimits: Check = (v) => {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) {
     return `must map command types to limits of RUNNING commands, not ${describe(v)}`;
   }
-  const limit = integer(1, MAX_TYPE_LIMIT);
+  const limit = integer(1, LIMITS.typeLimit);
   for (const [type, value] of Object.entries(v)) {
-    const problem = text(MAX_LIMITED_TYPE_CHARS)(type) ?? limit(value);
+    const problem = text(LIMITS.typeChars)(type) ?? limit(value);
     if (problem) return `type "${type}": ${problem}`;
   }
   return null;
@@ -197,6 +199,27 @@ const retention: Check = (v) => {
     : null;
 };
 
+const CLEANUP_WATCH_CHECKS: { readonly [K in keyof CleanupWatchOptions]-?: Check } = {
+  intervalMs: integer(1, MAX_TIMER_MS),
+  warnAfterMs: integer(0, MAX_DURATION_MS),
+};
+
+const cleanupWatch: Check = (v) => {
+  if (v === false) return null;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    return `must be false or { intervalMs?, warnAfterMs? }, not ${describe(v)}`;
+  }
+  for (const [name, value] of Object.entries(v as Record<string, unknown>)) {
+    const check = (CLEANUP_WATCH_CHECKS as Readonly<Record<string, Check>>)[name];
+    if (check === undefined) {
+      return `has no field \`${name}\` (fields: ${Object.keys(CLEANUP_WATCH_CHECKS).join(', ')})`;
+    }
+    const problem = value === undefined ? null : check(value);
+    if (problem) return `${name} ${problem}`;
+  }
+  return null;
+};
+
 /** Every option of AsyncCommandsOptions, with its check (the type makes a new option need one). */
 const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   store: withMethods('a CommandStore from an asynccmd adapter', ...STORE_METHODS),
@@ -210,13 +233,21 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   interceptors: listOf('interceptors', aFunction('an interceptor function (command, next)')),
   headersProvider: aFunction('a function returning the headers'),
   owner: text(MAX_OWNER_LENGTH),
-  instanceId: text(MAX_INSTANCE_CHARS),
+  instanceId: text(LIMITS.instanceChars),
   maxPayloadBytes: integer(1, 2 ** 31 - 1),
-  maxResultBytes: integer(1, MAX_RESULT_BYTES),
+  maxResultBytes: integer(1, LIMITS.resultBytes),
   defaultMaxRetry: integer(0, MAX_RETRY_LIMIT),
   typePriorities,
   typeLimits,
+  rateLimits: rateLimitsOptionProblem,
+  // Checked after the loop, against the retention (validateOptions).
+  submitWindows: () => null,
+  // Checked after the loop, against typeLimits (validateOptions).
+  keyLimits: () => null,
+  keyRateLimits: () => null,
+  fairShare: () => null,
   backoff: backoffPolicy,
+  redactError: aFunction('a function (text: string) => string'),
   leaseMs: integer(MIN_LEASE_MS, MAX_TIMER_MS),
   heartbeatIntervalMs: integer(10, MAX_TIMER_MS),
   pollIntervalMs: duration(1),
@@ -227,6 +258,7 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   reclaimIntervalMs: duration(1),
   maxRescues: integer(0, MAX_RESCUES_LIMIT),
   retention,
+  cleanupWatch,
   recurring: recurringProblem,
 };
 
@@ -262,6 +294,29 @@ export function validateOptions(options: unknown, moduleOptions = false): void {
         : check(value);
     if (problem) throw new InvalidArgumentError(`asynccmd option \`${name}\` ${problem}`);
   }
+  const retention = given['retention'] as RetentionOptions | undefined;
+  requireSubmitWindows(given['submitWindows'], retention?.olderThanMs);
+  const keyed =
+    given['keyLimits'] === undefined ? null : keyLimitsOptionProblem(given['keyLimits'], given['typeLimits']);
+  if (keyed) throw new InvalidArgumentError(`asynccmd option \`keyLimits\` ${keyed}`);
+  const keyRated =
+    given['keyRateLimits'] === undefined
+      ? null
+      : keyRateLimitsOptionProblem(given['keyRateLimits'], {
+          typeLimits: given['typeLimits'],
+          rateLimits: given['rateLimits'],
+          keyLimits: given['keyLimits'],
+        });
+  if (keyRated) throw new InvalidArgumentError(`asynccmd option \`keyRateLimits\` ${keyRated}`);
+  const fair =
+    given['fairShare'] === undefined
+      ? null
+      : fairShareOptionProblem(given['fairShare'], {
+          typeLimits: given['typeLimits'],
+          keyLimits: given['keyLimits'],
+          keyRateLimits: given['keyRateLimits'],
+        });
+  if (fair) throw new InvalidArgumentError(`asynccmd option \`fairShare\` ${fair}`);
 }
 
 /** The heartbeat period: as given, or a quarter of the shortest lease; shorter than every lease. */
@@ -279,6 +334,10 @@ export function heartbeatPeriod(given: number | undefined, shortestLeaseMs: numb
 /** Every option of an executor with its check (beyond `type`, checked first; the type makes a new one need one). */
 const EXECUTOR_CHECKS: { readonly [K in Exclude<keyof AnyExecutor, 'type'>]-?: Check } = {
   execute: aFunction('an execute(payload, context) method'),
+  transactional: (v) =>
+    typeof v === 'boolean' || isTransactionOpener(v)
+      ? null
+      : `must be true, false or an ORM bridge's transaction opener, not ${describe(v)}`,
   mode: (v) =>
     EXECUTION_MODES.includes(v as never)
       ? null

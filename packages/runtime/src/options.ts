@@ -9,8 +9,12 @@ import type {
 } from '@asynccmd/core';
 import type { AnyExecutor } from './executor.js';
 import type { RecurringSchedule } from './recurring/recurring-options.js';
+import type { CleanupWatchOptions } from './services/cleanup-watch.js';
 import type { RetentionOptions } from './services/retention.js';
 import type { PoolOptions } from './work-pool.js';
+import type { RateLimitOptions } from './rate-limits.js';
+import type { SubmitWindow } from './submit-windows.js';
+import type { FairShareOptions, KeyLimitOptions, KeyRateLimitOptions } from './key-limits.js';
 
 /**
  * Defaults: a dead instance's command is running again within about 9 s — its lease (8 s) runs out
@@ -69,8 +73,48 @@ export interface AsyncCommandsOptions<Tx = unknown> {
    * sets the value every instance's claims then read. Declare it on every instance that runs the type.
    */
   readonly typeLimits?: Readonly<Record<string, number>>;
+  /**
+   * At most `maxStarts` claims of each listed type in any window of `periodMs`, across every
+   * instance: a token bucket per type in `<table>_rate_limits` (docs/flow-control.md), declared
+   * before this runtime's first claim of the type (the last declaration wins). Commands over the
+   * limit stay PENDING. Declare it on every instance that runs the type.
+   */
+  readonly rateLimits?: Readonly<Record<string, RateLimitOptions>>;
+  /**
+   * Debounce (`{ debounceMs }`) or throttle (`{ throttleMs, later?: 'drop' | 'merge' }`) windows of
+   * each listed type, over a key (`key` function of the payload, or client.submitCoalesced's `key`
+   * option): see docs/flow-control.md. Refused when longer than `retention.olderThanMs`.
+   */
+  readonly submitWindows?: Readonly<Record<string, SubmitWindow>>;
+  /**
+   * At most `maxRunning` commands of each listed type RUNNING at once per value of the payload
+   * field `key` (e.g. `{ 'erp.call': { key: 'customerId', maxRunning: 5 } }`), across every
+   * instance, enforced by the claims in the database (`<table>_key_limits`, the last declaration
+   * wins; docs/flow-control.md). A type takes either this or `typeLimits`.
+   */
+  readonly keyLimits?: Readonly<Record<string, KeyLimitOptions>>;
+  /**
+   * At most `maxStarts` claims of each listed type in any window of `periodMs` per value of the
+   * payload field `key`, across every instance: a token bucket per key in the database
+   * (docs/flow-control.md; the last declaration wins). A type with one takes no other limit.
+   */
+  readonly keyRateLimits?: Readonly<Record<string, KeyRateLimitOptions>>;
+  /**
+   * Claims of each listed type take turns across the values of the payload field `key` (e.g. a
+   * tenant): the key with the fewest RUNNING goes first within a priority, so a small tenant's
+   * command is claimed in the next round even behind a big tenant's backlog (docs/flow-control.md).
+   * Stored as a key limit that is never reached; a type takes either this or another limit.
+   */
+  readonly fairShare?: Readonly<Record<string, FairShareOptions>>;
   /** Retry delays when the executor has none. Default: core exponentialBackoff() — min(60 s·2ⁿ, 1 h). */
   readonly backoff?: BackoffPolicy;
+  /**
+   * Rewrites a failed attempt's error text before it is stored as lastError and in the history
+   * (where every dashboard and admin API user reads it), logged and reported in events. Default:
+   * core redactErrorText — URL passwords, `password=`-style pairs and bearer credentials become
+   * `***`. Pass `(text) => text` to store the text as thrown. One that throws falls back to the default.
+   */
+  readonly redactError?: (text: string) => string;
   /** Lease of a claim, renewed by heartbeats; executors may override. Default 8 s. */
   readonly leaseMs?: number;
   /** Heartbeat period. Default: a quarter of the shortest lease. */
@@ -102,6 +146,13 @@ export interface AsyncCommandsOptions<Tx = unknown> {
    * purges: give it to one, or to all (a purge of rows already gone deletes nothing).
    */
   readonly retention?: RetentionOptions;
+  /**
+   * Where the store can tell (PostgreSQL, MySQL/MariaDB): a warning in the log once a long
+   * transaction, snapshot or prepared transaction elsewhere has kept the database from cleaning up
+   * the command table for `warnAfterMs` (default 1 min), looked at every `intervalMs` (default
+   * 1 min) by instances that claim; `false` turns it off.
+   */
+  readonly cleanupWatch?: CleanupWatchOptions | false;
   /**
    * Commands submitted on a cron schedule, once per tick across every instance that declares them
    * (see docs/recurring.md). Each instance enqueues the ticks; the table's (schedule, tick) key lets

@@ -2,7 +2,7 @@ import { InvalidArgumentError } from '@asynccmd/core';
 import { SHARED_POOL } from './executor-registry.js';
 import { WorkPool, type PoolOptions, type PoolState } from './work-pool.js';
 
-/** The shared pool plus the isolated pools executors name (seed §6: slow work never starves fast work). */
+/** The shared pool plus the isolated pools executors name (so slow work never starves fast work). */
 export class PoolSet {
   readonly #pools = new Map<string, WorkPool>();
 

@@ -1,4 +1,4 @@
-import type { Clock, CommandStore, TokenSource } from '@asynccmd/core';
+import type { ClaimDueParams, ClaimedCommand, Clock, CommandStore, TokenSource } from '@asynccmd/core';
 import { AdaptiveQueue } from './adaptive-queue.js';
 import { MAX_OUTCOME_BATCH } from './outcome-writer.js';
 import type { CommandEvents } from './command-events.js';
@@ -9,6 +9,8 @@ import type { PoolSet } from './pool-set.js';
 import type { PoolState, WorkPool } from './work-pool.js';
 import { outageDelayMs, type StoreOutage } from './store-outage.js';
 import type { DeclaredTypeLimits } from './type-limits.js';
+import type { DeclaredKeyLimits, DeclaredKeyRateLimits } from './key-limits.js';
+import { MIN_RATE_WAKE_MS, type DeclaredRateLimits } from './rate-limits.js';
 import type { PausedTypes } from './type-pauses.js';
 import { WakeSignal, type WakeReason } from './wake-signal.js';
 
@@ -37,6 +39,12 @@ export interface SchedulerDeps {
   readonly typeLimits: DeclaredTypeLimits;
   /** Types paused for every instance: left out of every claim. */
   readonly pausedTypes: PausedTypes;
+  /** The `rateLimits` option: each claim of these types spends a token of its bucket. */
+  readonly rateLimits: DeclaredRateLimits;
+  /** The `keyLimits` option: claims of these types stay within each key's stored limit. */
+  readonly keyLimits?: DeclaredKeyLimits;
+  /** The `keyRateLimits` option: claims of these types spend their keys' tokens. */
+  readonly keyRateLimits?: DeclaredKeyRateLimits;
 }
 
 export interface RoundResult {
@@ -113,6 +121,8 @@ export class Scheduler {
   readonly #topUp = new Set<WorkPool>();
   readonly #topUpTimers = new Map<WorkPool, NodeJS.Timeout>();
   #unsubscribe: (() => Promise<void>) | null = null;
+  /** The wake-up armed for a rate-limited type's next token, if any. */
+  #tokenWake: { readonly at: number; readonly timer: NodeJS.Timeout } | null = null;
   /**
    * Commands of ordering keys that succeeded here since the last round began (see `freed`), and
    * whether any other wake-up came meanwhile: a round woken by freed keys alone is sized by them.
@@ -190,13 +200,31 @@ export class Scheduler {
         now ??= clock.now();
         if (pool) this.#disarmTopUp(pool); // claiming for it now; if still short, re-armed below
         const claimStarted = performance.now();
-        const params = { types, limit, now, token: tokens.next(), leaseMs, instance };
+        const keyedTypes = this.deps.keyLimits?.among(types) ?? null;
+        if (keyedTypes !== null) await this.deps.keyLimits?.ready();
+        const keyRatedTypes = this.deps.keyRateLimits?.among(types) ?? null;
+        if (keyRatedTypes !== null) await this.deps.keyRateLimits?.ready();
+        const params = {
+          types,
+          limit,
+          now,
+          token: tokens.next(),
+          leaseMs,
+          instance,
+          ...(keyedTypes === null ? {} : { keyedTypes }),
+          ...(keyRatedTypes === null ? {} : { keyRatedTypes }),
+        };
         const limitedTypes =
           paused.size === 0 || group.limitedTypes === null
             ? group.limitedTypes
             : this.deps.typeLimits.among(types);
-        if (limitedTypes !== null) await this.deps.typeLimits.ready();
-        const rows = await store.claimDue(limitedTypes === null ? params : { ...params, limitedTypes });
+        const rated = this.deps.rateLimits.among(types);
+        let rows: ClaimedCommand[];
+        if (rated === null) {
+          if (limitedTypes !== null) await this.deps.typeLimits.ready();
+          rows = await store.claimDue(limitedTypes === null ? params : { ...params, limitedTypes });
+        } else rows = await this.#claimWithinRates(params, limitedTypes, rated);
+        if (keyRatedTypes !== null) this.#wakeForKeyTokens(keyRatedTypes, rows, limit);
         const claimMs = performance.now() - claimStarted;
         if (pool) pool.claimTook(claimMs);
         else this.#inline?.claimTook(claimMs);
@@ -210,7 +238,7 @@ export class Scheduler {
         full ||= group.hungry && !capped;
         for (const row of rows) {
           // Claimed for the pool's free places: it queues them all (SCHEDULED: run here).
-          const run = dispatcher.dispatch(runner.track(row, 'poll'), pool !== null);
+          const run = dispatcher.dispatch(runner.track(row, 'poll', claimStarted), pool !== null);
           if (run) here.push(run);
         }
       }
@@ -227,6 +255,86 @@ export class Scheduler {
     const durationMs = performance.now() - began;
     if (events.listensTo('round')) events.emit({ kind: 'round', claimed, reclaimed, durationMs });
     return { reclaimed, claimed, full, starved };
+  }
+
+  /**
+   * A group's claim when some of its types have a rate limit: each of those alone, for as many as
+   * its bucket grants of what the round would claim (within its type limit too), the unused tokens
+   * given back; then the other types, claimed as always, for what is left. A type that ran out of
+   * tokens with work probably waiting wakes the loop when its next token is due.
+   */
+  async #claimWithinRates(
+    params: ClaimDueParams,
+    limitedTypes: readonly string[] | null,
+    rated: readonly string[],
+  ): Promise<ClaimedCommand[]> {
+    const { store, rateLimits, typeLimits, tokens } = this.deps;
+    const claimed: ClaimedCommand[] = [];
+    for (const type of rated) {
+      const want = params.limit - claimed.length;
+      if (want <= 0) return claimed;
+      const grant = await rateLimits.take(type, want);
+      if (grant.granted === 0) {
+        // Empty: spent here or elsewhere, so the type is being claimed. Try again once it refills.
+        if (grant.nextTokenInMs !== null) this.#wakeForToken(grant.nextTokenInMs);
+        continue;
+      }
+      const limited = limitedTypes?.includes(type) === true;
+      let rows: ClaimedCommand[];
+      try {
+        if (limited) await typeLimits.ready();
+        rows = await store.claimDue({
+          ...params,
+          types: [type],
+          limit: grant.granted,
+          // A token of its own: the claim's rows are read back by token where the store does so.
+          token: tokens.next(),
+          ...(limited ? { limitedTypes: [type] } : {}),
+        });
+      } catch (error) {
+        await rateLimits.giveBack(type, grant.granted, grant.takenAt);
+        throw error;
+      }
+      claimed.push(...rows);
+      if (rows.length < grant.granted) {
+        await rateLimits.giveBack(type, grant.granted - rows.length, grant.takenAt);
+      } else if (grant.granted < want && grant.nextTokenInMs !== null) {
+        this.#wakeForToken(grant.nextTokenInMs);
+      }
+    }
+    const others = params.types.filter((t) => !rated.includes(t));
+    if (others.length === 0 || claimed.length >= params.limit) return claimed;
+    const limitedOthers = limitedTypes === null ? null : this.deps.typeLimits.among(others);
+    if (limitedOthers !== null) await typeLimits.ready();
+    const plain = { ...params, types: others, limit: params.limit - claimed.length, token: tokens.next() };
+    claimed.push(
+      ...(await store.claimDue(limitedOthers === null ? plain : { ...plain, limitedTypes: limitedOthers })),
+    );
+    return claimed;
+  }
+
+  /** Wakes the loop in `ms` (at least MIN_RATE_WAKE_MS), unless a wake-up for a token is due sooner. */
+  #wakeForToken(ms: number): void {
+    if (this.#stopping) return;
+    const at = performance.now() + Math.max(ms, MIN_RATE_WAKE_MS);
+    if (this.#tokenWake !== null && this.#tokenWake.at <= at) return;
+    if (this.#tokenWake !== null) clearTimeout(this.#tokenWake.timer);
+    const timer = setTimeout(() => {
+      this.#tokenWake = null;
+      this.wake();
+    }, at - performance.now());
+    this.#tokenWake = { at, timer };
+  }
+
+  /**
+   * A claim of key-rated types that took some of them but fewer than it could: keys are probably
+   * waiting for tokens, so the loop wakes when the next is due (a claim that takes none of them,
+   * a token's interval after one that did, finds nothing waiting: then the poll interval stands).
+   */
+  #wakeForKeyTokens(keyRated: readonly string[], rows: readonly ClaimedCommand[], limit: number): void {
+    if (rows.length >= limit || !rows.some((r) => keyRated.includes(r.type))) return;
+    const intervalMs = this.deps.keyRateLimits?.tokenIntervalMs(keyRated);
+    if (intervalMs !== undefined && intervalMs !== null) this.#wakeForToken(intervalMs);
   }
 
   /** SCHEDULED commands a round claims now: adaptive, at most as many as one outcome write takes. */
@@ -291,6 +399,8 @@ export class Scheduler {
     this.#stopping = true;
     this.#wake.wake();
     this.#disarmTopUps();
+    if (this.#tokenWake !== null) clearTimeout(this.#tokenWake.timer);
+    this.#tokenWake = null;
     await this.#loop;
     await this.#inlineWrites; // the last round's outcomes
     this.#loop = null;

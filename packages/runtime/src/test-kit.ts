@@ -1,6 +1,6 @@
 // @asynccmd/runtime/test-kit: for test kits (such as @asynccmd/testing) that run claimed commands
 // themselves, inline and one at a time, instead of through a started runtime's scheduler and pools.
-import { DEFAULT_MAX_RESULT_BYTES } from '@asynccmd/core';
+import { redactErrorText, LIMITS } from '@asynccmd/core';
 import type {
   ClaimedCommand,
   Clock,
@@ -9,6 +9,7 @@ import type {
   ExecutionInterceptor,
   Logger,
 } from '@asynccmd/core';
+import type { ExecutorTransactions } from './attempt-transaction.js';
 import { CommandEvents } from './command-events.js';
 import { CommandRunner } from './command-runner.js';
 import type { ExecutorRegistry } from './executor-registry.js';
@@ -28,7 +29,17 @@ export interface InlineRunnerOptions<Tx = unknown> {
   readonly interceptors?: readonly ExecutionInterceptor[];
   /** The largest result `ctx.setResult` takes (as the runtime's option). */
   readonly maxResultBytes?: number;
+  /** Rewrites a failure's error text before it is stored (as the runtime's option; default core redactErrorText). */
+  readonly redactError?: (text: string) => string;
+  /**
+   * The client of the runtime whose registry this is (`commands.client`): a transactional
+   * executor's attempt runs in its transaction, with submits in it, and its SUCCESS commits with
+   * them. Without it, a transactional attempt fails.
+   */
+  readonly client?: ExecutorTransactions;
 }
+
+export type { ExecutorTransactions };
 
 /** One attempt under way. */
 export interface InlineAttempt {
@@ -66,6 +77,7 @@ export function createInlineRunner<Tx>(options: InlineRunnerOptions<Tx>): Inline
   const events = new CommandEvents(options.logger);
   const outage = new StoreOutage(events, options.logger);
   const outcomes = new OutcomeWriter(store, outage);
+  const client = options.client;
   const runner = new CommandRunner({
     store,
     registry: options.registry,
@@ -77,13 +89,16 @@ export function createInlineRunner<Tx>(options: InlineRunnerOptions<Tx>): Inline
     leases: new LeaseKeeper(store, outage, 1_000),
     outcomes,
     outage,
-    maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+    maxResultBytes: options.maxResultBytes ?? LIMITS.defaultResultBytes,
+    redactError: options.redactError ?? redactErrorText,
     // A test kit drains in rounds: a requeued claim let go of is claimed in the next one.
     onClaimable: () => undefined,
+    transactions: client === undefined ? null : () => client,
   });
   return {
     start(command) {
-      const execution = runner.track(command, 'poll');
+      // Claimed just before (the kit's drains start what they claim at once).
+      const execution = runner.track(command, 'poll', performance.now());
       return {
         settled: runner.execute(execution, 'inline'),
         timeoutMs: execution.entry.timeoutMs,
@@ -91,6 +106,9 @@ export function createInlineRunner<Tx>(options: InlineRunnerOptions<Tx>): Inline
       };
     },
     on: (listener) => events.on(listener),
-    giveUp: () => outcomes.giveUp(),
+    giveUp: () => {
+      outcomes.giveUp();
+      runner.giveUp();
+    },
   };
 }

@@ -1,5 +1,5 @@
-import type { CommandStore, PausedType, TypePauseStore } from '@asynccmd/core';
-import { typePausesOf } from './ops/type-pauses-view.js';
+import { requireStoredType, type CommandStore, type PausedType, type TypePauseStore } from '@asynccmd/core';
+import { requireKnownType, typePausesOf } from './ops/type-pauses-view.js';
 import type { StoreOutage } from './store-outage.js';
 import { PeriodicService, type RunOutcome } from './services/periodic-service.js';
 
@@ -105,6 +105,8 @@ export interface TypePauseEffects {
   readonly changed: (type: string, paused: boolean) => void;
   /** A type was resumed: claim rounds here and (where the store can tell them) on other instances. */
   readonly resumed: () => void;
+  /** The types a pause may name (the executors' and submit-only ones): any other is UNKNOWN_COMMAND_TYPE. */
+  readonly knownTypes: () => readonly string[];
 }
 
 /**
@@ -125,9 +127,11 @@ export class TypePauses {
 
   /**
    * Pauses `type`; false when it was paused already (its time and reason stay). INVALID_ARGUMENT
-   * for a type that is not 1–128 characters without NUL, or a reason over 1,000 characters.
+   * for a type that is not 1–128 characters without NUL, or a reason over 1,000 characters;
+   * UNKNOWN_COMMAND_TYPE for one this runtime neither executes nor submits (`submitOnlyTypes`).
    */
   async pause(type: string, reason?: string | null): Promise<boolean> {
+    requireKnownType(requireStoredType('a type pause', type), this.#effects.knownTypes());
     const changed = await this.#pauses().pause(type, reason);
     this.#effects.changed(type, true);
     return changed;

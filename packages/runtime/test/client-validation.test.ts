@@ -105,6 +105,26 @@ describe('client validation: the limits every store holds to', () => {
     expect(inserted).toEqual([]);
   });
 
+  it('refuses a Date in a payload, and a payload type holding one does not compile', async () => {
+    // @ts-expect-error — a Date would reach the executor as a string
+    defineExecutor<'at.date', { at: Date }>({ type: 'at.date', execute: () => undefined });
+    // @ts-expect-error — however it is nested, optional or in a union
+    defineExecutor<'at.list', { items: { at?: Date | string }[] }>({
+      type: 'at.list',
+      execute: () => undefined,
+    });
+    defineExecutor<'at.text', { at: string; note?: string; raw: unknown }>({
+      type: 'at.text',
+      execute: () => undefined,
+    });
+    const { client, inserted } = setup();
+    const dated = { ...order, at: new Date(0) } as typeof order;
+    await expect(client.submit({}, 'order.notify', dated)).rejects.toThrow(
+      /\$\.at is a Date, which JSON turns into a string: send at\.toISOString\(\)/,
+    );
+    expect(inserted).toEqual([]);
+  });
+
   it('refuses oversized headers, NUL in bizKey or owner, and a runAt outside years 1000-9999', async () => {
     const { client, inserted } = setup();
     for (const options of [

@@ -58,7 +58,9 @@ function wire(store: CommandStore, registry: ExecutorRegistry, pools: PoolSet) {
     leases,
     outcomes: new OutcomeWriter(store, outage),
     outage,
+    transactions: null,
     maxResultBytes: 65_536,
+    redactError: (text) => text,
     onClaimable: () => undefined,
   });
   return { events, leases, runner, dispatcher: new Dispatcher(pools) };
@@ -83,14 +85,16 @@ describe('Dispatcher', () => {
     const runners: string[] = [];
     events.onKind('started', (e) => runners.push(`${e.command.id}:${e.runner}`));
 
-    expect(dispatcher.dispatch(runner.track(claimedRow('1', 'inline'), 'poll'))).toMatchObject({
+    expect(
+      dispatcher.dispatch(runner.track(claimedRow('1', 'inline'), 'poll', performance.now())),
+    ).toMatchObject({
       runner: 'inline',
     });
-    expect(dispatcher.dispatch(runner.track(claimedRow('2', 'slow'), 'poll'))).toBeNull();
-    const callerRuns = dispatcher.dispatch(runner.track(claimedRow('3', 'slow'), 'poll'));
+    expect(dispatcher.dispatch(runner.track(claimedRow('2', 'slow'), 'poll', performance.now()))).toBeNull();
+    const callerRuns = dispatcher.dispatch(runner.track(claimedRow('3', 'slow'), 'poll', performance.now()));
     expect(callerRuns).toMatchObject({ runner: 'caller' });
     // The slow pool being full does not touch the shared pool.
-    expect(dispatcher.dispatch(runner.track(claimedRow('4', 'fast'), 'poll'))).toBeNull();
+    expect(dispatcher.dispatch(runner.track(claimedRow('4', 'fast'), 'poll', performance.now()))).toBeNull();
     const ran = callerRuns && runner.execute(callerRuns.execution, callerRuns.runner);
     expect(runners).toEqual(['2:pool:slow', '4:pool:shared', '3:caller']);
     openGate();
@@ -114,8 +118,8 @@ describe('Dispatcher', () => {
     const { events, leases, runner, dispatcher } = wire(store, registry, pools);
     const started: string[] = [];
     events.onKind('started', (e) => started.push(e.command.id));
-    expect(dispatcher.dispatch(runner.track(claimedRow('1', 'slow'), 'poll'))).toBeNull();
-    expect(dispatcher.dispatch(runner.track(claimedRow('2', 'slow'), 'poll'))).toBeNull(); // queued
+    expect(dispatcher.dispatch(runner.track(claimedRow('1', 'slow'), 'poll', performance.now()))).toBeNull();
+    expect(dispatcher.dispatch(runner.track(claimedRow('2', 'slow'), 'poll', performance.now()))).toBeNull(); // queued
     const fenced: string[] = [];
     events.onKind('fenced', (e) => fenced.push(`${e.command.id}:${e.outcome}`));
     await leases.beat(); // the store says neither claim holds any more

@@ -30,7 +30,7 @@ const fn = () => 100;
 const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[]])[] = [
   ['store', [undefined, null, {}, 'postgres://db', { insert: () => [] }]],
   ['executors', ['order.ship', {}, [null], [42]]],
-  ['submitOnlyTypes', ['report.render', [''], [42], ['x'.repeat(65)], ['a\u0000b']]],
+  ['submitOnlyTypes', ['report.render', [''], [42], ['x'.repeat(129)], ['a\u0000b']]],
   ['clock', [null, {}, () => new Date(), { now: 5 }]],
   ['tokens', [null, {}, () => 'token']],
   ['logger', [null, console.log, { info: fn, warn: fn, error: fn }]],
@@ -42,6 +42,24 @@ const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[
   ['defaultMaxRetry', [-1, 1.5, 1001, NaN, '5']],
   ['typePriorities', [null, 5, [1], { a: 1.5 }, { a: 32768 }, { a: '1' }]],
   ['typeLimits', [null, 5, [1], { a: 0 }, { a: -1 }, { a: 1.5 }, { a: 100_001 }, { a: '2' }, { '': 1 }]],
+  [
+    'rateLimits',
+    [
+      null,
+      5,
+      [1],
+      { a: 5 },
+      { a: { maxStarts: 1, periodMs: 1_000 } },
+      { a: { maxStarts: 0, periodMs: 1_000 } },
+      { a: { maxStarts: 2.5, periodMs: 1_000 } },
+      { a: { maxStarts: 10, periodMs: 0 } },
+      { a: { maxStarts: 10, periodMs: 8 * 86_400_000 } },
+      { a: { maxStarts: 10, periodMs: 1_000, burst: 0 } },
+      { a: { maxStarts: 10, periodMs: 1_000, burst: 10 } },
+      { a: { maxStarts: 10, periodMs: 1_000, perMinute: 1 } },
+      { '': { maxStarts: 10, periodMs: 1_000 } },
+    ],
+  ],
   ['backoff', [fn, null, {}, { delayMs: 100 }, exponentialBackoff]],
   ['leaseMs', [0, 199, 1000.5, NaN, 2 ** 31, '8000']],
   ['heartbeatIntervalMs', [0, 9, 10.5, 8_000, 60_000, NaN, '2000']],
@@ -114,7 +132,7 @@ const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[
 
 /** Each option of an executor with values it must refuse. */
 const BAD_EXECUTOR_OPTIONS: readonly (readonly [option: string, values: readonly unknown[]])[] = [
-  ['type', [undefined, '', 42, 'x'.repeat(65), 'order\u0000ship']],
+  ['type', [undefined, '', 42, 'x'.repeat(129), 'order\u0000ship']],
   ['execute', [undefined, 'run']],
   ['mode', ['FAST', 1]],
   ['pool', [42, 'undeclared']],
@@ -122,6 +140,7 @@ const BAD_EXECUTOR_OPTIONS: readonly (readonly [option: string, values: readonly
   ['backoff', [fn, { delayMs: 1 }]],
   ['timeoutMs', [0, NaN, 2 ** 31, '100']],
   ['leaseMs', [199, 1000.5, 2 ** 31]],
+  ['transactional', ['yes', 1, null]],
 ];
 
 describe('options are validated when the runtime is built', () => {
@@ -151,6 +170,7 @@ describe('options are validated when the runtime is built', () => {
         reclaimBatchSize: 100,
         maxRescues: 0,
         typeLimits: { 'order.ship': 2 },
+        rateLimits: { 'order.ship': { maxStarts: 100, periodMs: 60_000, burst: 5 } },
         retention: { olderThanMs: 7 * 86_400_000, includeDead: true, batchSize: 500, intervalMs: 600_000 },
       }),
     ).toBeNull();
@@ -164,6 +184,15 @@ describe('options are validated when the runtime is built', () => {
       typeLimits: { 'order.ship': 2 },
     });
     expect(r).toEqual({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('`typeLimits`') });
+  });
+
+  it('refuses `rateLimits` on a store that keeps none', () => {
+    const r = refusal({
+      ...good(),
+      store: stubStore({ rateLimits: undefined }),
+      rateLimits: { 'order.ship': { maxStarts: 100, periodMs: 60_000 } },
+    });
+    expect(r).toEqual({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('`rateLimits`') });
   });
 
   it('refuses options that are not an object', () => {
@@ -203,6 +232,41 @@ describe('options are validated when the runtime is built', () => {
       code: 'INVALID_ARGUMENT',
       message: expect.stringContaining('`pool`'),
     });
+  });
+
+  it('refuses a transactional executor on a store that cannot complete in transactions, naming the executor', () => {
+    const transactional = { ...executor, transactional: true };
+    expect(refusal({ ...good(), executors: [transactional] })).toEqual({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/"order\.ship" is transactional.*the stub store does not/),
+    });
+    const completing = stubStore({
+      transactionalCompletion: {
+        complete: async () => true,
+        succeededUnder: async () => false,
+        isTransient: () => false,
+      },
+    });
+    expect(refusal({ store: completing, executors: [transactional] })).toBeNull();
+    // An ORM bridge's opener needs a completion through an SqlExecutor.
+    const opener = { kind: 'transaction-opener', transaction: async () => undefined };
+    const throughOrm = { ...executor, transactional: opener };
+    expect(refusal({ store: completing, executors: [throughOrm] })).toEqual({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/"order\.ship" runs in an ORM's transaction.*the stub store cannot/),
+    });
+    const throughExecutors = stubStore({
+      transactionalCompletion: {
+        complete: async () => true,
+        succeededUnder: async () => false,
+        isTransient: () => false,
+        throughSqlExecutor: true,
+      },
+    });
+    expect(refusal({ store: throughExecutors, executors: [throughOrm] })).toBeNull();
+    expect(refusal({ ...good(), executors: [{ ...executor, transactional: { kind: 'other' } }] })?.code).toBe(
+      'INVALID_ARGUMENT',
+    );
   });
 
   it('refuses an option it does not know (a misspelt one would silently keep its default)', () => {

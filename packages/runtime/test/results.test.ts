@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_RESULT_BYTES, type CommandId, type CommandRecord, type ExecutionMode } from '@asynccmd/core';
+import { type CommandId, type CommandRecord, type ExecutionMode, LIMITS } from '@asynccmd/core';
 import { createAsyncCommands, defineExecutor, type ExecutionContext } from '../src/index.js';
 import { openTempSqlite, type TempSqlite } from './ops/support.js';
 
@@ -140,7 +140,7 @@ describe('executor results (ctx.setResult), on SQLite', () => {
 
   it('refuses a maxResultBytes outside 1..MAX_RESULT_BYTES when the runtime is built', async () => {
     db = await openTempSqlite();
-    for (const maxResultBytes of [0, MAX_RESULT_BYTES + 1, 1.5, '64' as unknown as number]) {
+    for (const maxResultBytes of [0, LIMITS.resultBytes + 1, 1.5, '64' as unknown as number]) {
       expect(() => createAsyncCommands({ store: db.store, executors: [], maxResultBytes })).toThrow(
         expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
       );

@@ -69,7 +69,7 @@ describe('Scheduler refills', () => {
     // refillAt defaults to 2; no top-up within the test, so only the threshold can explain a claim.
     // No queue: an adaptive one sized from times measured on a loaded machine would move refillAt.
     const t = backlogRuntime({ concurrency: 4, queueSize: 0, refillWaitMs: 600_000 });
-    expect(t.runtime.pools.get('shared').refillAt).toBe(2);
+    expect(t.runtime.state().scheduler.pools.find((p) => p.name === 'shared')?.refillAt).toBe(2);
     t.runtime.start();
     await until(() => t.gates.size === 4);
     expect(t.limits).toEqual([4]); // a full round, but no room left: no further claim
@@ -87,7 +87,7 @@ describe('Scheduler refills', () => {
     await until(() => t.succeeded() === 3);
     await settle();
     expect(t.limits).toEqual([4, 2]);
-    t.runtime.scheduler.wake(); // a local submit or a store wake-up: latency first
+    t.runtime.wake(); // a local submit or a store wake-up: latency first
     await until(() => t.gates.size === 4);
     expect(t.limits).toEqual([4, 2, 1]);
     await t.runtime.stop({ timeoutMs: 100 });
@@ -109,7 +109,11 @@ describe('Scheduler refills', () => {
     t.runtime.start();
     await until(() => t.gates.size === 2);
     expect(t.limits).toEqual([4]);
-    expect(t.runtime.pools.get('shared').state()).toMatchObject({ active: 2, queued: 2, free: 0 });
+    expect(t.runtime.state().scheduler.pools.find((p) => p.name === 'shared')).toMatchObject({
+      active: 2,
+      queued: 2,
+      free: 0,
+    });
     t.open('1');
     await until(() => t.gates.size === 2 && t.succeeded() === 1); // a queued one took the slot
     await settle();
@@ -117,7 +121,11 @@ describe('Scheduler refills', () => {
     t.open('2');
     await until(() => t.limits.length === 2);
     expect(t.limits).toEqual([4, 2]);
-    expect(t.runtime.pools.get('shared').state()).toMatchObject({ active: 2, queued: 2, free: 0 });
+    expect(t.runtime.state().scheduler.pools.find((p) => p.name === 'shared')).toMatchObject({
+      active: 2,
+      queued: 2,
+      free: 0,
+    });
     await t.runtime.stop({ timeoutMs: 100 });
   });
 

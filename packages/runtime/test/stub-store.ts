@@ -20,7 +20,17 @@ export function stubStore(overrides: Partial<CommandStore>): CommandStore {
         };
       }
       // Optional parts of the port: absent unless stubbed.
-      if (['wakeups', 'revocations', 'schedules', 'typePauses', 'migrationScript', 'then'].includes(prop))
+      if (
+        [
+          'wakeups',
+          'revocations',
+          'schedules',
+          'typePauses',
+          'transactionalCompletion',
+          'migrationScript',
+          'then',
+        ].includes(prop)
+      )
         return undefined;
       return missing(prop);
     },
@@ -63,6 +73,7 @@ export function claimedRow(
     startedAt: now,
     finishedAt: null,
     result: null,
+    progress: null,
     ...overrides,
   };
 }

@@ -3,7 +3,8 @@ import Database from 'better-sqlite3';
 import type { CommandStore } from '@asynccmd/core';
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
 import type { AsyncCommands } from '../src/index.js';
-import { checkHealth, createAsyncCommands, defineExecutor, PAUSED_TYPES_REFRESH_MS } from '../src/index.js';
+import { checkHealth, createAsyncCommands, defineExecutor } from '../src/index.js';
+import { PAUSED_TYPES_REFRESH_MS } from '../src/type-pauses.js';
 import { openTempSqlite, type TempSqlite } from './ops/support.js';
 
 type Types = { 't.mail': { n: number }; 't.other': { n: number }; 't.now': { n: number } };
@@ -143,11 +144,32 @@ describe('type pauses (runtime.typePauses), two instances on one SQLite file', (
     expect(await code(a.typePauses.pause('t\u0000mail'))).toBe('INVALID_ARGUMENT');
     expect(await code(a.typePauses.resume(42 as unknown as string))).toBe('INVALID_ARGUMENT');
     expect(await a.typePauses.list()).toEqual([]);
-    // A type no executor here runs may be paused: another service may run it.
-    expect(await a.typePauses.pause("elsewhere'); DROP TABLE async_command; --")).toBe(true);
-    expect((await a.typePauses.list()).map((p) => p.type)).toEqual([
-      "elsewhere'); DROP TABLE async_command; --",
-    ]);
+  });
+
+  it('refuses to pause a type it neither executes nor submits; takes a submit-only one, and resumes any', async () => {
+    db = await openTempSqlite();
+    const a = instance([]) as AsyncCommands<Types>;
+    const refused = await a.typePauses.pause('t.mial').then(
+      () => null,
+      (e: { code?: string; message?: string }) => e,
+    );
+    expect(refused).toMatchObject({
+      code: 'UNKNOWN_COMMAND_TYPE',
+      message: expect.stringContaining('t.mail'),
+    });
+    expect(await a.typePauses.list()).toEqual([]);
+    // Another service's type, named in submitOnlyTypes, is known here: hostile text is only text.
+    const hostile = "elsewhere'); DROP TABLE async_command; --";
+    const submitter = createAsyncCommands({
+      store: createSqliteStore({ filename: db.file }),
+      executors: [],
+      submitOnlyTypes: [hostile],
+    });
+    opened.push(submitter);
+    expect(await submitter.typePauses.pause(hostile)).toBe(true);
+    expect((await a.typePauses.list()).map((p) => p.type)).toEqual([hostile]);
+    // A pause made where types are not known (the CLI) can be lifted anywhere.
+    expect(await a.typePauses.resume(hostile)).toBe(true);
   });
 
   it('stops at once when stopped right after start, before the first read of the paused types', async () => {

@@ -1,41 +1,20 @@
-import {
-  ADMIN_TRANSITIONS,
-  CommandNotFoundError,
-  InvalidArgumentError,
-  requireScheduleName,
-  ScheduleNotFoundError,
-  silentLogger,
-  type AdminTransition,
-  type CommandStore,
-  type Logger,
-} from '@asynccmd/core';
-import * as E from 'fp-ts/lib/Either.js';
+import { InvalidArgumentError, silentLogger, type CommandStore, type Logger } from '@asynccmd/core';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { applyAdminTransition } from './admin-actions.js';
+import {
+  fixedRoutes,
+  parameterRoute,
+  readJsonBody,
+  type AdminRouteContext,
+  type MetricsSource,
+  type Route,
+} from './admin-routes.js';
 import { bearerMatches, resolveAdminAuth, type AdminAuthOptions } from './auth.js';
 import { createDashboard, type DashboardOptions } from './dashboard/dashboard.js';
-import { createHealthCheck, publicHealthReport, type HealthOptions } from './health.js';
-import { describeHttpError, HttpError, sendJson, sendText } from './http-response.js';
-import {
-  resolvePublicStatusOptions,
-  resolvePublicStatusReference,
-  toPublicStatus,
-  type PublicStatusHandlerOptions,
-  type PublicStatusSettings,
-} from './public-status.js';
+import { createHealthCheck, type HealthOptions } from './health.js';
+import { describeHttpError, HttpError, sendJson } from './http-response.js';
+import { resolvePublicStatusOptions, type PublicStatusHandlerOptions } from './public-status.js';
 import { createRequestGuard, type RequestGuardOptions } from './request-guard.js';
-import {
-  addSchedule,
-  readSchedules,
-  removeSchedule,
-  schedulesOf,
-  setSchedulePaused,
-  toScheduleView,
-} from './schedules-view.js';
-import { readStats } from './stats-view.js';
-import { toStatusListItem, toStatusResource } from './status-resource.js';
-import { readPausedTypes, setTypePaused } from './type-pauses-view.js';
-import { parseListQuery, parseMountPath, parseReason, requireCommandId } from './validation.js';
+import { parseMountPath } from './validation.js';
 
 /** Everything but how callers authenticate (see AdminAuthOptions: a token, or `auth: 'none'`). */
 export interface AdminHandlerSettings extends RequestGuardOptions {
@@ -43,8 +22,9 @@ export interface AdminHandlerSettings extends RequestGuardOptions {
   /**
    * Let anyone holding a link read `GET /status/<reference>`: the status an API client follows
    * after a 202, without error text, addressed by an unguessable reference made with this secret
-   * (build the link with `publicStatusPath`). `GET /commands/:id` stays behind the token. The
-   * command's result is shown there only with `result: true`.
+   * (build the link with `publicStatusPath`), and a workflow's at `GET /status/workflows/<reference>`
+   * (`publicWorkflowStatusPath`). `GET /commands/:id` and `GET /workflows/:id` stay behind the
+   * token. Results are shown there only with `result: true`.
    */
   readonly publicStatus?: PublicStatusHandlerOptions;
   /** Let anyone scrape `GET /metrics`. Default false. `GET /health` is always public, for probes. */
@@ -58,7 +38,8 @@ export interface AdminHandlerSettings extends RequestGuardOptions {
   readonly linkBase?: string;
   readonly health?: HealthOptions;
   /**
-   * The command types `POST /schedules/:name/add` accepts (e.g. the runtime's executors'). Default:
+   * The command types `POST /schedules/:name/add` and `POST /types/:type/pause` accept (e.g. the
+   * runtime's executors'; others are UNKNOWN_COMMAND_TYPE, a 400; a resume takes any). Default:
    * any well-formed type — the handler cannot know which types some instance executes.
    */
   readonly scheduleTypes?: readonly string[];
@@ -80,13 +61,7 @@ export interface AdminHandlerSettings extends RequestGuardOptions {
 
 export type AdminHandlerOptions = AdminHandlerSettings & AdminAuthOptions;
 
-/** What `GET /metrics` serves; the metrics of @asynccmd/runtime/metrics are one. */
-export interface MetricsSource {
-  /** The Content-Type of the text. */
-  readonly contentType: string;
-  /** The Prometheus text exposition. */
-  metrics(): Promise<string>;
-}
+export type { MetricsSource } from './admin-routes.js';
 
 /**
  * A plain Node handler. With `next` (Express/Connect style) it passes on requests outside its
@@ -97,19 +72,6 @@ export type AdminHandler = (
   res: ServerResponse,
   next?: (error?: unknown) => void,
 ) => Promise<void>;
-
-const MAX_BODY_BYTES = 16 * 1024;
-
-type Access = 'public' | 'protected';
-/** What a route knows of its caller: whether they showed the token (always false without one). */
-interface Caller {
-  readonly authenticated: boolean;
-}
-interface Route {
-  readonly method: 'GET' | 'POST';
-  readonly access: Access;
-  readonly handle: (req: IncomingMessage, res: ServerResponse, url: URL, caller: Caller) => Promise<void>;
-}
 
 // Form posts and fetches without a preflight can send no other type (nor none): a page on another
 // origin cannot make a mutation look like JSON.
@@ -133,214 +95,17 @@ export function createAdminHandler(options: AdminHandlerOptions): AdminHandler {
   const health = createHealthCheck(store, options.health, logger);
   const dashboard = createDashboard(options.dashboard, { store, health, linkBase, logger, readJsonBody });
 
-  const showStatus = async (_req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
-    const commandId = requireCommandId(id);
-    const command = await store.get(commandId);
-    if (command === null) throw new CommandNotFoundError(commandId);
-    const view = toStatusResource(command, linkBase);
-    sendJson(res, 200, view, view.terminal ? {} : { 'Retry-After': retryAfter });
+  const context: AdminRouteContext = {
+    store,
+    linkBase,
+    logger,
+    retryAfter,
+    scheduleTypes: options.scheduleTypes ?? null,
+    publicStatus,
   };
-
-  // A forged, foreign or stale reference and a missing command answer alike: nothing to count on.
-  const showPublicStatus = async (
-    res: ServerResponse,
-    reference: string,
-    settings: PublicStatusSettings,
-  ): Promise<void> => {
-    const id = resolvePublicStatusReference(reference, settings.secret);
-    const command = id === null ? null : await store.get(id);
-    if (command === null) throw new HttpError(404, 'NOT_FOUND', 'no such status resource');
-    const selfPath = `${linkBase}/status/${reference}`;
-    const view = toPublicStatus(command, reference, selfPath, settings.showResult);
-    sendJson(res, 200, view, view.terminal ? {} : { 'Retry-After': retryAfter });
-  };
-
-  const transition =
-    (name: AdminTransition) =>
-    async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
-      const commandId = requireCommandId(id);
-      const body = await readJsonBody(req);
-      const allowed = name === 'kill' || name === 'cancel' ? ['reason'] : [];
-      for (const key of Object.keys(body)) {
-        if (!allowed.includes(key)) {
-          throw new InvalidArgumentError(
-            `${name} takes ${allowed.length ? 'only "reason"' : 'no body fields'}, not ${JSON.stringify(key.slice(0, 40))}`,
-          );
-        }
-      }
-      const result = await applyAdminTransition(store, name, commandId, parseReason(body['reason']));
-      if (E.isLeft(result)) throw result.left;
-      logger.info({ commandId, transition: name, status: result.right.status }, 'admin transition');
-      sendJson(res, 200, toStatusResource(result.right, linkBase));
-    };
-
-  // Pause and resume are judged on this process's clock: a resume skips the ticks before it.
-  const scheduleAction =
-    (paused: boolean) =>
-    async (req: IncomingMessage, res: ServerResponse, name: string): Promise<void> => {
-      const body = await readJsonBody(req);
-      const extra = Object.keys(body)[0];
-      if (extra !== undefined) {
-        throw new InvalidArgumentError(
-          `${paused ? 'pause' : 'resume'} takes no body fields, not ${JSON.stringify(extra.slice(0, 40))}`,
-        );
-      }
-      const view = await setSchedulePaused(store, name, paused, new Date());
-      logger.info({ schedule: view.name, paused }, 'admin schedule change');
-      sendJson(res, 200, view);
-    };
-
-  // A type need not be one this process executes: another service may run it.
-  const typeAction =
-    (paused: boolean) =>
-    async (req: IncomingMessage, res: ServerResponse, type: string): Promise<void> => {
-      const body = await readJsonBody(req);
-      const extra = Object.keys(body).find((key) => !paused || key !== 'reason');
-      if (extra !== undefined) {
-        throw new InvalidArgumentError(
-          `${paused ? 'pause takes only "reason"' : 'resume takes no body fields'}, not ${JSON.stringify(extra.slice(0, 40))}`,
-        );
-      }
-      const change = await setTypePaused(store, type, paused, paused ? body['reason'] : undefined);
-      logger.info({ type: change.type, paused, changed: change.changed }, 'admin type pause change');
-      sendJson(res, 200, change);
-    };
-
-  const addScheduleNamed = async (req: IncomingMessage, res: ServerResponse, name: string): Promise<void> => {
-    const body = await readJsonBody(req);
-    if ('name' in body)
-      throw new InvalidArgumentError('the name of a new schedule is in its path, not its body');
-    const view = await addSchedule(store, { ...body, name }, new Date(), options.scheduleTypes ?? null);
-    logger.info({ schedule: view.name, type: view.type, cron: view.cron }, 'admin schedule added');
-    sendJson(res, 201, view);
-  };
-
-  const removeScheduleNamed = async (
-    req: IncomingMessage,
-    res: ServerResponse,
-    name: string,
-  ): Promise<void> => {
-    const extra = Object.keys(await readJsonBody(req))[0];
-    if (extra !== undefined) {
-      throw new InvalidArgumentError(
-        `remove takes no body fields, not ${JSON.stringify(extra.slice(0, 40))}`,
-      );
-    }
-    const result = await removeSchedule(store, name);
-    logger.info({ schedule: result.name }, 'admin schedule removed');
-    sendJson(res, 200, result);
-  };
-
-  const showSchedule = async (res: ServerResponse, name: string): Promise<void> => {
-    const record = await schedulesOf(store).get(requireScheduleName(name));
-    if (record === null) throw new ScheduleNotFoundError(name);
-    sendJson(res, 200, toScheduleView(record, new Date()));
-  };
-
-  const fixed = new Map<string, Route>(
-    Object.entries({
-      '/health': {
-        method: 'GET',
-        access: 'public',
-        handle: async (_req, res, _url, caller) => {
-          const report = await health();
-          sendJson(
-            res,
-            report.status === 'UP' ? 200 : 503,
-            caller.authenticated ? report : publicHealthReport(report),
-          );
-        },
-      },
-      '/metrics': {
-        method: 'GET',
-        access: options.publicMetrics ? 'public' : 'protected',
-        handle: async (_req, res) => {
-          const source = await metrics();
-          sendText(res, 200, source.contentType, await source.metrics());
-        },
-      },
-      '/stats': {
-        method: 'GET',
-        access: 'protected',
-        handle: async (_req, res) => sendJson(res, 200, await readStats(store)),
-      },
-      '/schedules': {
-        method: 'GET',
-        access: 'protected',
-        handle: async (_req, res) => sendJson(res, 200, { items: await readSchedules(store, new Date()) }),
-      },
-      '/types/paused': {
-        method: 'GET',
-        access: 'protected',
-        handle: async (_req, res) => sendJson(res, 200, { items: await readPausedTypes(store) }),
-      },
-      '/commands': {
-        method: 'GET',
-        access: 'protected',
-        handle: async (_req, res, url) => {
-          const query = parseListQuery(url.searchParams);
-          const page = await store.list(query);
-          const next = new URLSearchParams(url.searchParams);
-          if (page.nextCursor !== null) next.set('cursor', page.nextCursor);
-          sendJson(res, 200, {
-            items: page.items.map((c) => toStatusListItem(c, linkBase)),
-            nextCursor: page.nextCursor,
-            links: { next: page.nextCursor === null ? null : `${linkBase}/commands?${next.toString()}` },
-          });
-        },
-      },
-    } satisfies Record<string, Route>),
-  );
-
-  const route = (path: string): Route | undefined => {
-    const known = fixed.get(path) ?? dashboard?.route(path);
-    if (known !== undefined) return known;
-    const reference = /^\/status\/([^/]+)$/.exec(path);
-    if (reference !== null && publicStatus !== null) {
-      const text = decodeSegment(reference[1] ?? '');
-      return {
-        method: 'GET',
-        access: 'public',
-        handle: (_req, res) => showPublicStatus(res, text, publicStatus),
-      };
-    }
-    const schedule = /^\/schedules\/([^/]+)(?:\/(pause|resume|add|remove))?$/.exec(path);
-    if (schedule !== null) {
-      const name = decodeSegment(schedule[1] ?? '');
-      const action = schedule[2];
-      if (action === undefined) {
-        return { method: 'GET', access: 'protected', handle: (_req, res) => showSchedule(res, name) };
-      }
-      const act =
-        action === 'add'
-          ? addScheduleNamed
-          : action === 'remove'
-            ? removeScheduleNamed
-            : scheduleAction(action === 'pause');
-      return { method: 'POST', access: 'protected', handle: (req, res) => act(req, res, name) };
-    }
-    const typed = /^\/types\/([^/]+)\/(pause|resume)$/.exec(path);
-    if (typed !== null) {
-      const segment = typed[1] ?? '';
-      const act = typeAction(typed[2] === 'pause');
-      return {
-        method: 'POST',
-        access: 'protected',
-        // Decoded only once the caller is known: a stranger learns nothing from a 400.
-        handle: (req, res) => act(req, res, decodeTextSegment('type', segment)),
-      };
-    }
-    const m = /^\/commands\/([^/]+)(?:\/([^/]+))?$/.exec(path);
-    if (m === null) return undefined;
-    const id = decodeSegment(m[1] ?? '');
-    const action = m[2];
-    if (action === undefined) {
-      return { method: 'GET', access: 'protected', handle: (req, res) => showStatus(req, res, id) };
-    }
-    if (!(ADMIN_TRANSITIONS as readonly string[]).includes(action)) return undefined;
-    const act = transition(action as AdminTransition);
-    return { method: 'POST', access: 'protected', handle: (req, res) => act(req, res, id) };
-  };
+  const fixed = fixedRoutes(context, health, metrics, options.publicMetrics === true);
+  const route = (path: string): Route | undefined =>
+    fixed.get(path) ?? dashboard?.route(path) ?? parameterRoute(context, path);
 
   return async (req, res, next) => {
     let url: URL;
@@ -397,27 +162,6 @@ function respondError(res: ServerResponse, e: unknown, logger: Logger): void {
   sendJson(res, answer.status, answer.body, answer.headers);
 }
 
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    // Not even text: parseCommandId will refuse it with a 400.
-    return segment;
-  }
-}
-
-/**
- * A path segment that is free text (a type may hold any character, '/' as %2F): a bad encoding is
- * refused, never taken as the literal text it failed to decode.
- */
-function decodeTextSegment(what: string, segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new InvalidArgumentError(`the ${what} in the path is not percent-encoded UTF-8`);
-  }
-}
-
 /**
  * What `GET /metrics` serves. Without `metrics` given, the store gauges of
  * @asynccmd/runtime/metrics, made on the first scrape: prom-client is loaded only when metrics are
@@ -445,33 +189,4 @@ function metricsLoader(
         );
       },
     ));
-}
-
-/** An optional JSON object body, at most 16 KiB. */
-async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > MAX_BODY_BYTES) {
-    throw new HttpError(413, 'BODY_TOO_LARGE', `request body over ${MAX_BODY_BYTES} bytes`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > MAX_BODY_BYTES)
-      throw new HttpError(413, 'BODY_TOO_LARGE', `request body over ${MAX_BODY_BYTES} bytes`);
-    chunks.push(buf);
-  }
-  const text = Buffer.concat(chunks).toString('utf8').trim();
-  if (text === '') return {};
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new InvalidArgumentError('request body is not JSON');
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new InvalidArgumentError('request body must be a JSON object');
-  }
-  return body as Record<string, unknown>;
 }

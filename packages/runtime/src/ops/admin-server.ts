@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@asynccmd/core';
+import { InvalidArgumentError, requireInt } from '@asynccmd/core';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminHandler, type AdminHandlerOptions } from './admin-handler.js';
@@ -10,7 +10,23 @@ export type AdminServerOptions = AdminHandlerOptions & {
   readonly host?: string;
   /** Default 0: a free port (read it from the result). */
   readonly port?: number;
+  /**
+   * How long a client may take to send a whole request, headers and body, in ms; then it gets a
+   * 408 and the connection is closed. Default ADMIN_REQUEST_TIMEOUT_MS (10 s): admin requests are
+   * a few hundred bytes, so a slow one holds a connection for no good reason. Its headers must be
+   * in within the same time (at most ADMIN_HEADERS_TIMEOUT_MS).
+   */
+  readonly requestTimeoutMs?: number;
 };
+
+/** Default of `requestTimeoutMs`. Node's own is 300 s, for uploads an admin API never takes. */
+export const ADMIN_REQUEST_TIMEOUT_MS = 10_000;
+/** The longest the request headers may take (Node's own is 60 s). */
+export const ADMIN_HEADERS_TIMEOUT_MS = 5_000;
+/** An idle kept-alive connection is closed after this (Node's default). */
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** How often Node looks for requests past their time: its default, 30 s, would let one run that long over. */
+const TIMEOUT_CHECK_INTERVAL_MS = 250;
 
 export interface AdminServer {
   /** e.g. 'http://127.0.0.1:41234' (plus the prefix, when there is one). */
@@ -44,8 +60,22 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         'pass `token` (clients then send "Authorization: Bearer <token>") or listen on 127.0.0.1',
     );
   }
+  const requestTimeoutMs = requireInt(
+    'requestTimeoutMs',
+    options.requestTimeoutMs ?? ADMIN_REQUEST_TIMEOUT_MS,
+    100,
+    300_000,
+  );
   const handler = createAdminHandler(options);
-  const server = createServer((req, res) => void handler(req, res));
+  const server = createServer(
+    {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: Math.min(ADMIN_HEADERS_TIMEOUT_MS, requestTimeoutMs),
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, requestTimeoutMs),
+    },
+    (req, res) => void handler(req, res),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -66,7 +96,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     options.logger?.info(
       { url, auth: 'token' },
       `asynccmd admin API listening on ${url}; a bearer token is required except for /health` +
-        `${options.publicStatus ? ', /status/<reference>' : ''}${options.publicMetrics ? ', /metrics' : ''}`,
+        `${options.publicStatus ? ', /status/<reference>, /status/workflows/<reference>' : ''}${options.publicMetrics ? ', /metrics' : ''}`,
     );
   }
   return {

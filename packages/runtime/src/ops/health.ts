@@ -2,6 +2,7 @@ import {
   describeFailure,
   InvalidArgumentError,
   silentLogger,
+  type CleanupHorizon,
   type CommandStore,
   type HealthProbe,
   type Logger,
@@ -11,7 +12,7 @@ import { formatDuration } from './duration.js';
 
 export interface HealthOptions {
   /**
-   * DOWN while any dead letter exists (seed §5: a command that exhausted its retries must be seen,
+   * DOWN while any dead letter exists (a command that exhausted its retries must be seen,
    * and swallowing it silently is worse than alerting). Default true.
    */
   readonly deadLettersDown?: boolean;
@@ -25,9 +26,16 @@ export interface HealthOptions {
    * answer, also with 0. Default 1 s.
    */
   readonly cacheMs?: number;
+  /**
+   * A warning (never DOWN) once something has kept the database from cleaning up the command
+   * table's dead rows for longer than this (a long transaction elsewhere, where the store can
+   * tell: PostgreSQL, MySQL/MariaDB); null disables. Default 1 min.
+   */
+  readonly maxCleanupHoldMs?: number | null;
 }
 
 export const DEFAULT_MAX_PENDING_AGE_MS = 15 * 60_000;
+export const DEFAULT_MAX_CLEANUP_HOLD_MS = 60_000;
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DEFAULT_CACHE_MS = 1_000;
 /** Dead letters are counted up to this many: enough to tell "one" from "a flood", and still cheap. */
@@ -47,6 +55,15 @@ export interface HealthReason {
   readonly detail?: string;
 }
 
+/** Worth an operator's attention, never a reason for DOWN. */
+export interface HealthWarning {
+  readonly code: 'CLEANUP_HELD';
+  /** Generic words, safe to show anyone. */
+  readonly message: string;
+  /** Who holds it, in the database's words: the log and callers with the token only. */
+  readonly detail?: string;
+}
+
 export interface HealthReport {
   readonly status: 'UP' | 'DOWN';
   /** Why it is DOWN; empty when UP. */
@@ -61,7 +78,16 @@ export interface HealthReport {
      * makes the report DOWN. null when they could not be read.
      */
     readonly pausedTypes: number | null;
+    /**
+     * How long the oldest transaction, snapshot or slot has kept the database from cleaning up
+     * dead rows (0: nothing holds it); null where the store cannot tell or it could not be read.
+     */
+    readonly cleanupHeldForMs: number | null;
+    /** Dead row versions not cleaned up yet (see CleanupHorizon.deadRows); null when unknown. */
+    readonly deadRows: number | null;
   };
+  /** Empty when nothing needs attention. */
+  readonly warnings: readonly HealthWarning[];
   /**
    * The paused types by name, for the log and callers with the token (public health names no
    * type); `publicHealthReport` drops it.
@@ -76,6 +102,7 @@ interface HealthSettings {
   readonly maxPendingAgeMs: number | null;
   readonly timeoutMs: number;
   readonly cacheMs: number;
+  readonly maxCleanupHoldMs: number | null;
 }
 
 /** Checked once, where the health check is built: a bad option is an INVALID_ARGUMENT, not a surprise later. */
@@ -100,6 +127,10 @@ function resolveHealthOptions(options: HealthOptions | undefined): HealthSetting
         : whole('maxPendingAgeMs', o.maxPendingAgeMs, DEFAULT_MAX_PENDING_AGE_MS, 0),
     timeoutMs: whole('timeoutMs', o.timeoutMs, DEFAULT_TIMEOUT_MS, 1),
     cacheMs: whole('cacheMs', o.cacheMs, DEFAULT_CACHE_MS, 0),
+    maxCleanupHoldMs:
+      o.maxCleanupHoldMs === null
+        ? null
+        : whole('maxCleanupHoldMs', o.maxCleanupHoldMs, DEFAULT_MAX_CLEANUP_HOLD_MS, 0),
   };
 }
 
@@ -115,7 +146,11 @@ export async function checkHealth(store: CommandStore, options?: HealthOptions):
 /** The report without what only the log and callers with the token may see. */
 export function publicHealthReport(report: HealthReport): HealthReport {
   const { pausedTypes: _names, ...rest } = report;
-  return { ...rest, reasons: report.reasons.map(({ code, message }) => ({ code, message })) };
+  return {
+    ...rest,
+    reasons: report.reasons.map(({ code, message }) => ({ code, message })),
+    warnings: report.warnings.map(({ code, message }) => ({ code, message })),
+  };
 }
 
 /**
@@ -156,17 +191,20 @@ async function readHealth(
   let now: Date;
   let probe: HealthProbe;
   let pausedTypes: string[] | null;
+  let cleanup: CleanupHorizon | null;
   try {
     // The database clock, like every lease: the ops process's own clock may be off.
-    [now, probe, pausedTypes] = await withTimeout(async () => {
+    [now, probe, pausedTypes, cleanup] = await withTimeout(async () => {
       const at = await store.now();
-      const [found, paused] = await Promise.all([
+      const [found, paused, horizon] = await Promise.all([
         store.healthProbe({ now: at, deadLetterLimit: HEALTH_DEAD_LETTER_LIMIT }),
         // Pauses are information, not health: unreadable (a table not yet migrated), they are
         // unknown, and the database is still judged by the probe alone.
         store.typePauses?.list().catch(() => null) ?? [],
+        // Likewise the cleanup horizon (a missing privilege makes it unknown, nothing more).
+        s.maxCleanupHoldMs === null ? null : (store.cleanupHorizon?.read().catch(() => null) ?? null),
       ]);
-      return [at, found, paused === null ? null : paused.map((p) => p.type)] as const;
+      return [at, found, paused === null ? null : paused.map((p) => p.type), horizon] as const;
     }, s.timeoutMs);
   } catch (failure) {
     return {
@@ -180,7 +218,15 @@ async function readHealth(
             detail: describeFailure(failure),
           },
         ],
-        checks: { database: 'DOWN', deadLetters: null, oldestPendingAgeMs: null, pausedTypes: null },
+        checks: {
+          database: 'DOWN',
+          deadLetters: null,
+          oldestPendingAgeMs: null,
+          pausedTypes: null,
+          cleanupHeldForMs: null,
+          deadRows: null,
+        },
+        warnings: [],
         checkedAt,
       },
     };
@@ -198,6 +244,20 @@ async function readHealth(
       message: `the oldest due pending command has waited ${formatDuration(age)}, over the limit of ${formatDuration(s.maxPendingAgeMs)}`,
     });
   }
+  const warnings: HealthWarning[] = [];
+  const held = cleanup === null ? null : (cleanup.oldest?.heldForMs ?? 0);
+  if (s.maxCleanupHoldMs !== null && cleanup?.oldest && (held ?? 0) > s.maxCleanupHoldMs) {
+    const { oldest, deadRows } = cleanup;
+    const rows = deadRows === null ? '' : ` (${deadRows} dead row versions waiting)`;
+    warnings.push({
+      code: 'CLEANUP_HELD',
+      message:
+        oldest.heldForMs === null
+          ? `a ${oldest.kind.replace('-', ' ')} keeps the database from cleaning up finished commands${rows}`
+          : `a ${oldest.kind.replace('-', ' ')} has kept the database from cleaning up finished commands for ${formatDuration(oldest.heldForMs)}${rows}`,
+      detail: oldest.description,
+    });
+  }
   return {
     report: {
       status: reasons.length === 0 ? 'UP' : 'DOWN',
@@ -207,7 +267,10 @@ async function readHealth(
         deadLetters,
         oldestPendingAgeMs: age,
         pausedTypes: pausedTypes?.length ?? null,
+        cleanupHeldForMs: held,
+        deadRows: cleanup?.deadRows ?? null,
       },
+      warnings,
       ...(pausedTypes === null ? {} : { pausedTypes }),
       checkedAt,
     },

@@ -50,6 +50,8 @@ const STATUS_BY_CODE: Readonly<Record<AsyncCommandErrorCode, number>> = {
   STORE_CONTENTION: 409,
   // Not raised by the admin API; a transaction of the caller's that did not commit.
   TRANSACTION_ROLLED_BACK: 409,
+  // Raised inside a transactional executor, never by the admin API.
+  TRANSACTION_CLOSED: 409,
 };
 
 /** The answer for a thrown value; `internal` is true when it was not one of ours (log it). */

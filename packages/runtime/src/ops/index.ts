@@ -3,6 +3,7 @@
 export { applyAdminTransition } from './admin-actions.js';
 export { readStats, type StatsView } from './stats-view.js';
 export {
+  formatProgress,
   toStatusListItem,
   toStatusResource,
   type CommandStatusListItem,
@@ -36,3 +37,5 @@ export {
   type PausedTypeView,
   type TypePauseChange,
 } from './type-pauses-view.js';
+export { cancelWorkflowView, readWorkflow, type WorkflowView } from './workflows-view.js';
+export { setKeyLimit, setKeyRateLimit, setRateLimit, type FlowLimitChange } from './flow-limits-view.js';

@@ -1,10 +1,12 @@
 import {
   COMMAND_STATUSES,
+  LIMITS,
   systemClock,
   type ClaimedCommand,
   type Clock,
   type CommandEvent,
   type CommandEventListener,
+  type CleanupHorizonProbe,
   type CommandStore,
 } from '@asynccmd/core';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -196,6 +198,59 @@ function registerStoreGauges(store: CommandStore, p: string, registry: Registry)
     ['type'],
   );
 
+  const rateTokens = gauge(
+    'rate_limit_tokens',
+    "Whole tokens in a rate-limited type's bucket now: the starts it would grant at once (0: commands over the limit wait).",
+    ['type'],
+  );
+
+  // The limits per key and fair share: the stored limits, and the keys their commands wait under.
+  const keyLimitMaxRunning = gauge(
+    'key_limit_max_running',
+    "A key-limited type's stored limit: the most of its commands RUNNING at once per key.",
+    ['type'],
+  );
+  const fairShare = gauge('fair_share', '1 for a type whose claims take turns across keys (fairShare).', [
+    'type',
+  ]);
+  const keyRateMaxStarts = gauge(
+    'key_rate_limit_max_starts',
+    "A type's stored rate limit per key: the most starts of one key in any window of its period.",
+    ['type'],
+  );
+  const keyRatePeriod = gauge(
+    'key_rate_limit_period_seconds',
+    "The window of a type's rate limit per key, in seconds.",
+    ['type'],
+  );
+  const keysWaiting = gauge(
+    'keys_waiting',
+    'Keys of a keyed type (key limit, fair share, rate limit per key) with due PENDING commands now.',
+    ['type'],
+  );
+  const keysAtLimit = gauge(
+    'keys_at_limit',
+    'Keys of a key-limited type whose RUNNING commands reached the limit while more of theirs are due.',
+    ['type'],
+  );
+  const keyRunningMost = gauge(
+    'key_running_most',
+    'The most RUNNING commands of one key of a keyed type waiting now (its busiest key).',
+    ['type'],
+  );
+  const perKey = [
+    keyLimitMaxRunning,
+    fairShare,
+    keyRateMaxStarts,
+    keyRatePeriod,
+    keysWaiting,
+    keysAtLimit,
+    keyRunningMost,
+  ];
+
+  const horizon = store.cleanupHorizon;
+  if (horizon !== undefined) registerCleanupGauges(horizon, p, registry);
+
   // Every type seen since start keeps a series per status, zero included: a series that vanished
   // when its last dead letter went would leave an alert on it hanging instead of resolving. Types
   // are the executors' few names, so the set stays small.
@@ -216,6 +271,23 @@ function registerStoreGauges(store: CommandStore, p: string, registry: Registry)
       for (const type of pausedNow) pausedSeen.add(type);
       typePaused.reset();
       for (const type of pausedSeen) typePaused.set({ type }, pausedNow.has(type) ? 1 : 0);
+      rateTokens.reset();
+      for (const limit of stats.rateLimits) rateTokens.set({ type: limit.type }, limit.tokens);
+      for (const g of perKey) g.reset();
+      for (const limit of stats.keyLimits) {
+        // A fair-share type is kept as a key limit never reached.
+        if (limit.maxRunning >= LIMITS.keyLimit) fairShare.set({ type: limit.type }, 1);
+        else keyLimitMaxRunning.set({ type: limit.type }, limit.maxRunning);
+      }
+      for (const limit of stats.keyRateLimits) {
+        keyRateMaxStarts.set({ type: limit.type }, limit.maxStarts);
+        keyRatePeriod.set({ type: limit.type }, limit.periodMs / 1_000);
+      }
+      for (const w of stats.keysWaiting) {
+        keysWaiting.set({ type: w.type }, w.keys);
+        keysAtLimit.set({ type: w.type }, w.atLimit);
+        keyRunningMost.set({ type: w.type }, w.top[0]?.running ?? 0);
+      }
       deadLetters.set(stats.byStatus.DEAD);
       pendingAge.set((stats.oldestPendingAgeMs ?? 0) / 1_000);
       storeUp.set(1);
@@ -223,9 +295,46 @@ function registerStoreGauges(store: CommandStore, p: string, registry: Registry)
       // Stale or zero counts would look healthy: NaN says "unknown", and store_up says why.
       commands.reset();
       typePaused.reset();
+      rateTokens.reset();
+      for (const g of perKey) g.reset();
       deadLetters.set(Number.NaN);
       pendingAge.set(Number.NaN);
       storeUp.set(0);
+    }
+  }
+}
+
+/**
+ * What keeps the database from cleaning up the table's dead rows, read at scrape time where the
+ * store can tell: an alert on `cleanup_held_seconds` hears of a long transaction elsewhere before
+ * the backlog does.
+ */
+function registerCleanupGauges(horizon: CleanupHorizonProbe, p: string, registry: Registry): void {
+  let reading: Promise<void> | null = null;
+  const refresh = (): Promise<void> => {
+    reading ??= read().finally(() => {
+      reading = null;
+    });
+    return reading;
+  };
+  const gauge = (name: string, help: string) =>
+    new Gauge({ name: `${p}${name}`, help, registers: [registry], collect: refresh });
+  const held = gauge(
+    'cleanup_held_seconds',
+    'How long the oldest transaction, snapshot or slot has kept the database from cleaning up dead rows; 0 when none does.',
+  );
+  const deadRows = gauge(
+    'dead_rows',
+    'Dead row versions not cleaned up yet (PostgreSQL: the command table; InnoDB: the history list length).',
+  );
+  async function read(): Promise<void> {
+    try {
+      const h = await horizon.read();
+      held.set((h.oldest?.heldForMs ?? 0) / 1_000);
+      deadRows.set(h.deadRows ?? Number.NaN);
+    } catch {
+      held.set(Number.NaN);
+      deadRows.set(Number.NaN);
     }
   }
 }

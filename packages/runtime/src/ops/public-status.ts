@@ -4,6 +4,7 @@ import {
   operationState,
   parseCommandId,
   type CommandId,
+  type CommandProgress,
   type CommandRecord,
   type CommandStatus,
   type OperationState,
@@ -60,6 +61,8 @@ export interface PublicCommandStatus {
   /** Polling may stop (a follow_up_failed command may still be retried by a person). */
   readonly terminal: boolean;
   readonly attempts: { readonly failed: number; readonly maxRetry: number };
+  /** What its executor last reported with `ctx.progress` (`done` of `total`); null when nothing. */
+  readonly progress: CommandProgress | null;
   readonly nextRunAt: string;
   readonly createdAt: string;
   readonly updatedAt: string;
@@ -142,6 +145,7 @@ export function toPublicStatus(
     operation,
     terminal: isTerminalOperationState(operation),
     attempts: { failed: c.retryCount, maxRetry: c.maxRetry },
+    progress: c.progress,
     nextRunAt: c.nextRunAt.toISOString(),
     createdAt: c.createdAt.toISOString(),
     updatedAt: c.updatedAt.toISOString(),

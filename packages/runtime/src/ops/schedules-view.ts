@@ -1,5 +1,4 @@
 import {
-  DEFAULT_MAX_PAYLOAD_BYTES,
   InvalidArgumentError,
   requireScheduleName,
   ScheduleDeclaredInCodeError,
@@ -12,6 +11,7 @@ import {
   type ScheduleDefinition,
   type ScheduleRecord,
   type ScheduleStore,
+  LIMITS,
 } from '@asynccmd/core';
 import * as E from 'fp-ts/lib/Either.js';
 import { parseCron } from '../recurring/cron.js';
@@ -110,7 +110,7 @@ const NEW_SCHEDULE_FIELDS = ['name', 'cron', 'timezone', 'type', 'payload', 'cat
 export function parseNewSchedule(
   input: unknown,
   knownTypes: readonly string[] | null,
-  maxPayloadBytes: number = DEFAULT_MAX_PAYLOAD_BYTES,
+  maxPayloadBytes: number = LIMITS.defaultPayloadBytes,
 ): { definition: ScheduleDefinition; settings: RunTimeScheduleSettings } {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new InvalidArgumentError('a new schedule must be an object { name, cron, type, … }');

@@ -2,6 +2,10 @@ import {
   COMMAND_STATUSES,
   type CommandStatus,
   type CommandStore,
+  type KeyLimit,
+  type KeyRateLimit,
+  type KeysWaiting,
+  type RateLimitState,
   type StatsRow,
   type TypeLimit,
 } from '@asynccmd/core';
@@ -27,6 +31,17 @@ export interface StatsView {
   readonly typeLimits: readonly TypeLimit[];
   /** The types paused for every instance (their PENDING commands wait); empty when none. */
   readonly pausedTypes: readonly PausedTypeView[];
+  /** The stored rate limits, each with the whole tokens its bucket holds now; empty when none. */
+  readonly rateLimits: readonly RateLimitState[];
+  /** The stored limits of RUNNING commands per key (fair-share types too); empty when none. */
+  readonly keyLimits: readonly KeyLimit[];
+  /** The stored rate limits per key; empty when none. */
+  readonly keyRateLimits: readonly KeyRateLimit[];
+  /**
+   * For each type of `keyLimits` and `keyRateLimits`, its keys with due PENDING commands: how many,
+   * how many at their key limit, and the 10 with the most RUNNING.
+   */
+  readonly keysWaiting: readonly KeysWaiting[];
 }
 
 export function zeroCounts(): Record<CommandStatus, number> {
@@ -39,12 +54,19 @@ export function zeroCounts(): Record<CommandStatus, number> {
  */
 export async function readStats(store: CommandStore): Promise<StatsView> {
   const now = await store.now();
-  const [stats, schedules, typeLimits, pausedTypes] = await Promise.all([
-    store.stats(now),
-    readSchedules(store, now),
-    store.typeLimits?.list() ?? [],
-    readPausedTypes(store),
-  ]);
+  const [stats, schedules, typeLimits, pausedTypes, rateLimits, keyLimits, keyRateLimits] = await Promise.all(
+    [
+      store.stats(now),
+      readSchedules(store, now),
+      store.typeLimits?.list() ?? [],
+      readPausedTypes(store),
+      store.rateLimits?.list() ?? [],
+      store.keyLimits?.list() ?? [],
+      store.keyRateLimits?.list() ?? [],
+    ],
+  );
+  const keyed = [...new Set([...keyLimits, ...keyRateLimits].map((l) => l.type))].sort();
+  const keysWaiting = keyed.length === 0 ? [] : ((await store.keyLimits?.keysWaiting(keyed, now)) ?? []);
   const byStatus = zeroCounts();
   const byType: Record<string, Record<CommandStatus, number>> = {};
   let total = 0;
@@ -65,5 +87,9 @@ export async function readStats(store: CommandStore): Promise<StatsView> {
     schedules,
     typeLimits,
     pausedTypes,
+    rateLimits,
+    keyLimits,
+    keyRateLimits,
+    keysWaiting,
   };
 }

@@ -4,6 +4,7 @@ import {
   retriesLeft,
   type AttemptOutcome,
   type AttemptRecord,
+  type CommandProgress,
   type CommandRecord,
   type CommandStatus,
   type OperationState,
@@ -36,6 +37,8 @@ export interface CommandStatusListItem {
   };
   /** Its latest attempts (at most 10), oldest first. */
   readonly history: readonly AttemptView[];
+  /** What its executor last reported with `ctx.progress` (`done` of `total`); null when nothing. */
+  readonly progress: CommandProgress | null;
   readonly nextRunAt: string;
   /** Claim order: lower numbers first. */
   readonly priority: number;
@@ -51,7 +54,7 @@ export interface CommandStatusListItem {
 }
 
 /**
- * The command as a caller with the admin token sees it (seed 2, §3: a stable operation id, the
+ * The command as a caller with the admin token sees it (a stable operation id, the
  * current state, where to look next), error text included. The payload, headers and claim token
  * are left out all the same: a payload can carry data its submitter never meant to show an
  * operator. What anyone may see is `PublicCommandStatus` (public-status.ts).
@@ -106,6 +109,7 @@ export function toStatusListItem(c: CommandRecord, basePath = ''): CommandStatus
       retriesLeft: retriesLeft(c),
     },
     history: c.history.map(toAttemptView),
+    progress: c.progress,
     nextRunAt: c.nextRunAt.toISOString(),
     priority: c.priority,
     orderingKey: c.orderingKey,
@@ -125,4 +129,10 @@ export function toStatusListItem(c: CommandRecord, basePath = ''): CommandStatus
  */
 export function statusPath(id: string, basePath = ''): string {
   return `${parseMountPath('basePath', basePath)}/commands/${encodeURIComponent(requireCommandId(id))}`;
+}
+
+/** A progress in words: "3 of 10 (30%)", "-" for none; the percentage rounded down. */
+export function formatProgress(progress: CommandProgress | null): string {
+  if (progress === null) return '-';
+  return `${progress.done} of ${progress.total} (${Math.floor((progress.done / progress.total) * 100)}%)`;
 }

@@ -4,6 +4,7 @@ import {
   requireStoredType,
   type CommandStore,
   type TypePauseStore,
+  UnknownCommandTypeError,
 } from '@asynccmd/core';
 
 /** A paused type as /types/paused, /stats, `asynccmd paused` and the dashboard show it. */
@@ -58,11 +59,20 @@ export async function setTypePaused(
   type: unknown,
   paused: boolean,
   reason?: unknown,
+  knownTypes: readonly string[] | null = null,
 ): Promise<TypePauseChange> {
   const name = requireStoredType('a type pause', type);
+  // A pause of a type nothing here executes or submits is most likely a typo that would sit in
+  // the paused list pausing nothing; a resume is always taken, so such a pause can be lifted.
+  if (paused) requireKnownType(name, knownTypes);
   if (!paused && reason !== undefined) throw new InvalidArgumentError('resume takes no reason');
   const why = parsePauseReason(reason);
   const pauses = typePausesOf(store);
   const changed = paused ? await pauses.pause(name, why) : await pauses.resume(name);
   return { type: name, paused, changed };
+}
+
+/** UNKNOWN_COMMAND_TYPE for a type outside `knownTypes`; null: any type (the caller cannot know them). */
+export function requireKnownType(type: string, knownTypes: readonly string[] | null): void {
+  if (knownTypes !== null && !knownTypes.includes(type)) throw new UnknownCommandTypeError(type, knownTypes);
 }

@@ -2,6 +2,7 @@ import {
   COMMAND_STATUSES,
   InvalidArgumentError,
   isCommandStatus,
+  LIMITS,
   parseCommandId,
   type CommandId,
   type CommandStatus,
@@ -15,9 +16,10 @@ import * as E from 'fp-ts/lib/Either.js';
  * Values that pass still reach SQL only as bound parameters: the store guarantees that.
  */
 
-export const MAX_LIST_LIMIT = 1000;
+export const MAX_LIST_LIMIT = LIMITS.listRows;
 export const DEFAULT_LIST_LIMIT = 50;
-const MAX_TYPE_LENGTH = 200;
+/** As long as a type a store keeps: one bound for every command type an operator names. */
+const MAX_TYPE_LENGTH = LIMITS.typeChars;
 const MAX_BIZ_KEY_LENGTH = 500;
 const MAX_CURSOR_LENGTH = 512;
 const MAX_REASON_LENGTH = 2_000;

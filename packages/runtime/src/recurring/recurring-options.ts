@@ -1,4 +1,4 @@
-import { scheduleNameProblem, MAX_CRON_LENGTH } from '@asynccmd/core';
+import { scheduleNameProblem, LIMITS } from '@asynccmd/core';
 import { parseCron } from './cron.js';
 import { MAX_TICKS_PER_LOOK, type CatchUpPolicy } from './tick-plan.js';
 
@@ -42,11 +42,11 @@ type Check = (value: unknown) => string | null;
 const SCHEDULE_CHECKS: { readonly [K in keyof RecurringSchedule]-?: Check } = {
   name: (v) => scheduleNameProblem(v),
   cron: (v) =>
-    typeof v === 'string' && v.length > 0 && v.length <= MAX_CRON_LENGTH
+    typeof v === 'string' && v.length > 0 && v.length <= LIMITS.cronChars
       ? null
-      : `must be a cron expression of 1 to ${MAX_CRON_LENGTH} characters`,
+      : `must be a cron expression of 1 to ${LIMITS.cronChars} characters`,
   timezone: (v) =>
-    typeof v === 'string' && v.length > 0 && v.length <= MAX_CRON_LENGTH
+    typeof v === 'string' && v.length > 0 && v.length <= LIMITS.cronChars
       ? null
       : 'must be an IANA time zone name such as "Europe/Paris"',
   type: (v) =>

@@ -9,6 +9,11 @@ export type LossNotice = 'heartbeat' | RevokedClaim['by'];
 export interface HeldLease {
   readonly ref: ClaimRef;
   readonly leaseMs: number;
+  /**
+   * When (performance.now()) the statement that last set the lease was sent — the claim, then each
+   * heartbeat that found it held: the lease runs for `leaseMs` from no earlier than that.
+   */
+  renewedAt: number;
   /** Called once when the claim is found taken away (reclaimed, requeued, killed). */
   lost(notice: LossNotice): void;
 }
@@ -23,15 +28,47 @@ export interface HeldLease {
 export class LeaseKeeper extends PeriodicService {
   readonly #held = new Set<HeldLease>();
   #unsubscribe: Promise<(() => Promise<void>) | null> | null = null;
+  /** A heartbeat asked for out of turn (renewNow), while it runs. */
+  #renewing: Promise<boolean> | null = null;
 
   constructor(
     private readonly store: CommandStore,
     private readonly outage: StoreOutage,
     readonly intervalMs: number,
   ) {
-    // Never slower than the period during an outage: once the database is back, every lease must
-    // be renewed on time.
-    super({ operation: 'heartbeat', intervalMs, runOnStart: false, maxOutageDelayMs: intervalMs }, outage);
+    // A failed heartbeat is tried again within the period (100 ms doubling), never later: every
+    // missed one brings each lease closer to lapsing.
+    super(
+      {
+        operation: 'heartbeat',
+        intervalMs,
+        runOnStart: false,
+        maxOutageDelayMs: intervalMs,
+        retrySooner: true,
+      },
+      outage,
+    );
+  }
+
+  /**
+   * Whether `lease` may lapse before the next heartbeat lands: less than a heartbeat period (or a
+   * quarter of the lease, if that is shorter) is left of it, counted from when the statement that
+   * set it was sent. A claim must not start then: another instance may reclaim it while it runs.
+   */
+  mayLapse(lease: HeldLease, now: number): boolean {
+    return lease.renewedAt + lease.leaseMs - now < Math.min(this.intervalMs, lease.leaseMs / 4);
+  }
+
+  /**
+   * One heartbeat for every held claim now, out of turn (callers at the same moment share it).
+   * Resolves true when it ran (claims found taken away have been told), false when the store failed.
+   */
+  renewNow(): Promise<boolean> {
+    this.#renewing ??= this.runOnce().then((outcome) => {
+      this.#renewing = null;
+      return outcome !== 'failed';
+    });
+    return this.#renewing;
   }
 
   /** Starts keeping `lease` alive until `release(lease)` (once its outcome is recorded). */
@@ -106,6 +143,7 @@ export class LeaseKeeper extends PeriodicService {
     let failure: { error: unknown } | null = null;
     for (const [leaseMs, leases] of byLease) {
       let alive: ClaimRef[];
+      const sentAt = performance.now();
       try {
         alive = await this.store.heartbeat(
           leases.map((l) => l.ref),
@@ -117,9 +155,11 @@ export class LeaseKeeper extends PeriodicService {
       }
       const kept = new Set(alive.map((r) => `${r.id}:${r.token}`));
       for (const lease of leases) {
-        if (kept.has(`${lease.ref.id}:${lease.ref.token}`) || !this.#held.has(lease)) continue;
-        this.#held.delete(lease);
-        lease.lost('heartbeat');
+        if (kept.has(`${lease.ref.id}:${lease.ref.token}`)) lease.renewedAt = sentAt;
+        else if (this.#held.has(lease)) {
+          this.#held.delete(lease);
+          lease.lost('heartbeat');
+        }
       }
     }
     if (failure) throw failure.error;

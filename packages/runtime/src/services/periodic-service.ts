@@ -23,9 +23,15 @@ export interface PeriodicServiceConfig {
   readonly runOnStart: boolean;
   /**
    * The longest pause while the store fails: after each failure in a row the service waits
-   * `outageDelayMs` (100 ms doubling) up to this, and never less than `intervalMs`.
+   * `outageDelayMs` (100 ms doubling) up to this, and never less than `intervalMs` unless
+   * `retrySooner` is set.
    */
   readonly maxOutageDelayMs: number;
+  /**
+   * A failed run is tried again after `outageDelayMs` even when that is sooner than `intervalMs`:
+   * for a service whose every missed run brings something closer to lapsing (leases).
+   */
+  readonly retrySooner?: boolean;
 }
 
 /** Returns `config` once it is one a service can run on; throws INVALID_ARGUMENT naming what is wrong. */
@@ -126,7 +132,8 @@ export abstract class PeriodicService {
 
   #nextDelay(outcome: RunOutcome | 'failed', elapsedMs: number): number {
     if (outcome === 'more') return 0;
-    const { intervalMs, maxOutageDelayMs } = this.config;
+    const { intervalMs, maxOutageDelayMs, retrySooner } = this.config;
+    if (outcome === 'failed' && retrySooner) return outageDelayMs(this.#failures, maxOutageDelayMs);
     const period =
       outcome === 'failed'
         ? Math.max(intervalMs, outageDelayMs(this.#failures, maxOutageDelayMs))

@@ -86,6 +86,55 @@ export async function submitIdempotent(
   return result.id;
 }
 
+/** One step of a workflow made through the store port: what it waits for, by step name or `{ id }`. */
+export interface StepSpec {
+  readonly name: string;
+  readonly type: string;
+  readonly dependsOn?: readonly (
+    | string
+    | { readonly id: CommandId; readonly onFailure?: 'cancel' | 'continue' }
+    | { readonly step: string; readonly onFailure?: 'cancel' | 'continue' }
+  )[];
+}
+
+/**
+ * A workflow written as the runtime's builder writes it (each step inserted, WAITING for what it
+ * depends on, then recorded as `workflowId`), the steps in dependency order; their ids by name.
+ */
+export async function submitWorkflow(
+  store: CommandStore,
+  workflowId: string,
+  steps: readonly StepSpec[],
+): Promise<Record<string, CommandId>> {
+  const deps = store.dependencies;
+  if (deps === undefined) throw new Error('this store has no dependencies');
+  const ids: Record<string, CommandId> = {};
+  for (const s of steps) {
+    const dependsOn = (s.dependsOn ?? []).map((d) =>
+      typeof d === 'string'
+        ? { id: ids[d]! }
+        : 'step' in d
+          ? { id: ids[d.step]!, ...(d.onFailure && { onFailure: d.onFailure }) }
+          : d,
+    );
+    const command = { type: s.type, payloadJson: JSON.stringify({ step: s.name }), maxRetry: 0 };
+    const [id] = await store.transaction((tx) =>
+      dependsOn.length === 0
+        ? store.insert(tx, [command])
+        : deps.insertWaiting(tx, [{ ...command, dependsOn }]),
+    );
+    ids[s.name] = id!;
+  }
+  await store.transaction((tx) =>
+    deps.recordWorkflow(
+      tx,
+      workflowId,
+      steps.map((s) => ({ name: s.name, id: ids[s.name]! })),
+    ),
+  );
+  return ids;
+}
+
 /** Claims one command by id, due in the future so a just-inserted command is always due. */
 export async function claim(store: CommandStore, id: CommandId): Promise<ClaimedCommand> {
   const claimed = await store.claimById({
@@ -189,4 +238,17 @@ export function countingStore(store: CommandStore): {
     },
   });
   return counted;
+}
+
+/** A workflow of two steps, `b` waiting for `a`, written as the client's builder writes one. */
+export async function submitTwoStepWorkflow(
+  store: CommandStore,
+  id: string,
+  type = 'wf.step',
+): Promise<{ a: string; b: string }> {
+  const ids = await submitWorkflow(store, id, [
+    { name: 'a', type },
+    { name: 'b', type, dependsOn: ['a'] },
+  ]);
+  return { a: ids.a!, b: ids.b! };
 }

@@ -18,7 +18,7 @@ describe('LeaseKeeper', () => {
     const keeper = new LeaseKeeper(store, new StoreOutage(events, silentLogger), 1000);
     const lost: string[] = [];
     const hold = (id: string, leaseMs: number) => {
-      const lease = { ref: ref(id), leaseMs, lost: () => void lost.push(id) };
+      const lease = { ref: ref(id), leaseMs, renewedAt: 0, lost: () => void lost.push(id) };
       keeper.hold(lease);
       return lease;
     };
@@ -53,7 +53,7 @@ describe('LeaseKeeper', () => {
     const logger = { ...silentLogger, warn: (_: object, msg?: string) => void warnings.push(msg ?? '') };
     const keeper = new LeaseKeeper(store, new StoreOutage(events, logger), 1000);
     const lost: string[] = [];
-    keeper.hold({ ref: ref('1'), leaseMs: 8000, lost: () => lost.push('1') });
+    keeper.hold({ ref: ref('1'), leaseMs: 8000, renewedAt: 0, lost: () => lost.push('1') });
     await keeper.beat();
     await keeper.beat();
     expect(seen.filter((e) => e.kind === 'store-error')).toHaveLength(2);
@@ -82,8 +82,8 @@ describe('LeaseKeeper', () => {
       60_000,
     );
     const lost: string[] = [];
-    keeper.hold({ ref: ref('1'), leaseMs: 8000, lost: (how) => lost.push(`1 ${how}`) });
-    keeper.hold({ ref: ref('2'), leaseMs: 8000, lost: (how) => lost.push(`2 ${how}`) });
+    keeper.hold({ ref: ref('1'), leaseMs: 8000, renewedAt: 0, lost: (how) => lost.push(`1 ${how}`) });
+    keeper.hold({ ref: ref('2'), leaseMs: 8000, renewedAt: 0, lost: (how) => lost.push(`2 ${how}`) });
     keeper.start();
     expect(await keeper.hearingRevocations).toBe(true);
     announce!({ ref: ref('2', 'someone else'), by: 'kill' });

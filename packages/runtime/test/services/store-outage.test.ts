@@ -105,7 +105,7 @@ describe('surviving a lost database connection', () => {
     // During the outage the claim kept being heartbeat, so no other instance could take it back.
     const during = log.slice(log.indexOf('complete failed'), log.indexOf('complete'));
     expect(during).toContain('beat 1');
-    expect(runtime.leases.size).toBe(0);
+    expect(runtime.state().heldLeases).toBe(0);
     await runtime.stop({ timeoutMs: 1000 });
   });
 });

@@ -41,12 +41,28 @@ export interface StaticAsset {
   readonly etag: string;
 }
 
-const FILES = {
+/** The script's modules: app.js, the page's entry, imports the others by their paths beside it. */
+export const DASHBOARD_MODULES = [
+  'app.js',
+  'state.js',
+  'dom.js',
+  'api.js',
+  'overview.js',
+  'outcomes.js',
+  'commands.js',
+  'detail.js',
+  'workflow.js',
+  'actions.js',
+] as const;
+
+const FILES: Readonly<Record<string, readonly [file: string, contentType: string]>> = {
   '': ['index.html', 'text/html; charset=utf-8'],
-  '/app.js': ['app.js', 'text/javascript; charset=utf-8'],
+  ...Object.fromEntries(
+    DASHBOARD_MODULES.map((file) => [`/${file}`, [file, 'text/javascript; charset=utf-8'] as const]),
+  ),
   '/app.css': ['app.css', 'text/css; charset=utf-8'],
   '/icon.svg': ['icon.svg', 'image/svg+xml'],
-} as const;
+};
 
 /**
  * The page's files by their path under `/dashboard`, read once. The HTML names where the admin

@@ -136,9 +136,13 @@ export function createDashboard(
     access: 'protected',
     handle: async (_req, res) => {
       const commandId = requireCommandId(id);
-      const c = await ctx.store.get(commandId);
+      const [c, workflow] = await Promise.all([
+        ctx.store.get(commandId),
+        ctx.store.dependencies?.workflowOf(commandId) ?? null,
+      ]);
       if (c === null) throw new CommandNotFoundError(commandId);
-      // What the status resource leaves out; the claim token never leaves the store.
+      // What the status resource leaves out, and the workflow the command is a step of (null:
+      // none); the claim token never leaves the store.
       sendJson(
         res,
         200,
@@ -148,6 +152,7 @@ export function createDashboard(
           headers: c.headers,
           idempotent: c.idempotent,
           leaseUntil: c.leaseUntil?.toISOString() ?? null,
+          workflow,
         },
         DASHBOARD_SECURITY_HEADERS,
       );

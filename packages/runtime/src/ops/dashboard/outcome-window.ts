@@ -28,12 +28,32 @@ export interface OutcomeBucket {
   readonly p95Ms: number | null;
 }
 
+/** How many outcomes took at most `upToMs` and more than the bound before it (null: beyond the last bound). */
+export interface LatencyBar {
+  readonly upToMs: number | null;
+  readonly count: number;
+}
+
+export interface OutcomeTotal {
+  readonly succeeded: number;
+  readonly dead: number;
+  /** Estimated percentiles of submit → outcome over the window, in ms; null when nothing finished. */
+  readonly p50Ms: number | null;
+  readonly p95Ms: number | null;
+  readonly p99Ms: number | null;
+  /**
+   * The submit → outcome distribution over the window, one bar per latency bound from the first
+   * bound any outcome fell in to the last (empty when nothing finished).
+   */
+  readonly distribution: readonly LatencyBar[];
+}
+
 export interface OutcomeSeries {
   readonly bucketMs: number;
   readonly windowMs: number;
   /** Oldest first; the last one is still filling. */
   readonly buckets: readonly OutcomeBucket[];
-  readonly total: { readonly succeeded: number; readonly dead: number; readonly p95Ms: number | null };
+  readonly total: OutcomeTotal;
 }
 
 export interface OutcomeWindow {
@@ -67,13 +87,13 @@ export function createOutcomeWindow(store: CommandStore, windowMs: number, bucke
         bucketMs,
         windowMs: size * bucketMs,
         buckets: buckets.map((b) => ({ start: new Date(b.start).toISOString(), ...summarise(b.counts) })),
-        total: summarise(all),
+        total: totalOf(all),
       };
     },
   };
 }
 
-function summarise(counts: readonly OutcomeCount[]): Omit<OutcomeBucket, 'start'> {
+function tally(counts: readonly OutcomeCount[]): { succeeded: number; dead: number; histogram: number[] } {
   const histogram = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
   let succeeded = 0;
   let dead = 0;
@@ -82,7 +102,32 @@ function summarise(counts: readonly OutcomeCount[]): Omit<OutcomeBucket, 'start'
     else dead += c.count;
     histogram[c.latencyBucket] = (histogram[c.latencyBucket] ?? 0) + c.count;
   }
+  return { succeeded, dead, histogram };
+}
+
+function summarise(counts: readonly OutcomeCount[]): Omit<OutcomeBucket, 'start'> {
+  const { succeeded, dead, histogram } = tally(counts);
   return { succeeded, dead, p95Ms: estimateQuantile(histogram, LATENCY_BOUNDS_MS, 0.95) };
+}
+
+function totalOf(counts: readonly OutcomeCount[]): OutcomeTotal {
+  const { succeeded, dead, histogram } = tally(counts);
+  const used = histogram.flatMap((n, i) => (n > 0 ? [i] : []));
+  const distribution =
+    used.length === 0
+      ? []
+      : histogram
+          .slice(used[0], used[used.length - 1]! + 1)
+          .map((count, i) => ({ upToMs: LATENCY_BOUNDS_MS[used[0]! + i] ?? null, count }));
+  const quantile = (q: number) => estimateQuantile(histogram, LATENCY_BOUNDS_MS, q);
+  return {
+    succeeded,
+    dead,
+    p50Ms: quantile(0.5),
+    p95Ms: quantile(0.95),
+    p99Ms: quantile(0.99),
+    distribution,
+  };
 }
 
 /**

@@ -5,10 +5,11 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../../../src/ops/admin-server.js';
+import { DASHBOARD_MODULES } from '../../../src/ops/dashboard/assets.js';
 import { readStats } from '../../../src/ops/stats-view.js';
 import type { OpsDatabase } from '../admin-http.suite.js';
 import { client, errorCode, rawRequest } from '../http-client.js';
-import { claim, failLastAttempt, makeDead, submit } from '../support.js';
+import { claim, failLastAttempt, makeDead, submit, submitWorkflow, succeed } from '../support.js';
 import { openBrowser, watchedPage, type Browser, type WatchedPage } from './browser.js';
 import { erp, orderRuntime, seedDemoData, type DemoData } from './demo-data.js';
 
@@ -89,7 +90,7 @@ export function describeDashboard(
       const api = client(server.url, TOKEN);
       const expectations: [string, RegExp][] = [
         ['/dashboard', /^text\/html/],
-        ['/dashboard/app.js', /^text\/javascript/],
+        ...DASHBOARD_MODULES.map((file): [string, RegExp] => [`/dashboard/${file}`, /^text\/javascript/]),
         ['/dashboard/app.css', /^text\/css/],
         ['/dashboard/icon.svg', /^image\/svg\+xml/],
       ];
@@ -118,7 +119,7 @@ export function describeDashboard(
       }
       const html = (await api.anonymous.get('/dashboard')).text;
       expect(html).not.toMatch(/<script>|<style>| style=| on[a-z]+=/);
-      expect(html).toContain('<script src="/dashboard/app.js" defer></script>');
+      expect(html).toContain('<script type="module" src="/dashboard/app.js"></script>');
       expect(html).not.toContain(TOKEN);
 
       for (const path of ['/dashboard/api/summary', `/dashboard/api/commands/${data.running}/contents`]) {
@@ -195,8 +196,15 @@ export function describeDashboard(
       );
       expect(await p.locator('#throughput-chart rect').count()).toBeGreaterThan(0);
       expect(await p.locator('#latency-caption').textContent()).toMatch(/^p95 /);
+      // The distribution of the same outcomes: percentiles and one bar per latency bound used.
+      expect(await p.locator('#distribution-caption').textContent()).toMatch(
+        new RegExp(`^p50 .+ · p95 .+ · p99 .+ of ${stats.byStatus.SUCCESS + stats.byStatus.DEAD} outcomes`),
+      );
+      expect(await p.locator('#distribution-chart rect').count()).toBeGreaterThan(0);
       // No recurring schedules exist: their section stays out of the way.
       expect(await p.locator('#schedules-panel').isHidden()).toBe(true);
+      // No flow limits either.
+      expect(await p.locator('#limits-panel').isHidden()).toBe(true);
       expect(page.problems).toEqual([]);
     });
 
@@ -211,13 +219,53 @@ export function describeDashboard(
 
     it('lists the dead letters with their lastError', async () => {
       const p = page.page;
-      for (const id of data.dead) {
+      // The panel shows the newest 10 (its default); a busy machine's retries can make more than 10.
+      const shownByDefault = 10;
+      const newest = (await store.list({ status: 'DEAD', limit: shownByDefault })).items.map((c) => c.id);
+      expect(newest.length).toBe(Math.min(data.dead.length, shownByDefault));
+      if (data.dead.length > shownByDefault) {
+        await poll(() => p.locator('#dead-caption').textContent()).toContain(
+          `the newest ${shownByDefault} shown`,
+        );
+      }
+      for (const id of newest) {
         const record = await store.get(id);
         const row = p.locator(`#dead-letters tr[data-id="${id}"]`);
         await poll(() => row.count()).toBe(1);
         expect(await row.locator('td.error-text').textContent()).toBe(record?.lastError);
         expect(record?.lastError).toMatch(/^(external|notification|inventory): answered/);
       }
+    });
+
+    it('shows a rate limit with the tokens its bucket holds now, and a limit per key', async () => {
+      const p = page.page;
+      await store.rateLimits?.declare([
+        { type: 'order.sync-external', maxStarts: 120, periodMs: 60_000, burst: 12 },
+      ]);
+      await store.keyLimits?.declare([{ type: 'order.notify-user', keyField: 'orderId', maxRunning: 2 }]);
+      const rated = p.locator('#limits tr[data-type="order.sync-external"]');
+      await poll(() => rated.count()).toBe(1);
+      expect(await p.locator('#limits-panel').isHidden()).toBe(false);
+      expect(await rated.locator('td').allTextContents()).toEqual([
+        'order.sync-external',
+        'at most 120 starts per 1m 0s (burst 12)',
+        expect.stringMatching(/^12 token\(s\) left, \d+ pending$/),
+      ]);
+      expect(await p.locator('#limits tr[data-type="order.notify-user"] td').allTextContents()).toEqual([
+        'order.notify-user',
+        'at most 2 running per orderId',
+        expect.stringMatching(/^\d+ running, \d+ pending(, \d+ key\(s\) waiting.*)?$/),
+      ]);
+      // The keys waiting of a keyed type, and its busiest key.
+      await store.keyLimits.declare([{ type: 'report.fair', keyField: 'tenant', maxRunning: 1 }]);
+      await claim(store, await submit(store, 'report.fair', { payload: { tenant: 'acme' } }));
+      await submit(store, 'report.fair', { payload: { tenant: 'acme' } });
+      await submit(store, 'report.fair', { payload: { tenant: 'zeta' } });
+      const fair = p.locator('#limits tr[data-type="report.fair"] td').nth(2);
+      await poll(async () => ((await fair.count()) === 0 ? '' : await fair.textContent())).toBe(
+        '1 running, 2 pending, 2 key(s) waiting (1 at the limit), busiest acme: 1 running, 1 due',
+      );
+      expect(page.problems).toEqual([]);
     });
 
     it('filters the list by status, type, bizKey and id, and pages with the cursor', async () => {
@@ -340,6 +388,39 @@ export function describeDashboard(
       await poll(async () => (await store.get(due))?.status).toBe('CANCELLED');
       expect((await store.get(due))?.lastError).toBe('report no longer needed');
       await poll(() => p.locator('#toast').textContent()).toContain('kill done, now CANCELLED');
+    });
+
+    it('says attempts in words, shows a cancel reason apart from errors, and spaces the detail buttons from the fields', async () => {
+      const p = page.page;
+      const cell = async (id: CommandId, column: number) => {
+        await go(`#/commands?id=${id}`);
+        const row = p.locator(`#command-list tr[data-id="${id}"]`);
+        await poll(() => row.count()).toBe(1);
+        return row.locator('td').nth(column);
+      };
+      // Never failed and still to run: the attempt it is on, of how many it may take.
+      expect(await (await cell(data.due[1] as CommandId, 4)).textContent()).toMatch(/^attempt 1 of \d+$/);
+      // Failed (its failures over its life), never "3 failed of 3".
+      const dead = data.dead[data.dead.length - 1] as CommandId;
+      const failed = (await store.get(dead))?.retryCount ?? 0;
+      expect(failed).toBeGreaterThan(0);
+      expect(await (await cell(dead, 4)).textContent()).toBe(
+        `failed ${failed} time${failed === 1 ? '' : 's'}`,
+      );
+      // A cancel reason is a reason, not an error: not in the error style, and named so in the detail.
+      const cancelled = (await store.list({ status: 'CANCELLED', limit: 1 })).items[0];
+      expect(cancelled?.lastError).toBeTruthy();
+      const reason = await cell(cancelled?.id as CommandId, 5);
+      expect(await reason.getAttribute('class')).toBe('reason-text');
+      expect(await reason.textContent()).toBe(cancelled?.lastError);
+      await go(`#/commands/${cancelled?.id}`);
+      await poll(() => p.locator('#detail-fields dt').allTextContents()).toContain('reason');
+      // The buttons of the detail view stand clear of the first field row.
+      await go(`#/commands/${dead}`);
+      await poll(() => p.locator('[data-action="retry"]').count()).toBe(1);
+      const buttons = await p.locator('#detail-actions').boundingBox();
+      const firstField = await p.locator('#detail-fields dt').first().boundingBox();
+      expect((firstField?.y ?? 0) - ((buttons?.y ?? 0) + (buttons?.height ?? 0))).toBeGreaterThanOrEqual(12);
     });
 
     it('keeps payloads, errors, types and keys that carry markup as inert text', async () => {
@@ -547,6 +628,78 @@ export function describeDashboard(
       await poll(() => pauses.list()).toEqual([]);
       await poll(() => row.locator('.badge.paused').count()).toBe(0);
       expect(await row.locator('[data-action="pause-type"]').count()).toBe(1);
+      expect(page.problems).toEqual([]);
+    });
+
+    it("draws a workflow (steps in layers, their states, progress and edges), reached from a step's command", async () => {
+      const p = page.page;
+      const type = 'fulfil.step';
+      const outside = await submit(store, type);
+      // Markup and a slash in the id: shown as text, and through the URL as one segment.
+      const workflowId = 'order <b>42</b>/ship';
+      const ids = await submitWorkflow(store, workflowId, [
+        { name: 'charge', type },
+        { name: 'reserve', type, dependsOn: ['charge'] },
+        { name: 'notify', type, dependsOn: [{ step: 'charge', onFailure: 'continue' }] },
+        { name: 'ship', type, dependsOn: ['reserve', 'notify', { id: outside }] },
+      ]);
+      await succeed(store, ids.charge!);
+      const reserving = await claim(store, ids.reserve!);
+      await store.reportProgress([{ id: reserving.id, token: reserving.claimToken, done: 3, total: 8 }]);
+
+      await go(`#/commands/${ids.reserve}`);
+      await poll(() => p.locator('#detail-title').textContent()).toBe(`Command ${ids.reserve} RUNNING`);
+      const names = await p.locator('#detail-fields dt').allTextContents();
+      const values = await p.locator('#detail-fields dd').allTextContents();
+      expect(values[names.indexOf('progress')]).toBe('3 of 8 (37%)');
+      expect(values[names.indexOf('workflow')]).toBe(`${workflowId} (step reserve)`);
+      expect(await p.locator('#detail-fields progress').getAttribute('value')).toBe('3');
+
+      await p.locator('#detail-fields a[data-workflow]').click();
+      await p.locator('#view-workflow').waitFor({ state: 'visible' });
+      await poll(() => p.locator('#workflow-title').textContent()).toBe(`Workflow ${workflowId} processing`);
+      expect(await p.locator('#workflow-title b').count()).toBe(0);
+      // 1 step finished, and 3/8 of a running one: (1 + 0.375) / 4.
+      expect(await p.locator('#workflow-summary').textContent()).toMatch(
+        /^1 of 4 step\(s\) finished, 34% done/,
+      );
+      const layers = p.locator('#workflow-graph ol.wf-layer');
+      expect(await layers.count()).toBe(3);
+      const layer = (i: number) =>
+        layers
+          .nth(i)
+          .locator('li.wf-step')
+          .evaluateAll((cards) =>
+            cards.map((c) => [c.getAttribute('data-step'), c.getAttribute('data-status')]),
+          );
+      expect(await layer(0)).toEqual([['charge', 'SUCCESS']]);
+      expect(await layer(1)).toEqual([
+        ['reserve', 'RUNNING'],
+        ['notify', 'PENDING'],
+      ]);
+      expect(await layer(2)).toEqual([['ship', 'WAITING']]);
+      const card = (step: string) => p.locator(`li.wf-step[data-step="${step}"]`);
+      expect(await card('reserve').locator('progress').getAttribute('max')).toBe('8');
+      expect(await card('ship').locator('.wf-after').textContent()).toBe(
+        `after command ${outside}, reserve, notify`,
+      );
+      // An edge per dependency between shown steps, each drawn from left to right.
+      const edges = await p.locator('#workflow-graph svg.wf-edges line').evaluateAll((lines) =>
+        lines.map((l) => ({
+          edge: `${l.getAttribute('data-from')}→${l.getAttribute('data-to')}`,
+          rightwards: Number(l.getAttribute('x1')) < Number(l.getAttribute('x2')),
+        })),
+      );
+      expect(edges.map((e) => e.edge).sort()).toEqual(
+        ['charge→notify', 'charge→reserve', 'notify→ship', 'reserve→ship'].sort(),
+      );
+      expect(edges.every((e) => e.rightwards)).toBe(true);
+      // Each step links to its command.
+      await card('ship').locator('a').click();
+      await poll(() => p.locator('#detail-title').textContent()).toBe(`Command ${ids.ship} WAITING`);
+
+      await go('#/workflows/no-such-workflow');
+      await poll(() => p.locator('#workflow-error').textContent()).toContain('NOT_FOUND');
       expect(page.problems).toEqual([]);
     });
 

@@ -88,6 +88,12 @@ describe('the outcome window', () => {
     expect(first.buckets).toHaveLength(10);
     expect(first.total.succeeded).toBe(2);
     expect(first.total.p95Ms).not.toBeNull();
+    // The distribution over the window: bars from the first bound used to the last, summing to all.
+    expect(first.total.distribution.reduce((n, b) => n + b.count, 0)).toBe(2);
+    expect(first.total.distribution[0]!.count).toBeGreaterThan(0);
+    expect(first.total.distribution.at(-1)!.count).toBeGreaterThan(0);
+    expect(first.total.p50Ms).toBeLessThanOrEqual(first.total.p95Ms!);
+    expect(first.total.p95Ms).toBeLessThanOrEqual(first.total.p99Ms!);
     // A minute later: nine buckets are settled, only the newest is read again.
     outcomeReads = 0;
     const later = await window.read(new Date(now.getTime() + 60_000 + 10_000));
