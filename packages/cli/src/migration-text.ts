@@ -23,6 +23,13 @@ export function renderMigrationScript(script: MigrationScript, dialect: string):
       ...v.statements.map(statement),
     ]),
     ...(script.transactional ? ['', 'COMMIT;'] : []),
+    ...(script.afterCommit !== undefined && script.afterCommit.length > 0
+      ? [
+          '',
+          '-- Then, outside any transaction (each statement commits batch by batch, holding row locks of one batch at a time):',
+          ...script.afterCommit.map(statement),
+        ]
+      : []),
   ];
   return `${lines.join('\n')}\n`;
 }

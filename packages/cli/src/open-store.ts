@@ -56,6 +56,8 @@ export async function openStore(location: StoreLocation): Promise<CommandStore> 
   if (listenUrl !== undefined && !/^postgres(ql)?:\/\//i.test(listenUrl)) {
     throw new InvalidArgumentError('--listen-db takes a postgres:// URL of a direct connection');
   }
+  if (scheme !== 'sqlite') requireWellFormedUrl('--db', url);
+  if (listenUrl !== undefined) requireWellFormedUrl('--listen-db', listenUrl);
   switch (scheme) {
     case 'sqlite': {
       if (schema !== undefined) throw new InvalidArgumentError('--schema applies to PostgreSQL only');
@@ -167,6 +169,26 @@ export function sqliteFilename(url: string): string {
   const filename = rest.startsWith('//') ? rest.slice(2) : rest;
   if (filename === '') throw new InvalidArgumentError('sqlite: URL names no file (e.g. sqlite:data/app.db)');
   return filename;
+}
+
+/**
+ * A server URL the drivers can parse (bad usage, exit 2, when not): an unclosed `[::1`, a port
+ * beyond 65535 or not a number would otherwise reach the driver and fail as "cannot reach the
+ * database". pg also takes `user@/db?host=/socket/dir`, an empty host, as its parser does.
+ */
+function requireWellFormedUrl(option: string, url: string): void {
+  try {
+    new URL(url.replace('@/', '@localhost/'));
+  } catch {
+    throw new InvalidArgumentError(
+      `${option} ${JSON.stringify(redactUrl(url).slice(0, 200))} is not a well-formed URL ` +
+        '(check the host, an IPv6 address in [brackets], and a port from 1 to 65535)',
+    );
+  }
+  const port = /^[a-z][a-z0-9+.-]*:\/\/(?:[^/?#@]*@)?(?:\[[^\]]*\]|[^/?#:]*):(\d+)/i.exec(url)?.[1];
+  if (port !== undefined && Number(port) === 0) {
+    throw new InvalidArgumentError(`${option}: port 0 is not a port to connect to (1 to 65535)`);
+  }
 }
 
 /** Query parameters that carry a secret (password, sslpassword, token, …). */

@@ -1,4 +1,4 @@
-import { decideFailure, immediateBackoff, type CommandStore } from '@asynccmd/core';
+import { decideFailure, immediateBackoff, type CommandStore, LIMITS } from '@asynccmd/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpsDatabase } from '../../runtime/test/ops/admin-http.suite.js';
 import {
@@ -6,6 +6,7 @@ import {
   makeDead,
   submit,
   submitIdempotent,
+  submitTwoStepWorkflow,
   succeed,
   untilDatabaseClockPasses,
 } from '../../runtime/test/ops/support.js';
@@ -41,12 +42,54 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       await makeDead(store, 'cli.stats');
       const human = await run('stats');
       expect(human.code).toBe(0);
-      expect(human.out).toMatch(/^TYPE\s+PENDING\s+RUNNING\s+SUCCESS\s+DEAD\s+CANCELLED$/m);
-      expect(human.out).toMatch(/^cli\.stats\s+1\s+0\s+0\s+1\s+0$/m);
+      expect(human.out).toMatch(/^TYPE\s+WAITING\s+PENDING\s+RUNNING\s+SUCCESS\s+DEAD\s+CANCELLED$/m);
+      expect(human.out).toMatch(/^cli\.stats\s+0\s+1\s+0\s+0\s+1\s+0$/m);
       expect(human.out).toContain('oldest due pending: waiting');
       const json = JSON.parse((await run('stats', '--json')).out);
-      expect(json.byType['cli.stats']).toEqual({ PENDING: 1, RUNNING: 0, SUCCESS: 0, DEAD: 1, CANCELLED: 0 });
+      expect(json.byType['cli.stats']).toEqual({
+        WAITING: 0,
+        PENDING: 1,
+        RUNNING: 0,
+        SUCCESS: 0,
+        DEAD: 1,
+        CANCELLED: 0,
+      });
       expect(json.byStatus.DEAD).toBeGreaterThanOrEqual(1);
+    });
+
+    it('workflow show ID prints every step, --json the resource; workflow cancel; an unknown id exits 1', async () => {
+      const id = `wf-cli-${Math.random().toString(36).slice(2, 8)}`;
+      const { a, b } = await submitTwoStepWorkflow(store, id, 'cli.wf');
+      const human = await run('workflow', 'show', id);
+      expect(human).toMatchObject({ code: 0, err: '' });
+      expect(human.out).toContain(`workflow ${id}: accepted, 0 of 2 step(s) finished`);
+      expect(human.out).toMatch(new RegExp(`^a\\s+${a}\\s+cli\\.wf\\s+PENDING\\s+accepted`, 'm'));
+      expect(human.out).toMatch(new RegExp(`^b\\s+${b}\\s+cli\\.wf\\s+WAITING\\s+accepted`, 'm'));
+      expect(human.out).toMatch(/^STEP\s+ID\s+TYPE\s+STATUS\s+STATE\s+PROGRESS\s+AFTER\s+LAST ERROR$/m);
+      const json = JSON.parse((await run('workflow', 'show', id, '--json')).out);
+      expect(json).toMatchObject({ id, progress: { done: 0, total: 2, fraction: 0 } });
+      expect(json.steps[1].dependsOn).toEqual([{ step: 'a', id: a, onFailure: 'cancel' }]);
+      // A step's progress, in its row and in the workflow's figure; its command names the workflow.
+      const running = await claim(store, a);
+      await store.reportProgress([{ id: a, token: running.claimToken, done: 1, total: 4 }]);
+      const during = await run('workflow', 'show', id);
+      expect(during.out).toContain(`workflow ${id}: processing, 0 of 2 step(s) finished, 12% done`);
+      expect(during.out).toMatch(
+        new RegExp(`^a\\s+${a}\\s+cli\\.wf\\s+RUNNING\\s+processing\\s+1 of 4 \\(25%\\)`, 'm'),
+      );
+      expect(during.out).toMatch(new RegExp(`^b\\s+${b}\\s+cli\\.wf\\s+WAITING\\s+accepted\\s+-\\s+a$`, 'm'));
+      const shown = await run('show', a);
+      expect(shown.out).toMatch(/^progress\s+1 of 4 \(25%\)$/m);
+      expect(shown.out).toMatch(new RegExp(`^workflow\\s+${id} \\(step a\\)$`, 'm'));
+      expect(JSON.parse((await run('show', a, '--json')).out)).toMatchObject({
+        progress: { done: 1, total: 4 },
+        workflow: { workflowId: id, step: 'a' },
+      });
+      await store.complete([{ id: a, token: running.claimToken }]);
+      expect((await run('workflow', 'show', 'no-such-workflow')).code).toBe(1);
+      const cancelled = await run('workflow', 'cancel', id, '--reason', 'withdrawn');
+      expect(cancelled).toMatchObject({ code: 0, err: '' });
+      expect(cancelled.out).toContain(`workflow ${id}: cancelled 1 step(s), now cancelled`);
     });
 
     it('stats prints the stored type limits beside what runs of each type', async () => {
@@ -58,6 +101,129 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect(human.out).toMatch(/^cli\.limited\s+3\s+1$/m);
       const json = JSON.parse((await run('stats', '--json')).out);
       expect(json.typeLimits).toContainEqual({ type: 'cli.limited', maxRunning: 3 });
+    });
+
+    it('stats prints the rate limits with their tokens now, and the limits per key', async () => {
+      await store.rateLimits?.declare([{ type: 'cli.rated', maxStarts: 100, periodMs: 60_000, burst: 10 }]);
+      await store.keyLimits?.declare([
+        { type: 'cli.keyed', keyField: 'customerId', maxRunning: 5 },
+        { type: 'cli.fair', keyField: 'tenant', maxRunning: LIMITS.keyLimit },
+      ]);
+      await store.keyRateLimits?.declare([
+        { type: 'cli.keyrated', keyField: 'customerId', maxStarts: 10, periodMs: 1_000 },
+      ]);
+      await submit(store, 'cli.rated');
+      const human = await run('stats');
+      expect(human.code).toBe(0);
+      expect(human.out).toMatch(/^RATE LIMITED TYPE\s+MAX STARTS\s+PER\s+BURST\s+TOKENS NOW\s+PENDING$/m);
+      expect(human.out).toMatch(/^cli\.rated\s+100\s+1m\s+10\s+10\s+1$/m);
+      expect(human.out).toMatch(/^cli\.keyed\s+customerId\s+5 running$/m);
+      expect(human.out).toMatch(/^cli\.fair\s+tenant\s+fair share \(turns, no limit\)$/m);
+      expect(human.out).toMatch(/^cli\.keyrated\s+customerId\s+10 starts per 1s \(burst \d+\)$/m);
+      const json = JSON.parse((await run('stats', '--json')).out);
+      expect(json.rateLimits).toContainEqual({
+        type: 'cli.rated',
+        maxStarts: 100,
+        periodMs: 60_000,
+        burst: 10,
+        tokens: 10,
+      });
+      expect(json.keyLimits).toContainEqual({ type: 'cli.keyed', keyField: 'customerId', maxRunning: 5 });
+      expect(json.keyRateLimits).toContainEqual(
+        expect.objectContaining({ type: 'cli.keyrated', maxStarts: 10 }),
+      );
+    });
+
+    it("rate-limit changes a type's rate limit in the store; a bad one exits 2 and changes nothing", async () => {
+      const r = await run('rate-limit', 'cli.changed', '--max-starts', '60', '--per', '1m', '--burst', '5');
+      expect(r).toMatchObject({ code: 0, err: '' });
+      expect(r.out).toContain('type "cli.changed": at most 60 starts per 1m (burst 5), 5 token(s) now');
+      expect((await store.rateLimits?.list())?.find((l) => l.type === 'cli.changed')).toMatchObject({
+        maxStarts: 60,
+        periodMs: 60_000,
+        burst: 5,
+      });
+      const json = JSON.parse(
+        (await run('rate-limit', 'cli.changed', '--max-starts', '30', '--per', '10s', '--json')).out,
+      );
+      expect(json).toMatchObject({ type: 'cli.changed', maxStarts: 30, periodMs: 10_000 });
+      for (const bad of [
+        ['--max-starts', '0', '--per', '1m'],
+        ['--max-starts', '10', '--per', 'soon'],
+        ['--max-starts', '10', '--per', '1m', '--burst', '10'],
+      ]) {
+        const refused = await run('rate-limit', 'cli.changed', ...bad);
+        expect(refused.code, bad.join(' ')).toBe(2);
+        expect(refused.err).toMatch(/^asynccmd: /);
+      }
+      expect((await store.rateLimits?.list())?.find((l) => l.type === 'cli.changed')).toMatchObject({
+        maxStarts: 30,
+      });
+    });
+
+    it('stats prints the keys waiting of each keyed type: how many, at their limit, the busiest', async () => {
+      await store.keyLimits.declare([{ type: 'cli.waiting', keyField: 'tenant', maxRunning: 1 }]);
+      const first = await submit(store, 'cli.waiting', { payload: { tenant: 'acme' } });
+      await submit(store, 'cli.waiting', { payload: { tenant: 'acme' } });
+      await submit(store, 'cli.waiting', { payload: { tenant: 'zeta' } });
+      await claim(store, first);
+      const human = await run('stats');
+      expect(human.code).toBe(0);
+      expect(human.out).toMatch(/^TYPE\s+KEYS WAITING\s+AT THEIR LIMIT\s+MOST RUNNING \(RUNNING \/ DUE\)$/m);
+      expect(human.out).toMatch(/^cli\.waiting\s+2\s+1\s+acme 1\/1, zeta 0\/1$/m);
+      const json = JSON.parse((await run('stats', '--json')).out);
+      expect(json.keysWaiting).toContainEqual({
+        type: 'cli.waiting',
+        keys: 2,
+        atLimit: 1,
+        top: [
+          { key: 'acme', due: 1, running: 1 },
+          { key: 'zeta', due: 1, running: 0 },
+        ],
+      });
+    });
+
+    it('key-limit and key-rate-limit change a limit per key in the store; a bad one exits 2 and changes nothing', async () => {
+      await store.keyLimits.declare([{ type: 'cli.perkey', keyField: 'tenant', maxRunning: 3 }]);
+      const r = await run('key-limit', 'cli.perkey', '--max-running', '7');
+      expect(r).toMatchObject({ code: 0, err: '' });
+      expect(r.out).toContain('type "cli.perkey": at most 7 running per tenant');
+      const json = JSON.parse(
+        (await run('key-limit', 'cli.perkey', '--max-running', '2', '--key', 'orderId', '--json')).out,
+      );
+      expect(json).toEqual({ type: 'cli.perkey', keyField: 'orderId', maxRunning: 2 });
+      const rated = await run(
+        'key-rate-limit',
+        'cli.perkey.rated',
+        '--max-starts',
+        '10',
+        '--per',
+        '1s',
+        '--key',
+        'tenant',
+      );
+      expect(rated).toMatchObject({ code: 0, err: '' });
+      expect(rated.out).toContain('type "cli.perkey.rated": at most 10 starts per 1s per tenant (burst 1)');
+      for (const bad of [
+        ['key-limit', 'cli.perkey', '--max-running', '0'],
+        ['key-limit', 'cli.perkey', '--max-running', '2', '--key', 'a.b'],
+        ['key-limit', 'cli.unknown.type', '--max-running', '2'],
+        ['key-rate-limit', 'cli.perkey', '--max-starts', '10', '--per', '1s'],
+        ['key-rate-limit', 'cli.perkey.rated', '--max-starts', '10', '--per', '1s', '--burst', '10'],
+      ]) {
+        const refused = await run(...bad);
+        expect(refused.code, bad.join(' ')).toBe(2);
+        expect(refused.err).toMatch(/^asynccmd: /);
+      }
+      expect((await store.keyLimits.list()).find((l) => l.type === 'cli.perkey')).toEqual({
+        type: 'cli.perkey',
+        keyField: 'orderId',
+        maxRunning: 2,
+      });
+      expect((await store.keyRateLimits.list()).find((l) => l.type === 'cli.perkey.rated')).toMatchObject({
+        maxStarts: 10,
+        burst: 1,
+      });
     });
 
     it('list --status DEAD --type T: table and --json; bad filters exit 2', async () => {
@@ -105,6 +271,8 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
       expect(human.code).toBe(0);
       expect(human.out).toMatch(new RegExp(`^id\\s+${id}$`, 'm'));
       expect(human.out).toMatch(/^status\s+PENDING \(accepted\)$/m);
+      expect(human.out).toMatch(/^progress\s+-$/m);
+      expect(human.out).toMatch(/^workflow\s+-$/m);
       expect(human.out).toContain('"note": "gift"');
       expect(human.out).toMatch(
         /^attempts\s+0 failed, reclaimed after a lost lease 0 times; 3 of 3 retries left$/m,

@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '@asynccmd/core';
+import type { SqlExecutor, TransactionOpener } from '@asynccmd/core';
 import { rowsOfResult, templateStrings, TransactionExecutors } from '@asynccmd/core';
 import { sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
@@ -39,4 +39,19 @@ export function asyncTransaction<Tx extends DrizzleTransaction, T>(
       return fn(tx);
     }),
   );
+}
+
+/**
+ * The opener a transactional executor declares (`transactional: drizzleTransactions(db)`) to run
+ * each attempt in a `db.transaction` on the store's database: `ctx.tx` is the Drizzle `tx`, and
+ * the executor's writes through it, its `ctx.submit`s and the command's fenced SUCCESS commit
+ * together. PostgreSQL and MySQL/MariaDB (Drizzle's SQLite transactions are synchronous).
+ */
+export function drizzleTransactions<Tx extends DrizzleTransaction>(db: {
+  transaction<R>(fn: (tx: Tx) => Promise<R>): Promise<R>;
+}): TransactionOpener<Tx> {
+  return {
+    kind: 'transaction-opener',
+    transaction: (fn) => asyncTransaction(db, (tx) => fn(tx, executors.of(tx))),
+  };
 }

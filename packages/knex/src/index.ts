@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '@asynccmd/core';
+import type { SqlExecutor, TransactionOpener } from '@asynccmd/core';
 import { rowsOfResult, TransactionExecutors } from '@asynccmd/core';
 import type { Knex } from 'knex';
 
@@ -33,4 +33,21 @@ export function asyncTransaction<T>(
       return fn(trx);
     }, config),
   );
+}
+
+/**
+ * The opener a transactional executor declares (`transactional: knexTransactions(knex)`) to run
+ * each attempt in a `knex.transaction` on the store's database: `ctx.tx` is the Knex `trx`, and
+ * the executor's writes through it, its `ctx.submit`s and the command's fenced SUCCESS commit
+ * together. `knex` must reach the store's database and schema (PostgreSQL, MySQL/MariaDB; not
+ * SQLite, where the store completes only on its own handle).
+ */
+export function knexTransactions(
+  knex: Knex,
+  config?: Knex.TransactionConfig,
+): TransactionOpener<Knex.Transaction> {
+  return {
+    kind: 'transaction-opener',
+    transaction: (fn) => asyncTransaction(knex, (trx) => fn(trx, executors.of(trx)), config),
+  };
 }

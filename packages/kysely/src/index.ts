@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '@asynccmd/core';
+import type { SqlExecutor, TransactionOpener } from '@asynccmd/core';
 import { templateStrings, TransactionExecutors } from '@asynccmd/core';
 import { sql } from 'kysely';
 import type { Kysely, Transaction } from 'kysely';
@@ -33,4 +33,18 @@ export function asyncTransaction<DB, T>(
       return fn(trx);
     }),
   );
+}
+
+/**
+ * The opener a transactional executor declares (`transactional: kyselyTransactions(db)`) to run
+ * each attempt in a `db.transaction().execute` on the store's database: `ctx.tx` is the Kysely
+ * `Transaction`, and the executor's writes through it, its `ctx.submit`s and the command's fenced
+ * SUCCESS commit together. PostgreSQL and MySQL/MariaDB (not SQLite, where the store completes only
+ * in a transaction of its own).
+ */
+export function kyselyTransactions<DB>(db: Kysely<DB>): TransactionOpener<Transaction<DB>> {
+  return {
+    kind: 'transaction-opener',
+    transaction: (fn) => asyncTransaction(db, (trx) => fn(trx, kyselyTx(trx))),
+  };
 }

@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '@asynccmd/core';
+import type { SqlExecutor, TransactionOpener } from '@asynccmd/core';
 import { rowsOfResult, TransactionExecutors } from '@asynccmd/core';
 
 /**
@@ -58,4 +58,21 @@ export function asyncTransaction<Tx extends PrismaTransaction, T>(
       }, options),
     ),
   );
+}
+
+/**
+ * The opener a transactional executor declares (`transactional: prismaTransactions(prisma)`) to
+ * run each attempt in a `prisma.$transaction` on the store's PostgreSQL database: `ctx.tx` is the
+ * transaction client, and the executor's writes through it, its `ctx.submit`s and the command's
+ * fenced SUCCESS commit together. Prisma ends an interactive transaction after `options.timeout`
+ * (5 s by default): give it more than the executor's `timeoutMs`.
+ */
+export function prismaTransactions<Tx extends PrismaTransaction>(
+  prisma: PrismaClientLike<Tx>,
+  options?: PrismaTransactionOptions,
+): TransactionOpener<Tx> {
+  return {
+    kind: 'transaction-opener',
+    transaction: (fn) => asyncTransaction(prisma, (tx) => fn(tx, executors.of(tx)), options),
+  };
 }

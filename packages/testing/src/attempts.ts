@@ -1,4 +1,11 @@
-import type { ClaimedCommand, CommandEvent, CommandId, CommandStore, Logger } from '@asynccmd/core';
+import type {
+  ClaimedCommand,
+  CommandEvent,
+  CommandId,
+  CommandProgress,
+  CommandStore,
+  Logger,
+} from '@asynccmd/core';
 import type { CommandEvents } from '@asynccmd/runtime';
 import { createInlineRunner, type InlineRunner, type InlineRunnerOptions } from '@asynccmd/runtime/test-kit';
 
@@ -10,6 +17,11 @@ interface AttemptFacts {
   readonly attempt: number;
   /** The drain round it ran in (1 for runOnce). */
   readonly round: number;
+  /**
+   * The command's progress once the attempt was over, as the store holds it: what its executor
+   * last reported with ctx.progress (this attempt's, or an earlier one's); null when none.
+   */
+  readonly progress: CommandProgress | null;
 }
 
 /**
@@ -87,7 +99,9 @@ export class AttemptRunner {
     } finally {
       stop();
     }
-    if (hung) return { ...facts(row, round), outcome: 'hung' };
+    const stored = await this.deps.store.get(row.id);
+    const progress = stored?.progress ?? null;
+    if (hung) return { ...facts(row, round, progress), outcome: 'hung' };
     if (ended === null) {
       // The runner could not record it (e.g. a backoff policy threw): a bug the test should see.
       const cause = instance.lastLoggedError;
@@ -98,8 +112,8 @@ export class AttemptRunner {
       );
     }
     // A success's result as the store now holds it: what the application will read.
-    const result = ended.kind === 'succeeded' ? ((await this.deps.store.get(row.id))?.result ?? null) : null;
-    return report(row, round, ended, result);
+    const result = ended.kind === 'succeeded' ? (stored?.result ?? null) : null;
+    return report(facts(row, round, progress), ended, result);
   }
 }
 
@@ -130,6 +144,10 @@ class Instance {
       logger,
       interceptors: deps.interceptors,
       maxResultBytes: deps.maxResultBytes,
+      redactError: deps.redactError,
+      // Transactional executors run in the kit client's transactions on the same database; a hung
+      // one is aborted, which rolls its transaction back.
+      client: deps.client,
     });
     this.runner.on((event) => {
       if (this.#alive) deps.events.emit(event);
@@ -162,12 +180,11 @@ function isOutcome(event: CommandEvent): event is OutcomeEvent {
   );
 }
 
-function facts(row: ClaimedCommand, round: number): AttemptFacts {
-  return { id: row.id, type: row.type, payload: row.payload, attempt: row.retryCount + 1, round };
+function facts(row: ClaimedCommand, round: number, progress: CommandProgress | null): AttemptFacts {
+  return { id: row.id, type: row.type, payload: row.payload, attempt: row.retryCount + 1, round, progress };
 }
 
-function report(row: ClaimedCommand, round: number, ended: OutcomeEvent, result: unknown): AttemptReport {
-  const base = facts(row, round);
+function report(base: AttemptFacts, ended: OutcomeEvent, result: unknown): AttemptReport {
   switch (ended.kind) {
     case 'succeeded':
       return { ...base, outcome: 'succeeded', result };

@@ -3,13 +3,14 @@ import { AssertionError } from 'node:assert';
 import Database from 'better-sqlite3';
 import {
   DEFAULT_MAX_RESCUES,
-  DEFAULT_MAX_RESULT_BYTES,
   InvalidArgumentError,
+  redactErrorText,
   silentLogger,
   type ClaimedCommand,
   type CommandEventListener,
   type CommandRecord,
   type ReclaimedCommand,
+  LIMITS,
 } from '@asynccmd/core';
 import {
   configureConnection,
@@ -28,6 +29,7 @@ import {
   type SubmitOptions,
   type TxSubmit,
 } from '@asynccmd/runtime';
+import type { ExecutorTransactions } from '@asynccmd/runtime/test-kit';
 import { AttemptRunner, type AttemptReport } from './attempts.js';
 import { DrainLimitError, TestKitError } from './errors.js';
 import { describeMatcher, listCommands, matchesPayload, type PayloadMatcher } from './matchers.js';
@@ -52,6 +54,7 @@ const RUNTIME_OPTIONS = [
   'maxResultBytes',
   'defaultMaxRetry',
   'backoff',
+  'redactError',
   'leaseMs',
   'maxRescues',
 ] as const satisfies readonly (keyof AsyncCommandsOptions)[];
@@ -202,7 +205,10 @@ export class TestKit<TM extends CommandTypeMap = CommandTypeMap> {
       clock: parts.clock,
       logger,
       interceptors: options.interceptors ?? [],
-      maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+      maxResultBytes: options.maxResultBytes ?? LIMITS.defaultResultBytes,
+      redactError: options.redactError ?? redactErrorText,
+      // The runtime hands its runner the same client, typed for any command type map.
+      client: this.client as unknown as ExecutorTransactions,
     });
   }
 

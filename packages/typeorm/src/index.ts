@@ -1,13 +1,13 @@
-import type { SqlExecutor } from '@asynccmd/core';
-import { TransactionExecutors } from '@asynccmd/core';
+import type { SqlExecutor, TransactionOpener } from '@asynccmd/core';
+import { rowsOfResult, TransactionExecutors } from '@asynccmd/core';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 
 const executors = new TransactionExecutors<QueryRunner>(async (runner, strings, values) => {
   // The driver's own placeholders: $n on PostgreSQL, ? on MySQL, MariaDB and SQLite.
   const numbered = runner.connection.driver.options.type === 'postgres';
   const text = strings.reduce((all, s, i) => `${all}${numbered ? `$${i}` : '?'}${s}`);
-  const result: unknown = await runner.query(text, [...values]);
-  return Array.isArray(result) ? (result as Record<string, unknown>[]) : [];
+  // On PostgreSQL an UPDATE's answer is `[rows, affected]` (its RETURNING rows first).
+  return rowsOfResult(await runner.query(text, [...values]));
 });
 
 /**
@@ -44,4 +44,18 @@ function queryRunnerOf(transaction: EntityManager | QueryRunner): QueryRunner {
     throw new TypeError('typeormTx needs the EntityManager or QueryRunner of an open transaction');
   }
   return runner;
+}
+
+/**
+ * The opener a transactional executor declares (`transactional: typeormTransactions(dataSource)`)
+ * to run each attempt in a `dataSource.transaction` on the store's database: `ctx.tx` is its
+ * EntityManager, and the executor's writes through it, its `ctx.submit`s and the command's fenced
+ * SUCCESS commit together. PostgreSQL and MySQL/MariaDB (not SQLite, where the store completes
+ * only in a transaction of its own).
+ */
+export function typeormTransactions(dataSource: DataSource): TransactionOpener<EntityManager> {
+  return {
+    kind: 'transaction-opener',
+    transaction: (fn) => asyncTransaction(dataSource, (em) => fn(em, typeormTx(em))),
+  };
 }
