@@ -9,8 +9,9 @@ import {
   type CatchUpPolicy,
   type RecurringSchedule,
   type RecurringTick,
-  RUN_TIME_SCHEDULES_REFRESH_MS,
 } from '@asynccmd/runtime';
+// The runtime's tuning, not its public surface: read from its source.
+import { RUN_TIME_SCHEDULES_REFRESH_MS } from '../../packages/runtime/src/recurring/recurring-service.js';
 import { cli } from '../../packages/cli/test/run.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -488,7 +488,10 @@ export function describeRuntimeE2E<Tx>(
         for (let n = 0; n < 4; n++) out.push(await submit('e2e.queued', { n }));
         return out;
       });
-      await waitFor('one running and three queued', () => started.length === 1 && runtime.leases.size === 4);
+      await waitFor(
+        'one running and three queued',
+        () => started.length === 1 && runtime.state().heldLeases === 4,
+      );
       const stopped = runtime.stop({ timeoutMs: 10_000, closeStore: false });
       await waitFor('the unstarted three to be released', () => kinds(events, 'released').length === 3);
       expect(kinds(events, 'succeeded')).toEqual([]); // stop is still waiting for the running one
@@ -556,7 +559,7 @@ export function describeRuntimeE2E<Tx>(
           ),
       });
       const { client, events, runtime } = await instance([victim], { store, ...timing });
-      expect(await runtime.leases.hearingRevocations).toBe(store.capabilities.revocations);
+      expect(await runtime.hearingRevocations()).toBe(store.capabilities.revocations);
       const id = await client.transaction((_tx, submit) => submit('e2e.victim', { n: 1 }));
       await waitFor('it to start', () => kinds(events, 'started').length === 1);
       const killedAt = performance.now();
@@ -608,7 +611,7 @@ export function describeRuntimeE2E<Tx>(
       const a = await instance([slow(() => names[0])], { store: first, ...timing });
       const b = await instance([slow(() => names[1])], { store: await openStore(), ...timing });
       names = [a.runtime.instanceId, b.runtime.instanceId];
-      await Promise.all([a.runtime.leases.hearingRevocations, b.runtime.leases.hearingRevocations]);
+      await Promise.all([a.runtime.hearingRevocations(), b.runtime.hearingRevocations()]);
       const id = await a.client.transaction((_tx, submit) => submit('e2e.requeued', { n: 1 }));
       await waitFor('the first run', () => runs.length === 1);
       expect((await first.requeue(id, await first.now()))._tag).toBe('Right');
@@ -736,7 +739,7 @@ export function describeRuntimeE2E<Tx>(
       });
     }
 
-    it('shutdown past its timeout aborts what still runs and hands it back with nothing counted against it', async () => {
+    it('shutdown past its timeout aborts what still runs and hands it back with nothing counted against it, the attempt in its history', async () => {
       const reasons: unknown[] = [];
       const endless = defineExecutor<'e2e.endless', { n: number }>({
         type: 'e2e.endless',
@@ -752,10 +755,23 @@ export function describeRuntimeE2E<Tx>(
       const { runtime, client, events, store } = await instance([endless]);
       const id = await client.transaction((_tx, submit) => submit('e2e.endless', { n: 1 }));
       await waitFor('it to start', () => kinds(events, 'started').length === 1);
+      const dueAt = (await store.get(id))?.nextRunAt.getTime();
       await runtime.stop({ timeoutMs: 100, closeStore: false });
       expect(reasons).toEqual([expect.objectContaining({ name: 'ShutdownError' })]);
       expect(kinds(events, 'released')).toEqual([{ kind: 'released', id, type: 'e2e.endless' }]);
-      expect(await store.get(id)).toMatchObject({ status: 'PENDING', retryCount: 0, claimToken: null });
+      const back = await store.get(id);
+      expect(back).toMatchObject({ status: 'PENDING', retryCount: 0, claimToken: null });
+      // The attempt ran and may have had effects: the history says so, and why it stopped.
+      expect(back?.history).toEqual([
+        expect.objectContaining({
+          outcome: 'failed',
+          error: 'ShutdownError: the instance is shutting down',
+          startedAt: expect.any(Date),
+        }),
+      ]);
+      expect(back?.lastError).toBe('ShutdownError: the instance is shutting down');
+      // Its place in the queue is kept: due when it was.
+      expect(back?.nextRunAt.getTime()).toBe(dueAt);
     });
 
     it('idempotent submit: a duplicate (type, bizKey) returns the unfinished command, flagged', async () => {

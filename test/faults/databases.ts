@@ -111,10 +111,11 @@ export const mysql: FaultDatabase = {
   async open(namespace, on = {}) {
     const base = on.port === undefined ? MYSQL_URL : new URL(`mysql://root@127.0.0.1:${on.port}`);
     await mysqlAdmin(`CREATE DATABASE \`${namespace}\` CHARACTER SET utf8mb4`, base);
+    // A small pool unless the scenario's store options say otherwise (undefined: the default).
     const options = (port?: number) => ({
+      connectionLimit: 4,
       ...on.store,
       connection: withPort(base, port, namespace),
-      connectionLimit: 4,
     });
     const store = createMysqlStore(options());
     await store.migrate();

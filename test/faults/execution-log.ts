@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { CommandRecord, CommandStatus } from '@asynccmd/core';
 
-export type LogEvent = 'start' | 'end' | 'ack' | 'fenced' | 'abort' | 'store-error';
+export type LogEvent = 'start' | 'end' | 'ack' | 'fenced' | 'abort' | 'store-error' | 'early';
 
 /** One line of a worker's execution log (see worker.mjs). */
 export interface LogLine {
@@ -9,6 +9,8 @@ export interface LogLine {
   readonly id: string;
   readonly pid: number;
   readonly at: number;
+  /** A workflow's lines: the execution's name (start, end, abort) or what was not done (early). */
+  readonly detail?: string;
 }
 
 export function readExecutionLog(path: string): LogLine[] {
@@ -21,8 +23,14 @@ export function readExecutionLog(path: string): LogLine[] {
   const lines: LogLine[] = [];
   for (const raw of text.split('\n')) {
     if (raw === '') continue;
-    const [event, id, pid, at] = raw.split(' ');
-    lines.push({ event: event as LogEvent, id: id!, pid: Number(pid), at: Number(at) });
+    const [event, id, pid, at, detail] = raw.split(' ');
+    lines.push({
+      event: event as LogEvent,
+      id: id!,
+      pid: Number(pid),
+      at: Number(at),
+      ...(detail === undefined ? {} : { detail }),
+    });
   }
   return lines;
 }
@@ -62,6 +70,8 @@ export interface Verdict {
   readonly interrupted: number;
   /** Outcomes refused because the claim had been taken away. */
   readonly fenced: number;
+  /** The rows of the lost and stuck commands as they were at the end, for a failure message. */
+  readonly rowsOf: ReadonlyMap<string, CommandRecord>;
 }
 
 const TERMINAL: readonly CommandStatus[] = ['SUCCESS', 'DEAD', 'CANCELLED'];
@@ -93,5 +103,10 @@ export function check(
     else if (s !== 'SUCCESS' || runs === 0) lost.push(id);
     if (runs > 1) twice.push(id);
   }
-  return { committed: committed.length, lost, twice, stuck, interrupted, fenced };
+  const rowsOf = new Map(
+    rows
+      .filter((r) => lost.includes(String(r.id)) || stuck.includes(String(r.id)))
+      .map((r) => [String(r.id), r]),
+  );
+  return { committed: committed.length, lost, twice, stuck, interrupted, fenced, rowsOf };
 }

@@ -61,7 +61,7 @@ class GaleraNode extends ProcessServer {
       `--pid-file=${join(this.dir, 'mariadb.pid')}`,
       `--user=${nodeUser()}`,
       '--innodb-buffer-pool-size=64M',
-      '--innodb-flush-log-at-trx-commit=2',
+      ...(process.env.GALERA_SERVER_DEFAULTS ? [] : ['--innodb-flush-log-at-trx-commit=2']),
       '--binlog-format=ROW',
       '--innodb-autoinc-lock-mode=2',
       '--wsrep-on=ON',
@@ -73,7 +73,7 @@ class GaleraNode extends ProcessServer {
       `--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:${p.gcomm};ist.recv_addr=127.0.0.1:${p.ist};gcache.size=64M`,
       `--wsrep-sst-receive-address=127.0.0.1:${p.sst}`,
       '--wsrep-sst-method=rsync',
-      '--wsrep-slave-threads=2',
+      ...(process.env.GALERA_SERVER_DEFAULTS ? [] : ['--wsrep-slave-threads=2']),
     ];
     if (this.bootstrap) args.push('--wsrep-new-cluster');
     return ['mariadbd', args];

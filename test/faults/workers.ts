@@ -4,20 +4,41 @@ import type { WorkerStoreSpec } from './databases.js';
 
 const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 
-export interface WorkerSpec {
+/**
+ * The runtime's timing options a scenario sets; one it leaves out is the runtime's default. `{}`
+ * is every default: what users run.
+ */
+export interface WorkerTiming {
+  readonly leaseMs?: number;
+  readonly heartbeatIntervalMs?: number;
+  readonly pollIntervalMs?: number;
+  readonly reclaimIntervalMs?: number;
+}
+
+export interface WorkerSpec extends WorkerTiming {
   readonly store: WorkerStoreSpec;
   readonly type: string;
   readonly log: string;
-  readonly leaseMs: number;
-  readonly heartbeatIntervalMs: number;
-  readonly pollIntervalMs: number;
-  readonly reclaimIntervalMs: number;
-  readonly concurrency: number;
   /**
-   * The executor's mode: ASYNC_POOL runs `concurrency` at once (no queue); SCHEDULED runs one at a
-   * time in the poll loop with the runtime's default (adaptive) claim size.
+   * ASYNC_POOL: the shared pool runs this many at once with no queue (claims of at most this
+   * many); undefined leaves the pool at its defaults (its adaptive queue claims up to 500 at once).
+   */
+  readonly concurrency?: number;
+  /**
+   * The executor's mode: ASYNC_POOL runs in the shared pool (see concurrency); SCHEDULED runs one
+   * at a time in the poll loop with the runtime's default (adaptive) claim size.
    */
   readonly mode: 'ASYNC_POOL' | 'SCHEDULED';
+  /**
+   * Makes the executor transactional: in its attempt's transaction it inserts one row into `table`
+   * (written as the dialect needs it, schema-qualified where it must be) and submits one follow-up.
+   */
+  readonly effects?: { readonly dialect: 'postgres' | 'mysql' | 'sqlite'; readonly table: string };
+  /**
+   * Runs a workflow's steps (of `type`, each execution named in the log and in its result) and its
+   * batch callback (`<type>.callback`, transactional: one row into the `effects` table); see worker.mjs.
+   */
+  readonly workflow?: boolean;
 }
 
 /** Every worker process this test process started and has not seen exit: killed at exit at the latest. */

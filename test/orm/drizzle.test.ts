@@ -1,53 +1,65 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
-import { asyncTransaction, drizzleTx } from '@asynccmd/drizzle';
-import { createAsyncCommands, defineExecutor } from '@asynccmd/runtime';
+import { asyncTransaction, drizzleTransactions, drizzleTx } from '@asynccmd/drizzle';
+import { createAsyncCommands, defineExecutor, defineTransactionalExecutor } from '@asynccmd/runtime';
 import { drizzle as drizzleSqlite } from 'drizzle-orm/better-sqlite3';
 import { integer, sqliteTable, text as sqliteText } from 'drizzle-orm/sqlite-core';
 import { drizzle as drizzleMysql } from 'drizzle-orm/mysql2';
 import { int, mysqlTable, text as mysqlText } from 'drizzle-orm/mysql-core';
-import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { drizzle as drizzlePg, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { pgSchema, serial, text } from 'drizzle-orm/pg-core';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { describeOrm, type OrmSubject } from './suite.js';
 
-describeOrm('Drizzle', 'postgres', async (place) => {
-  const orders = pgSchema(place.name).table('orders', {
-    id: serial('id').primaryKey(),
-    note: text('note').notNull(),
-  });
-  const pool = new pg.Pool({ connectionString: place.url, max: 2 });
-  const db = drizzlePg(pool);
-  type Tx = Parameters<Parameters<typeof db.transaction>[0]>[0];
-  const subject: OrmSubject<Tx> = {
-    transaction: (fn) => asyncTransaction(db, fn),
-    executor: drizzleTx,
-    insertOrder: async (tx, note) => void (await tx.insert(orders).values({ note })),
-    close: () => pool.end(),
-  };
-  return subject;
-});
+describeOrm(
+  'Drizzle',
+  'postgres',
+  async (place) => {
+    const orders = pgSchema(place.name).table('orders', {
+      id: serial('id').primaryKey(),
+      note: text('note').notNull(),
+    });
+    const pool = new pg.Pool({ connectionString: place.url, max: 2 });
+    const db = drizzlePg(pool);
+    type Tx = Parameters<Parameters<typeof db.transaction>[0]>[0];
+    const subject: OrmSubject<Tx> = {
+      transaction: (fn) => asyncTransaction(db, fn),
+      executor: drizzleTx,
+      insertOrder: async (tx, note) => void (await tx.insert(orders).values({ note })),
+      transactions: drizzleTransactions(db),
+      close: () => pool.end(),
+    };
+    return subject;
+  },
+  { transactionalExecutors: true },
+);
 
-describeOrm('Drizzle', 'mysql', async (place) => {
-  const orders = mysqlTable('orders', {
-    id: int('id').primaryKey().autoincrement(),
-    note: mysqlText('note').notNull(),
-  });
-  const pool = mysql.createPool({ uri: place.url, connectionLimit: 2 });
-  const db = drizzleMysql(pool);
-  type Tx = Parameters<Parameters<typeof db.transaction>[0]>[0];
-  const subject: OrmSubject<Tx> = {
-    transaction: (fn) => asyncTransaction(db, fn),
-    executor: drizzleTx,
-    insertOrder: async (tx, note) => void (await tx.insert(orders).values({ note })),
-    close: () => pool.end(),
-  };
-  return subject;
-});
+describeOrm(
+  'Drizzle',
+  'mysql',
+  async (place) => {
+    const orders = mysqlTable('orders', {
+      id: int('id').primaryKey().autoincrement(),
+      note: mysqlText('note').notNull(),
+    });
+    const pool = mysql.createPool({ uri: place.url, connectionLimit: 2 });
+    const db = drizzleMysql(pool);
+    type Tx = Parameters<Parameters<typeof db.transaction>[0]>[0];
+    const subject: OrmSubject<Tx> = {
+      transaction: (fn) => asyncTransaction(db, fn),
+      executor: drizzleTx,
+      insertOrder: async (tx, note) => void (await tx.insert(orders).values({ note })),
+      transactions: drizzleTransactions(db),
+      close: () => pool.end(),
+    };
+    return subject;
+  },
+  { transactionalExecutors: true },
+);
 
 /**
  * Drizzle on better-sqlite3 runs its transactions synchronously (better-sqlite3 refuses a
@@ -113,7 +125,27 @@ describe('Drizzle on sqlite, through client.transaction on the store’s handle'
     ).rejects.toThrow('business rule failed');
     expect(await store.get(id)).toBeNull();
     expect(notes()).toEqual(['committed']);
-    await commands.scheduler.runRound();
+    await commands.runRound();
     expect(ran).not.toContain('rolled back');
   });
 });
+
+/** Types only (never called): `ctx.tx` is the opener's Drizzle transaction, and must match it. */
+export function drizzleOpenerTypes(db: NodePgDatabase): void {
+  type Tx = Parameters<Parameters<typeof db.transaction>[0]>[0];
+  const orders = pgSchema('types').table('orders', { id: serial('id').primaryKey(), note: text('note') });
+  defineTransactionalExecutor<Tx>()<'types.ok', { n: number }>({
+    type: 'types.ok',
+    transactional: drizzleTransactions(db),
+    execute: async (_p, ctx) => {
+      expectTypeOf(ctx.tx).toEqualTypeOf<Tx>();
+      await ctx.tx.insert(orders).values({ note: 'n' });
+    },
+  });
+  defineTransactionalExecutor<pg.PoolClient>()<'types.wrong', { n: number }>({
+    type: 'types.wrong',
+    // @ts-expect-error a Drizzle opener hands out its transaction, not the declared handle type
+    transactional: drizzleTransactions(db),
+    execute: async (_p, ctx) => void (await ctx.tx.query('SELECT 1')),
+  });
+}

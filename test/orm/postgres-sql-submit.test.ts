@@ -100,7 +100,7 @@ describe('PostgreSQL: submitting from SQL', () => {
     expect(id).not.toBe('');
     await inTransaction(() => submitted('sql.ship', { note: 'after the rollback' }));
     await waitFor('the later command to run', () => ran.includes('after the rollback'));
-    await commands.scheduler.runRound();
+    await commands.runRound();
     expect(ran).not.toContain('rolled back');
     expect(await store.get(id)).toBeNull();
   });
@@ -124,7 +124,7 @@ describe('PostgreSQL: submitting from SQL', () => {
         throw new Error('business rule failed');
       }),
     ).rejects.toThrow('business rule failed');
-    await commands.scheduler.runRound();
+    await commands.runRound();
     expect(ran.filter((n) => n.startsWith('paid '))).toEqual([`paid ${rows[0]!.id}`]);
   });
 
@@ -180,9 +180,34 @@ describe('PostgreSQL: submitting from SQL', () => {
 
   it('stores an unknown type as another service would: PENDING, counted, not run here', async () => {
     const id = await inTransaction(() => submitted('sql.elsewhere', { note: 'not mine' }));
-    await commands.scheduler.runRound();
+    await commands.runRound();
     expect((await store.get(id))?.status).toBe('PENDING');
     expect((await readStats(store)).byType['sql.elsewhere']).toMatchObject({ PENDING: 1 });
+  });
+
+  it("keys a keyed type's command as the store's inserts do, from submit, submit_once and its replace", async () => {
+    await store.keyLimits.declare([{ type: 'sql.keyed', keyField: 'tenant', maxRunning: 1 }]);
+    const keyOf = async (id: string): Promise<string | null> =>
+      (
+        await db.query<{ k: string | null }>(
+          `SELECT flow_key AS k FROM "${schema}".async_command WHERE id = $1`,
+          [id],
+        )
+      ).rows[0]!.k;
+    expect(await keyOf(await submitted('sql.keyed', { tenant: 'acme' }))).toBe('acme');
+    expect(await keyOf(await submitted('sql.keyed', { other: 1 }))).toBe('');
+    expect(await keyOf(await submitted('sql.elsewhere', { tenant: 'acme' }))).toBeNull();
+    const once = async (tenant: string, onPending: string) =>
+      (
+        await db.query<{ id: string }>(
+          `SELECT id::text AS id FROM ${submitOnce}('sql.keyed', $1, biz_key => 'k1', on_pending => $2)`,
+          [JSON.stringify({ tenant }), onPending],
+        )
+      ).rows[0]!.id;
+    const id = await once('first', 'keep');
+    expect(await keyOf(id)).toBe('first');
+    expect(await once('second', 'replace')).toBe(id);
+    expect(await keyOf(id)).toBe('second');
   });
 
   it('refuses bad input with a stable SQLSTATE and message prefix, writing nothing', async () => {
@@ -345,7 +370,7 @@ describe('PostgreSQL: submitting from SQL', () => {
       await once('sql.ship', 'once-2', 'twice');
     });
     await waitFor('the command to run', () => ran.includes('once'));
-    await commands.scheduler.runRound();
+    await commands.runRound();
     expect(ran.filter((n) => n === 'once' || n === 'twice')).toEqual(['once']);
   });
 
@@ -704,6 +729,13 @@ describe('PostgreSQL: submitting from SQL', () => {
               [12, 'replacing submit from SQL'],
               [13, 'paused types'],
               [14, 'executor results'],
+              [15, 'rate limits'],
+              [16, 'key limits'],
+              [17, 'key rate limits'],
+              [18, 'dependencies and workflows'],
+              [19, 'progress, and the workflow of a command'],
+              [20, 'flow keys'],
+              [21, 'finished commands leave the command table'],
             ]);
             await inTransaction(async () => {
               for (const version of script.versions)
@@ -712,7 +744,9 @@ describe('PostgreSQL: submitting from SQL', () => {
             expect((await v11.migrationScript()).versions).toEqual([]);
             await v11.migrate();
           }
-          expect(await versionsOf(name)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+          expect(await versionsOf(name)).toEqual([
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+          ]);
           // Replaced, not added beside the function of version 8.
           const functions = await submitOnceFunctions(name);
           expect(functions).toHaveLength(1);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CommandStore, SqlExecutor } from '@asynccmd/core';
-import { PayloadTooLargeError, UnknownCommandTypeError } from '@asynccmd/core';
-import { createAsyncCommands, defineExecutor } from '@asynccmd/runtime';
+import type { CommandStore, SqlExecutor, TransactionOpener } from '@asynccmd/core';
+import { PayloadTooLargeError, TransactionClosedError, UnknownCommandTypeError } from '@asynccmd/core';
+import { createAsyncCommands, defineExecutor, defineTransactionalExecutor } from '@asynccmd/runtime';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +40,8 @@ export interface OrmSubject<Trx> {
   readonly executor: (trx: Trx) => SqlExecutor;
   /** A business write through the ORM, in `trx`. */
   readonly insertOrder: (trx: Trx, note: string) => Promise<void>;
+  /** The package's opener for transactional executors, where it has one on this database. */
+  readonly transactions?: TransactionOpener<Trx>;
   readonly close: () => Promise<void>;
 }
 
@@ -48,7 +50,10 @@ export function placeName(prefix: string): string {
   return `${prefix}_${process.pid}_${Date.now().toString(36)}`;
 }
 
-async function createPlace(dialect: Dialect, name: string): Promise<Place & { drop: () => Promise<void> }> {
+export async function createPlace(
+  dialect: Dialect,
+  name: string,
+): Promise<Place & { drop: () => Promise<void> }> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), `${name}-`));
     const file = join(dir, 'app.db');
@@ -83,6 +88,12 @@ async function createPlace(dialect: Dialect, name: string): Promise<Place & { dr
   };
 }
 
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open = (): void => undefined;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
 async function pgAdmin(text: string, values: unknown[] = []): Promise<pg.QueryResultRow[]> {
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
@@ -103,7 +114,7 @@ async function mysqlAdmin(text: string, values: unknown[] = []): Promise<Record<
   }
 }
 
-async function ordersWith(place: Place, note: string): Promise<number> {
+export async function ordersWith(place: Place, note: string): Promise<number> {
   if (place.dialect === 'sqlite') {
     const db = new Database(place.name, { readonly: true });
     try {
@@ -119,7 +130,7 @@ async function ordersWith(place: Place, note: string): Promise<number> {
   return Number(rows[0]?.n);
 }
 
-function openStore(place: Place): CommandStore {
+export function openStore(place: Place): CommandStore {
   if (place.dialect === 'sqlite') return createSqliteStore({ filename: place.name });
   return place.dialect === 'postgres'
     ? createPostgresStore({ connectionString: PG_URL, schema: place.name, poolConfig: { max: 4 } })
@@ -144,6 +155,8 @@ export function describeOrm<Trx>(
   dialect: Dialect,
   /** `store` is the runtime's: an ORM on SQLite may share its database handle. */
   open: (place: Place, store: CommandStore) => Promise<OrmSubject<Trx>>,
+  /** The subject has `transactions`: transactional executors through the ORM are tested. */
+  features: { readonly transactionalExecutors?: boolean } = {},
 ): void {
   describe(`${title} on ${dialect}`, () => {
     const ran: { orderNote: string; at: number }[] = [];
@@ -155,21 +168,53 @@ export function describeOrm<Trx>(
     let place: Place & { drop: () => Promise<void> };
     let store: CommandStore;
     let orm: OrmSubject<Trx>;
+    /** A transactional executor through the ORM: one order row per attempt, one follow-up. */
+    const holds = new Map<string, { started: boolean; release: Promise<void> }>();
+    const kept: { tx: Trx | null } = { tx: null };
+    const project = defineTransactionalExecutor<Trx>()<'orm.project', { note: string }>({
+      type: 'orm.project',
+      mode: 'IMMEDIATE',
+      transactional: {
+        kind: 'transaction-opener',
+        transaction: (fn) => {
+          if (orm.transactions === undefined) throw new Error(`${title} has no transaction opener here`);
+          return orm.transactions.transaction(fn);
+        },
+      },
+      async execute({ note }, ctx) {
+        kept.tx = ctx.tx;
+        await orm.insertOrder(ctx.tx, note);
+        await ctx.submit('orm.ship', { orderNote: note });
+        if (note.startsWith('workflow')) {
+          await ctx.workflow(note).step('ship', 'orm.ship', { orderNote: note }).submit();
+        }
+        const hold = holds.get(note);
+        if (hold !== undefined && !hold.started) {
+          hold.started = true;
+          await hold.release; // ignores its signal: returns only when let go
+        }
+        if (note.startsWith('throws')) throw new Error('business rule failed');
+      },
+    });
     // A poll interval far past the test timeout: only the after-commit dispatch can explain a run.
-    let commands: ReturnType<typeof createAsyncCommands<readonly [typeof ship]>>;
+    let commands: ReturnType<typeof createAsyncCommands<readonly [typeof ship, typeof project]>>;
 
     beforeAll(async () => {
       place = await createPlace(dialect, placeName(`orm_${title.toLowerCase()}`));
       store = openStore(place);
       await store.migrate();
+      orm = await open(place, store);
       commands = createAsyncCommands({
         store,
-        executors: [ship] as const,
+        // The ORM-transactional executor only where the subject has an opener (a SQLite store refuses it).
+        executors: (features.transactionalExecutors === true ? [ship, project] : [ship]) as readonly [
+          typeof ship,
+          typeof project,
+        ],
         pollIntervalMs: 600_000,
         maxPayloadBytes: 1024,
       });
       commands.start();
-      orm = await open(place, store);
     });
 
     afterAll(async () => {
@@ -265,7 +310,7 @@ export function describeOrm<Trx>(
         await commands.client.submit(orm.executor(trx), 'orm.ship', { orderNote: later });
       });
       await waitFor('the later command to run', () => ranFor(later) === 1);
-      await commands.scheduler.runRound();
+      await commands.runRound();
       expect(ranFor(note)).toBe(0);
       expect(await ordersWith(place, note)).toBe(0);
     });
@@ -309,6 +354,84 @@ export function describeOrm<Trx>(
       expect((await store.list({ type: 'orm.ship', bizKey })).items).toHaveLength(1);
       await store.cancel(first.id);
     });
+
+    if (features.transactionalExecutors === true) {
+      const projectOnce = (note: string) =>
+        commands.client.transaction((_tx, submit) => submit('orm.project', { note }));
+      const statusOf = async (id: string) => (await store.get(id))?.status;
+      const followUpsOf = async (note: string) =>
+        (await store.list({ type: 'orm.ship' })).items.filter(
+          (c) => (c.payload as { orderNote?: unknown }).orderNote === note,
+        ).length;
+
+      it("a transactional executor through the ORM: its row, its follow-up and the SUCCESS commit in the ORM's transaction; ctx.tx is closed after", async () => {
+        const note = `tx-commit-${dialect}`;
+        const id = await projectOnce(note);
+        await waitFor('the follow-up to run', () => ranFor(note) === 1);
+        expect(await statusOf(id)).toBe('SUCCESS');
+        expect(await ordersWith(place, note)).toBe(1);
+        expect(await followUpsOf(note)).toBe(1);
+        // The ORM's transaction object the executor kept refuses a late write.
+        const late = kept.tx;
+        expect(late).not.toBeNull();
+        await expect(orm.insertOrder(late!, `${note}-late`)).rejects.toBeInstanceOf(TransactionClosedError);
+        expect(await ordersWith(place, `${note}-late`)).toBe(0);
+      });
+
+      it('a transactional executor through the ORM that throws: its row and its follow-up roll back, the retry is recorded', async () => {
+        const note = `throws-${dialect}`;
+        const id = await projectOnce(note);
+        for (let round = 0; round < 500 && (await store.get(id))?.retryCount !== 1; round++) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(await store.get(id)).toMatchObject({ status: 'PENDING', retryCount: 1 });
+        expect(await ordersWith(place, note)).toBe(0);
+        expect(await followUpsOf(note)).toBe(0);
+        expect(ranFor(note)).toBe(0);
+        await store.cancel(id);
+      });
+
+      it("ctx.workflow in the ORM's transaction is refused (a workflow needs the store's own handle): the attempt fails, nothing of it commits", async () => {
+        const note = `workflow-${dialect}`;
+        const id = await projectOnce(note);
+        for (let round = 0; round < 500 && (await store.get(id))?.retryCount !== 1; round++) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const failed = await store.get(id);
+        expect(failed).toMatchObject({ status: 'PENDING', retryCount: 1 });
+        expect(failed?.lastError).toMatch(/ctx\.workflow needs the store's own transaction/);
+        expect(await ordersWith(place, note)).toBe(0);
+        expect(await followUpsOf(note)).toBe(0);
+        await store.cancel(id);
+      });
+
+      it('a claim requeued while the ORM-transactional executor waits: the stale attempt leaves no row and no follow-up; the next one commits once', async () => {
+        const note = `tx-stale-${dialect}`;
+        const release = gate();
+        const hold = { started: false, release: release.promise };
+        holds.set(note, hold);
+        const id = await projectOnce(note);
+        await waitFor('the first attempt waiting', () => hold.started);
+        const admin = openStore(place);
+        try {
+          expect((await admin.requeue(id, new Date()))._tag).toBe('Right');
+        } finally {
+          await admin.close();
+        }
+        release.open();
+        // The requeue's wake-up may start the next attempt here at once; otherwise one round does.
+        for (let round = 0; round < 500 && (await statusOf(id)) !== 'SUCCESS'; round++) {
+          if (round % 10 === 9) await commands.runRound();
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await waitFor('the follow-up of the next attempt', () => ranFor(note) === 1);
+        expect(await statusOf(id)).toBe('SUCCESS');
+        // Both attempts wrote a row and submitted a follow-up: only the second's committed.
+        expect(await ordersWith(place, note)).toBe(1);
+        expect(await followUpsOf(note)).toBe(1);
+        expect((await store.get(id))?.history.map((a) => a.outcome)).toContain('requeued');
+      });
+    }
 
     it('an unknown type or an oversize payload throws inside the transaction before anything is written', async () => {
       const note = `refused-${dialect}`;

@@ -12,12 +12,13 @@ import {
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, posix } from 'node:path';
+import { dirname, join, posix, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { programsOf } from '../docs/doc-blocks.js';
 
 /**
  * What a new user installs: every published package packed (`npm pack`, after the build),
@@ -29,6 +30,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+const PACK_LOCAL = join(ROOT, 'scripts/pack-local.mjs');
 const require = createRequire(import.meta.url);
 const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const MYSQL_SERVER_URL = 'mysql://root@127.0.0.1:3306';
@@ -110,13 +112,23 @@ async function mustRun(
 const manifestOf = (dir: string): Manifest =>
   JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
 
-/** The README's ```ts blocks, in order: one program. */
-function readmeProgram(readme: string): string {
-  const blocks = [...readFileSync(readme, 'utf8').matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map(
-    (m) => m[1] ?? '',
-  );
-  expect(blocks.length, `${readme} has no ts example`).toBeGreaterThan(0);
-  return blocks.join('\n');
+/**
+ * The README's examples as the doc test reads them (test/docs/doc-blocks.ts): each block a module,
+ * or one program with the blocks that continue it. These READMEs assume nothing a prelude gives.
+ */
+function readmePrograms(file: string): string[] {
+  const readme = relative(ROOT, file);
+  const programs = programsOf(readFileSync(file, 'utf8'), readme);
+  expect(programs.length, `${readme} has no ts example`).toBeGreaterThan(0);
+  for (const program of programs) expect(program.preludes, `${program.name} takes a prelude`).toEqual([]);
+  return programs.map((program) => program.source);
+}
+
+/** The README's example: one program. */
+function readmeProgram(file: string): string {
+  const programs = readmePrograms(file);
+  expect(programs.length, `${file}: its blocks are one program (doctest: continues)`).toBe(1);
+  return programs[0] ?? '';
 }
 
 /** Every package directory below node_modules, nested ones included. */
@@ -175,7 +187,7 @@ function scratchProject(name: string, compilerOptions: Record<string, unknown> =
 
 describe('the packages as a user installs them', () => {
   let work: string;
-  let packedFiles: Packed[] = [];
+  const packedFiles: Packed[] = [];
   let publishedDirs: string[] = [];
   const packed = new Map<string, string>();
   const scratches: string[] = [];
@@ -206,23 +218,46 @@ describe('the packages as a user installs them', () => {
     return packages;
   };
 
+  /** Each database's `npm install` line as `npm run pack:local` printed it, without `npm install`. */
+  const installLines = new Map<string, string[]>();
+  let packOutput = '';
+
   beforeAll(async () => {
-    await mustRun(process.execPath, [TSC, '-b'], ROOT);
+    // The packs are the ones `npm run pack:local` makes (it builds first): what a user of this
+    // repository installs until the packages are published.
     work = mkdtempSync(join(tmpdir(), 'asynccmd-packs-'));
+    packOutput = (await mustRun(process.execPath, [PACK_LOCAL, work], ROOT)).stdout;
+    for (const [, label, line] of packOutput.matchAll(/^ {2}(\S+): +npm install (.+)$/gm)) {
+      if (label !== undefined && line !== undefined) installLines.set(label, line.split(' '));
+    }
     const published = readdirSync(join(ROOT, 'packages'))
       .map((dir) => `packages/${dir}`)
       .filter(
         (dir) => existsSync(join(ROOT, dir, 'package.json')) && manifestOf(join(ROOT, dir)).private !== true,
       );
-    const out = await mustRun(
-      'npm',
-      ['pack', '--json', '--pack-destination', work, ...published.flatMap((dir) => ['--workspace', dir])],
-      ROOT,
-    );
-    packedFiles = JSON.parse(out.stdout) as Packed[];
-    for (const pack of packedFiles) packed.set(pack.name, join(work, pack.filename));
+    for (const filename of readdirSync(work).filter((f) => f.endsWith('.tgz'))) {
+      const tarball = join(work, filename);
+      const listing = await mustRun('tar', ['-tzf', tarball], work);
+      const files = listing.stdout
+        .split('\n')
+        .filter((entry) => entry.startsWith('package/') && !entry.endsWith('/'))
+        .map((entry) => ({ path: entry.slice('package/'.length) }));
+      const manifest = JSON.parse(
+        (await mustRun('tar', ['-xOzf', tarball, 'package/package.json'], work)).stdout,
+      ) as Manifest;
+      packedFiles.push({ name: manifest.name, filename, files });
+      packed.set(manifest.name, tarball);
+    }
     publishedDirs = published;
   }, INSTALL_TIMEOUT_MS);
+
+  /** The tarballs of a database's printed install line, and its driver at `driverSpec`. */
+  const printedInstall = (label: string, driver: string, driverSpec: string): string[] => {
+    const specs = installLines.get(label);
+    if (specs === undefined) throw new Error(`pack:local printed no line for ${label}:\n${packOutput}`);
+    expect(specs.at(-1)).toBe(driver);
+    return [...specs.slice(0, -1), driverSpec];
+  };
 
   afterAll(async () => {
     console.log(`installs from the tarballs:\n  ${figures.join('\n  ')}`);
@@ -277,6 +312,38 @@ describe('the packages as a user installs them', () => {
     }
   });
 
+  it("npm run pack:local packs every published package into one folder and prints each database's install line", () => {
+    expect(
+      readdirSync(work)
+        .filter((f) => f.endsWith('.tgz'))
+        .sort(),
+    ).toEqual(publishedDirs.map((dir) => `asynccmd-${dir.slice('packages/'.length)}-0.1.0.tgz`).sort());
+    const line = (...adapters: string[]) =>
+      ['core', 'runtime', ...adapters].map((p) => join(work, `asynccmd-${p}-0.1.0.tgz`));
+    expect(Object.fromEntries(installLines)).toEqual({
+      PostgreSQL: [...line('adapter-postgres'), 'pg'],
+      'MySQL/MariaDB': [...line('adapter-mysql'), 'mysql2'],
+      SQLite: [...line('adapter-sqlite'), 'better-sqlite3'],
+      // adapter-pglite runs adapter-postgres's engine: its tarball comes along.
+      PGlite: [...line('adapter-postgres', 'adapter-pglite'), '@electric-sql/pglite'],
+    });
+    // The other packages, each with its tarball, for the CLI, the test kit and the ORM bridges.
+    for (const name of [
+      'cli',
+      'testing',
+      'knex',
+      'kysely',
+      'drizzle',
+      'typeorm',
+      'prisma',
+      'store-conformance',
+    ]) {
+      expect(packOutput).toMatch(
+        new RegExp(`^ {2}@asynccmd/${name} +${join(work, `asynccmd-${name}-0.1.0.tgz`)}$`, 'm'),
+      );
+    }
+  });
+
   it(
     'a PostgreSQL-only user: runtime + adapter-postgres + pg 8.11, the README compiles and its program runs',
     async () => {
@@ -285,12 +352,7 @@ describe('the packages as a user installs them', () => {
       const installed = await install(
         dir,
         'PostgreSQL only (runtime, adapter-postgres, pg 8.11, @types/pg 8.10)',
-        [
-          ...tarballs('@asynccmd/core', '@asynccmd/runtime', '@asynccmd/adapter-postgres'),
-          'pg@8.11',
-          '@types/pg@8.10',
-          '@types/node@20',
-        ],
+        [...printedInstall('PostgreSQL', 'pg', 'pg@8.11'), '@types/pg@8.10', '@types/node@20'],
       );
       for (const name of FOREIGN.filter((n) => n !== 'pg')) expect(installed).not.toContain(name);
       // One pg, the user's: the adapter's types and runtime are the application's copy.
@@ -326,7 +388,9 @@ describe('the packages as a user installs them', () => {
       await client.connect();
       try {
         const { rows } = await client.query<{ status: string }>(
-          'SELECT status FROM public.async_command ORDER BY id',
+          // Finished commands move to the table's history (migration 21).
+          `SELECT status FROM (SELECT id, status FROM public.async_command
+             UNION ALL SELECT id, status FROM public.async_command_history) AS c ORDER BY id`,
         );
         expect(rows.map((r) => r.status)).toEqual(['SUCCESS', 'SUCCESS']);
       } finally {
@@ -342,8 +406,7 @@ describe('the packages as a user installs them', () => {
       const dir = scratchProject('mysql');
       scratches.push(dir);
       const installed = await install(dir, 'MySQL only (runtime, adapter-mysql, mysql2 3.9)', [
-        ...tarballs('@asynccmd/core', '@asynccmd/runtime', '@asynccmd/adapter-mysql'),
-        'mysql2@3.9',
+        ...printedInstall('MySQL/MariaDB', 'mysql2', 'mysql2@3.9'),
         '@types/node@20',
       ]);
       for (const name of FOREIGN.filter((n) => n !== 'mysql2')) expect(installed).not.toContain(name);
@@ -388,8 +451,7 @@ describe('the packages as a user installs them', () => {
         dir,
         `SQLite only (runtime, adapter-sqlite, better-sqlite3 ${version}; its binary copied, not built)`,
         [
-          ...tarballs('@asynccmd/core', '@asynccmd/runtime', '@asynccmd/adapter-sqlite'),
-          `better-sqlite3@${version}`,
+          ...printedInstall('SQLite', 'better-sqlite3', `better-sqlite3@${version}`),
           '@types/better-sqlite3@7.6',
           '@types/node@20',
         ],
@@ -406,10 +468,46 @@ describe('the packages as a user installs them', () => {
       expect(program.stdout).toContain('order o-42 (version 7): customer notified');
       const db = new Database(join(dir, 'app.db'), { readonly: true });
       try {
-        expect(db.prepare('SELECT status FROM async_command ORDER BY id').pluck().all()).toEqual(['SUCCESS']);
+        // Finished commands move to the table's history (migration 20).
+        expect(
+          db
+            .prepare(
+              'SELECT status FROM (SELECT id, status FROM async_command UNION ALL SELECT id, status FROM async_command_history) ORDER BY id',
+            )
+            .pluck()
+            .all(),
+        ).toEqual(['SUCCESS']);
       } finally {
         db.close();
       }
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+
+  it(
+    'a PGlite-only user: runtime + adapter-pglite + PGlite 0.6 and no pg, the README compiles and its program runs',
+    async () => {
+      const dir = scratchProject('pglite');
+      scratches.push(dir);
+      const installed = await install(
+        dir,
+        'PGlite only (runtime, adapter-pglite, @electric-sql/pglite 0.6)',
+        [
+          ...printedInstall('PGlite', '@electric-sql/pglite', '@electric-sql/pglite@0.6'),
+          // PGlite's declarations name Emscripten's types without depending on them (README).
+          '@types/emscripten@1',
+          '@types/node@20',
+        ],
+      );
+      // The PostgreSQL engine comes with it, pg does not: PGlite is the driver.
+      for (const name of FOREIGN) expect(installed).not.toContain(name);
+      expect(installed).toContain('@asynccmd/adapter-postgres');
+      expect(installed.filter((name) => name === '@electric-sql/pglite')).toEqual(['@electric-sql/pglite']);
+
+      writeFileSync(join(dir, 'readme.ts'), readmeProgram(join(ROOT, 'packages/adapter-pglite/README.md')));
+      await mustRun(process.execPath, [TSC, '-p', '.'], dir);
+      const program = await mustRun(process.execPath, ['out/readme.js'], dir);
+      expect(program.stdout).toContain('order o-42 (version 7): customer notified');
     },
     INSTALL_TIMEOUT_MS,
   );
@@ -508,7 +606,10 @@ describe('the packages as a user installs them', () => {
       }
 
       writeFileSync(join(dir, 'runtime.ts'), readmeProgram(join(ROOT, 'packages/runtime/README.md')));
-      writeFileSync(join(dir, 'core.ts'), readmeProgram(join(ROOT, 'packages/core/README.md')));
+      // The core README's examples are modules of their own, each importing what it uses.
+      readmePrograms(join(ROOT, 'packages/core/README.md')).forEach((program, i) =>
+        writeFileSync(join(dir, `core-${i + 1}.ts`), program),
+      );
       await mustRun(process.execPath, [TSC, '-p', '.'], dir);
     },
     INSTALL_TIMEOUT_MS,

@@ -10,7 +10,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgAdmin } from '../faults/databases.js';
 import { AckCounter, check, readExecutionLog, type LogLine } from '../faults/execution-log.js';
-import { startWorker, stopWorkers, type WorkerProcess, type WorkerSpec } from '../faults/workers.js';
+import {
+  startWorker,
+  stopWorkers,
+  type WorkerProcess,
+  type WorkerSpec,
+  type WorkerTiming,
+} from '../faults/workers.js';
 import { PgBouncer } from './pgbouncer.js';
 
 /**
@@ -59,11 +65,23 @@ const command = (ms: number): NewCommand => ({
   maxRetry: 5,
 });
 
-/** Worker processes draining TYPE through the PgBouncer; `storeOptions` add to (or override) their store options. */
+/** The tuned worker options of the rows printed beside the ones at their defaults. */
+const TUNED: WorkerTiming & { concurrency: number } = {
+  concurrency: 4,
+  leaseMs: 5_000,
+  heartbeatIntervalMs: 100,
+  reclaimIntervalMs: 300,
+  pollIntervalMs: 50,
+};
+
+/**
+ * Worker processes draining TYPE through the PgBouncer with `settings` (`{}`: every runtime option
+ * at its default, the default pool); `storeOptions` add to (or override) their store options.
+ */
 async function startWorkers(
   count: number,
   log: string,
-  timing: Pick<WorkerSpec, 'pollIntervalMs'>,
+  settings: WorkerTiming & { concurrency?: number },
   storeOptions: Record<string, unknown> = {},
 ): Promise<WorkerProcess[]> {
   const spec: WorkerSpec = {
@@ -74,15 +92,16 @@ async function startWorkers(
     },
     type: TYPE,
     log,
-    concurrency: 4,
     mode: 'ASYNC_POOL',
-    leaseMs: 5_000,
-    heartbeatIntervalMs: 100,
-    reclaimIntervalMs: 300,
-    ...timing,
+    ...settings,
   };
   return Promise.all(Array.from({ length: count }, () => startWorker(spec)));
 }
+
+const describeWorkers = (settings: WorkerTiming & { concurrency?: number }): string =>
+  settings.concurrency === undefined
+    ? 'the default pool, every runtime option at its default'
+    : `${settings.concurrency} slots, tuned: lease ${settings.leaseMs} ms, heartbeat ${settings.heartbeatIntervalMs} ms, poll ${settings.pollIntervalMs} ms`;
 
 async function rowsOf(ids: readonly string[]): Promise<CommandRecord[]> {
   const rows: CommandRecord[] = [];
@@ -183,77 +202,78 @@ describe('PostgreSQL through PgBouncer (pool_mode = transaction)', () => {
     expect(JSON.parse(viaEnvironment.stdout)).toHaveProperty('byStatus');
   });
 
-  it(`${SIZES.drain.processes} worker processes drain over ${SIZES.drain.commands} commands submitted every way: 0 lost, 0 twice`, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'asynccmd-pgbouncer-drain-'));
-    const log = join(dir, 'executions.log');
-    let workers: WorkerProcess[] = [];
-    const committed: string[] = [];
-    const callersPool = new pg.Pool({ connectionString: bouncer.url, max: 4 });
-    try {
-      const quarter = Math.floor(SIZES.drain.commands / 4);
-      // Batched: one multi-row insert per transaction.
-      for (let i = 0; i < quarter; i += 100) {
-        const batch = Array.from({ length: Math.min(100, quarter - i) }, () => command(2));
-        committed.push(...(await store.transaction((tx) => store.insert(tx, batch))));
-      }
-      // Pipelined: single-row inserts held back to the COMMIT (ids taken ahead), the NOTIFY riding it.
-      for (let i = 0; i < quarter; i += 5) {
-        committed.push(
-          ...(await store.transaction(async (tx) => {
-            store.capabilities.commitRiding?.notify(tx);
-            const ids: string[] = [];
-            for (let j = 0; j < 5 && i + j < quarter; j++)
-              ids.push(...(await store.insert(tx, [command(2)])));
-            return ids;
-          })),
-        );
-      }
-      // In the caller's own transactions on a pool of its own through the same PgBouncer, concurrently.
-      const rest = SIZES.drain.commands - 2 * quarter;
-      await Promise.all(
-        Array.from({ length: 4 }, async (_, lane) => {
-          for (let i = lane; i < rest; i += 4) {
-            const client = await callersPool.connect();
-            try {
-              await client.query('BEGIN');
-              const [id] = await store.insert(client, [command(2)]);
-              if (i % 2 === 0) {
-                const once = await store.insertIdempotent(client, { ...command(2), bizKey: `k${i}` });
-                expect(once.duplicate).toBe(false);
-                committed.push(once.id);
+  for (const settings of [{}, TUNED])
+    it(`${SIZES.drain.processes} worker processes (${describeWorkers(settings)}) drain over ${SIZES.drain.commands} commands submitted every way: 0 lost, 0 twice`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'asynccmd-pgbouncer-drain-'));
+      const log = join(dir, 'executions.log');
+      let workers: WorkerProcess[] = [];
+      const committed: string[] = [];
+      const callersPool = new pg.Pool({ connectionString: bouncer.url, max: 4 });
+      try {
+        const quarter = Math.floor(SIZES.drain.commands / 4);
+        // Batched: one multi-row insert per transaction.
+        for (let i = 0; i < quarter; i += 100) {
+          const batch = Array.from({ length: Math.min(100, quarter - i) }, () => command(2));
+          committed.push(...(await store.transaction((tx) => store.insert(tx, batch))));
+        }
+        // Pipelined: single-row inserts held back to the COMMIT (ids taken ahead), the NOTIFY riding it.
+        for (let i = 0; i < quarter; i += 5) {
+          committed.push(
+            ...(await store.transaction(async (tx) => {
+              store.capabilities.commitRiding?.notify(tx);
+              const ids: string[] = [];
+              for (let j = 0; j < 5 && i + j < quarter; j++)
+                ids.push(...(await store.insert(tx, [command(2)])));
+              return ids;
+            })),
+          );
+        }
+        // In the caller's own transactions on a pool of its own through the same PgBouncer, concurrently.
+        const rest = SIZES.drain.commands - 2 * quarter;
+        await Promise.all(
+          Array.from({ length: 4 }, async (_, lane) => {
+            for (let i = lane; i < rest; i += 4) {
+              const client = await callersPool.connect();
+              try {
+                await client.query('BEGIN');
+                const [id] = await store.insert(client, [command(2)]);
+                if (i % 2 === 0) {
+                  const once = await store.insertIdempotent(client, { ...command(2), bizKey: `k${i}` });
+                  expect(once.duplicate).toBe(false);
+                  committed.push(once.id);
+                }
+                await client.query('COMMIT');
+                committed.push(id!);
+              } finally {
+                client.release();
               }
-              await client.query('COMMIT');
-              committed.push(id!);
-            } finally {
-              client.release();
             }
-          }
-        }),
-      );
-      // All committed first, so that the drain rate is the workers' own.
-      workers = await startWorkers(SIZES.drain.processes, log, { pollIntervalMs: 50 });
-      const acks = new AckCounter(log);
-      await until(() => acks.count() >= committed.length, 120_000);
-      await stopWorkers(workers);
-      const lines = readExecutionLog(log);
-      const verdict = check(committed, lines, await rowsOf(committed));
-      process.stdout.write(
-        `\nPgBouncer drain: ${verdict.committed} committed, ${SIZES.drain.processes} processes × 4 slots, ` +
-          `${drainRate(lines)}/s from first start to last success; ` +
-          `lost ${verdict.lost.length}, twice ${verdict.twice.length}, stuck ${verdict.stuck.length}, ` +
-          `fenced ${verdict.fenced}\n`,
-      );
-      expect(verdict.lost).toEqual([]);
-      expect(verdict.twice).toEqual([]);
-      expect(verdict.stuck).toEqual([]);
-      const stderr = workers.map((w) => w.stderr()).join('');
-      expect(stderr).not.toMatch(/prepared statement|unsupported startup parameter/);
-    } finally {
-      await stopWorkers(workers);
-      await callersPool.end();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 180_000);
+          }),
+        );
+        // All committed first, so that the drain rate is the workers' own.
+        workers = await startWorkers(SIZES.drain.processes, log, settings);
+        const acks = new AckCounter(log);
+        await until(() => acks.count() >= committed.length, 120_000);
+        await stopWorkers(workers);
+        const lines = readExecutionLog(log);
+        const verdict = check(committed, lines, await rowsOf(committed));
+        process.stdout.write(
+          `\nPgBouncer drain: ${verdict.committed} committed, ${SIZES.drain.processes} processes × ${describeWorkers(settings)}, ` +
+            `${drainRate(lines)}/s from first start to last success; ` +
+            `lost ${verdict.lost.length}, twice ${verdict.twice.length}, stuck ${verdict.stuck.length}, ` +
+            `fenced ${verdict.fenced}\n`,
+        );
+        expect(verdict.lost).toEqual([]);
+        expect(verdict.twice).toEqual([]);
+        expect(verdict.stuck).toEqual([]);
+        const stderr = workers.map((w) => w.stderr()).join('');
+        expect(stderr).not.toMatch(/prepared statement|unsupported startup parameter/);
+      } finally {
+        await stopWorkers(workers);
+        await callersPool.end();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }, 180_000);
 
   it('the same workers over direct connections, for comparison (drain rate printed)', async () => {
     const schema = `${SCHEMA}_direct`;
@@ -269,7 +289,7 @@ describe('PostgreSQL through PgBouncer (pool_mode = transaction)', () => {
         const batch = Array.from({ length: Math.min(500, SIZES.drain.commands - i) }, () => command(2));
         committed.push(...(await direct.transaction((tx) => direct.insert(tx, batch))));
       }
-      workers = await startWorkers(SIZES.drain.processes, log, { pollIntervalMs: 50 }, options);
+      workers = await startWorkers(SIZES.drain.processes, log, TUNED, options);
       const acks = new AckCounter(log);
       await until(() => acks.count() >= committed.length, 120_000);
       await stopWorkers(workers);
@@ -314,7 +334,7 @@ async function latencyRun(
 ): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-pgbouncer-latency-'));
   const log = join(dir, 'executions.log');
-  const workers = await startWorkers(2, log, { pollIntervalMs }, storeOptions);
+  const workers = await startWorkers(2, log, { ...TUNED, pollIntervalMs }, storeOptions);
   const committedAt = new Map<string, number>();
   try {
     for (let i = 0; i < count; i++) {

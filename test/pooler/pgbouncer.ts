@@ -71,7 +71,7 @@ export class PgBouncer {
     );
     for (const file of ['userlist.txt', 'pgbouncer.ini'])
       if (as.uid !== undefined && as.gid !== undefined) chownSync(join(dir, file), as.uid, as.gid);
-    const child = spawnGuarded(PGBOUNCER, [join(dir, 'pgbouncer.ini')], as, 'ignore');
+    const { child } = spawnGuarded(PGBOUNCER, [join(dir, 'pgbouncer.ini')], as);
     const bouncer = new PgBouncer(dir, port, child);
     try {
       await bouncer.#ready();

@@ -1,0 +1,4 @@
+import { mysql } from './databases.js';
+import { describeWorkflowFaults } from './workflow.js';
+
+describeWorkflowFaults(mysql);

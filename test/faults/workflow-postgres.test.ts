@@ -1,0 +1,4 @@
+import { postgres } from './databases.js';
+import { describeWorkflowFaults } from './workflow.js';
+
+describeWorkflowFaults(postgres);

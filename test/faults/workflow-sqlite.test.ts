@@ -1,0 +1,4 @@
+import { sqlite } from './databases.js';
+import { describeWorkflowFaults } from './workflow.js';
+
+describeWorkflowFaults(sqlite);
