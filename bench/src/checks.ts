@@ -15,7 +15,7 @@ export interface ExactlyOnceCounts {
   readonly succeededNotRun: number;
   /** Ran once but is not SUCCESS (its completion was lost). */
   readonly ranNotSucceeded: number;
-  /** Still PENDING and never ran: only allowed in a drain stopped at its time cap. */
+  /** Still PENDING (or WAITING) and never ran: only allowed in a drain stopped at its time cap. */
   readonly pendingNotRun: number;
   /** Executions of sequence numbers that were never enqueued. */
   readonly strays: number;
@@ -26,7 +26,7 @@ export interface ExactlyOnceCounts {
 /**
  * The exactly-once verdict. A complete drain needs every command SUCCESS after exactly one run; a
  * drain stopped at its time cap needs every command that ran to be SUCCESS after exactly one run,
- * and every other one back to PENDING. Anything else throws.
+ * and every other one back to PENDING (or still WAITING for its dependencies). Anything else throws.
  */
 export function exactlyOnceVerdict(total: number, c: ExactlyOnceCounts, complete = true): string {
   const clean =
@@ -46,7 +46,7 @@ export function exactlyOnceVerdict(total: number, c: ExactlyOnceCounts, complete
   }
   return complete
     ? `exactly once ${c.succeededOnce}/${total} ✓`
-    : `capped: ${c.succeededOnce}/${total} ran, each exactly once, the rest PENDING ✓`;
+    : `capped: ${c.succeededOnce}/${total} ran, each exactly once, the rest PENDING or WAITING ✓`;
 }
 
 export interface LatencyResult {
@@ -114,7 +114,7 @@ export function countExecutions(
     if (n === 1 && status === 'SUCCESS') c.succeededOnce++;
     else if (n === 1) c.ranNotSucceeded++;
     else if (n === 0 && status === 'SUCCESS') c.succeededNotRun++;
-    else if (n === 0 && status === 'PENDING') c.pendingNotRun++;
+    else if (n === 0 && (status === 'PENDING' || status === 'WAITING')) c.pendingNotRun++;
     else if (n === 0) c.other++;
   }
   for (const [seq, n] of runs) {
@@ -122,4 +122,65 @@ export function countExecutions(
     if (!enqueued.has(seq)) c.strays++;
   }
   return c;
+}
+
+/** What the effect table holds after an effect drain, against each command's status. */
+export interface EffectCounts {
+  /** Rows in the effect table. */
+  readonly rows: number;
+  /** SUCCESS commands (for graphile-worker: gone from its table) with exactly one row. */
+  readonly succeededWithOne: number;
+  /** Commands with more than one row: an effect applied twice. */
+  readonly doubled: number;
+  /** SUCCESS commands without a row: an effect lost. */
+  readonly succeededWithout: number;
+  /** Rows of a command that is not SUCCESS (or of no command): an effect of an attempt that did not succeed. */
+  readonly withoutSuccess: number;
+}
+
+/** The effect counts computed in memory: each command's (seq, status) against the table's seqs. */
+export function countEffects(
+  commands: readonly { readonly seq: number; readonly status: string }[],
+  effectSeqs: readonly number[],
+): EffectCounts {
+  const rowsOf = new Map<number, number>();
+  for (const seq of effectSeqs) rowsOf.set(seq, (rowsOf.get(seq) ?? 0) + 1);
+  const succeeded = new Set<number>();
+  let succeededWithOne = 0;
+  let succeededWithout = 0;
+  for (const { seq, status } of commands) {
+    if (status !== 'SUCCESS') continue;
+    succeeded.add(seq);
+    const n = rowsOf.get(seq) ?? 0;
+    if (n === 1) succeededWithOne++;
+    else if (n === 0) succeededWithout++;
+  }
+  let doubled = 0;
+  let withoutSuccess = 0;
+  for (const [seq, n] of rowsOf) {
+    if (n > 1) doubled++;
+    if (!succeeded.has(seq)) withoutSuccess += n;
+  }
+  return { rows: effectSeqs.length, succeededWithOne, doubled, succeededWithout, withoutSuccess };
+}
+
+/**
+ * The effect verdict of a drain of `total` commands. `exact` (a transactional executor): every
+ * SUCCESS command has exactly one row and there is no other row — `total` rows after a complete
+ * drain —, or it throws. Otherwise the counts are reported, for information.
+ */
+export function effectVerdict(total: number, c: EffectCounts, exact: boolean, complete = true): string {
+  const clean =
+    c.doubled === 0 &&
+    c.succeededWithout === 0 &&
+    c.withoutSuccess === 0 &&
+    c.rows === c.succeededWithOne &&
+    (!complete || c.rows === total);
+  const counts = `effect rows ${c.rows}/${total}`;
+  if (clean) return `${counts}, one per ${complete ? 'command' : 'SUCCESS'}${exact ? ' ✓' : ''}`;
+  const text = Object.entries(c)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  if (exact) throw new Error(`effect check FAILED (${total} enqueued): ${text}`);
+  return `${counts} (${text})`;
 }

@@ -8,8 +8,12 @@ import { rate } from './stats.js';
 /** One system set up for a drain run: how to seed it, run it, and check it afterwards. */
 export interface DrainTarget {
   readonly system: string;
-  /** Drops and recreates the system's tables, then seeds `total` PENDING commands seq 1..total. */
-  prepare(total: number): Promise<void>;
+  /**
+   * Drops and recreates the system's tables, then seeds `total` PENDING commands seq 1..total: the
+   * last `timed` of them are the timed window's, the ones before the warm-up (a target whose
+   * window's commands are submitted otherwise, as workflows, seeds only the warm-up plainly).
+   */
+  prepare(total: number, timed: number): Promise<void>;
   consumer(concurrency: number): ConsumerSpec;
   /** True once the database shows nothing left to run. */
   drained(): Promise<boolean>;
@@ -66,7 +70,7 @@ export async function runDrain(
   warmupPerProcess = 0,
 ): Promise<DrainResult> {
   const seeded = total + warmupPerProcess * processes;
-  await target.prepare(seeded);
+  await target.prepare(seeded, total);
   const children = await startAll(
     'consumer',
     Array.from({ length: processes }, () => target.consumer(concurrency)),

@@ -1,6 +1,17 @@
 import pg from 'pg';
 
-export const PG_URL = process.env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+export let PG_URL = process.env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * Points this process, and every child it starts from now on, at another server (the soak's own);
+ * returns the URL used before.
+ */
+export function usePgUrl(url: string): string {
+  const before = PG_URL;
+  PG_URL = url;
+  process.env['BENCH_PG_URL'] = url;
+  return before;
+}
 
 /**
  * `fastCommit` sessions commit with synchronous_commit off, as the adapter's own hot-path pool

@@ -11,10 +11,13 @@ import { pgPool, recreateSchema, PG_URL } from './pg.js';
 import { BENCH_TYPE, type BenchPayload } from './protocol.js';
 import { migrateWith } from './scenarios/migrate.js';
 import {
+  MYSQL_USAGE,
   ORDERING_KEYS,
+  PG_USAGE,
+  SQLITE_USAGE,
   TYPE_LIMIT,
   usageTypeLimit,
-  usageUpdate,
+  usageUpdates,
   type FeatureUsage,
 } from './scenarios/usage.js';
 import { benchRuntime, openStore } from './systems/asynccmd.js';
@@ -141,8 +144,7 @@ async function drainPg({ total, raw, usage, instances, ...run }: DrainRun): Prom
     );
     await admin.query(`ALTER TABLE ${rawTable(SCHEMA)} SET (autovacuum_enabled = false)`);
     await seedPending(admin, rawTable(SCHEMA), BENCH_TYPE, total);
-    const update = usageUpdate(rawTable(SCHEMA), usage, (a, b) => `${a} || (${b})::text`);
-    if (update) await admin.query(update);
+    for (const update of usageUpdates(rawTable(SCHEMA), usage, PG_USAGE)) await admin.query(update);
   } finally {
     await admin.end();
   }
@@ -168,8 +170,7 @@ async function drainSqlite(
   await migrateWith(() => createSqliteStore({ filename }));
   const db = openSqlite(filename);
   seedPendingSqlite(db, BENCH_TYPE, total);
-  const update = usageUpdate(SQLITE_TABLE, usage, (a, b) => `${a} || (${b})`);
-  if (update) db.exec(update);
+  for (const update of usageUpdates(SQLITE_TABLE, usage, SQLITE_USAGE)) db.exec(update);
   if (raw) {
     try {
       return await rawDrain(total, async () => claimSqliteBatch(db, BENCH_TYPE, RAW_BATCH));
@@ -200,8 +201,7 @@ async function drainMysql({ total, usage, instances, ...run }: DrainRun): Promis
   const pool = mysqlPool(1, MYSQL_DATABASE);
   try {
     await seedPendingMysql(pool, BENCH_TYPE, total);
-    const update = usageUpdate(MYSQL_TABLE, usage, (a, b) => `CONCAT(${a}, ${b})`);
-    if (update) await pool.query(update);
+    for (const update of usageUpdates(MYSQL_TABLE, usage, MYSQL_USAGE)) await pool.query(update);
   } finally {
     await pool.end();
   }

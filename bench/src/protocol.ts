@@ -4,7 +4,8 @@
  * Which queue a child drives. Each kind names a system and where its tables live. asynccmd's
  * `typeLimit`: the runtime's `typeLimits` for the bench type (unset: none); its `mode`: the bench
  * executor's (unset: ASYNC_POOL on the shared pool of C; 'SCHEDULED', the mode of an executor that
- * names none: inline in the poll loop, one at a time).
+ * names none: inline in the poll loop, one at a time); its `effect`: what the executor writes (see
+ * EffectMode).
  */
 export type SystemSpec =
   /** `queueSize`: the runtime pool's queue of claimed commands waiting for a slot (unset: the runtime's adaptive default). */
@@ -13,7 +14,11 @@ export type SystemSpec =
       readonly schema: string;
       readonly queueSize?: number;
       readonly typeLimit?: number;
+      readonly flow?: FlowUsage;
       readonly mode?: AsynccmdBenchMode;
+      readonly effect?: EffectMode;
+      /** The runtime's `retention` option (the soak): finished commands older than this go. */
+      readonly retention?: { readonly olderThanMs: number; readonly intervalMs: number };
     }
   /**
    * `oneRoundTrip`: a submitter sends BEGIN, the INSERT (its payload as a literal) and COMMIT as one
@@ -25,20 +30,39 @@ export type SystemSpec =
       readonly batch: number;
       readonly oneRoundTrip?: boolean;
     }
+  /** The lean bare loop (baselines/layouts-pg.ts): the physical reference of a PostgreSQL queue. */
+  | { readonly kind: 'lean-pg'; readonly schema: string; readonly batch: number }
   /**
    * `performance`: the settings graphile-worker's Performance page advises (localQueue.size 500,
-   * completeJobBatchDelay 0, failJobBatchDelay 0); otherwise its defaults.
+   * completeJobBatchDelay 0, failJobBatchDelay 0); otherwise its defaults. `effect`: its task
+   * inserts one row into EFFECT_TABLE through `helpers.query` (its own transaction).
    */
-  | { readonly kind: 'graphile'; readonly schema: string; readonly performance: boolean }
+  | {
+      readonly kind: 'graphile';
+      readonly schema: string;
+      readonly performance: boolean;
+      readonly effect?: boolean;
+    }
   /** pg-boss with batched fetches of `batchSize`, LISTEN/NOTIFY wake-ups and burst fetching. */
-  | { readonly kind: 'pg-boss'; readonly schema: string; readonly batchSize: number }
+  | {
+      readonly kind: 'pg-boss';
+      readonly schema: string;
+      readonly batchSize: number;
+      /**
+       * The soak: its maintenance on (`supervise`), deleting completed jobs after this many seconds
+       * (the queue's `deleteAfterSeconds`, set where the queue is created).
+       */
+      readonly maintained?: boolean;
+    }
   /** Sidequest in-process (inline runner, no fork) on MySQL/MariaDB, polling every `pollMs`. */
   | { readonly kind: 'sidequest'; readonly database: string; readonly pollMs: number }
   | {
       readonly kind: 'asynccmd-sqlite';
       readonly filename: string;
       readonly typeLimit?: number;
+      readonly flow?: FlowUsage;
       readonly mode?: AsynccmdBenchMode;
+      readonly effect?: EffectMode;
     }
   /** `batch` rows per `UPDATE … RETURNING` claim, completed in one statement. */
   | { readonly kind: 'raw-sqlite'; readonly filename: string; readonly batch: number }
@@ -47,12 +71,35 @@ export type SystemSpec =
       readonly database: string;
       readonly claimStrategy: 'skip-locked' | 'legacy';
       readonly typeLimit?: number;
+      readonly flow?: FlowUsage;
       readonly mode?: AsynccmdBenchMode;
+      readonly effect?: EffectMode;
+      /** The runtime's `retention` option (the soak). */
+      readonly retention?: { readonly olderThanMs: number; readonly intervalMs: number };
     }
   | { readonly kind: 'raw-mysql'; readonly database: string; readonly batch: number };
 
+/**
+ * A flow limit the consumer's runtime runs the bench type with (scenarios/usage.ts): a rate limit
+ * never reached, fair share by the payload's tenant, or a limit of RUNNING per tenant.
+ */
+export type FlowUsage = 'rate limit' | 'fair share' | 'key limit';
+
 /** The bench executor's mode when not ASYNC_POOL (see SystemSpec). */
 export type AsynccmdBenchMode = 'SCHEDULED';
+
+/**
+ * What asynccmd's bench executor writes besides recording the run (unset: nothing, the no-op): one
+ * row into EFFECT_TABLE, in the attempt's transaction with its SUCCESS (a transactional executor,
+ * `ctx.tx`), or in a transaction of its own on a pool of its own before the runtime writes SUCCESS.
+ */
+export type EffectMode = 'transactional' | 'own-transaction';
+
+/**
+ * The application table of the effect drains, in the system's schema (PostgreSQL) or database: one
+ * row (seq) per run, no unique constraint, so a double write would show as a second row.
+ */
+export const EFFECT_TABLE = 'bench_effect';
 
 /** What a consumer child is asked to do: run the system's executor with this concurrency. */
 export interface ConsumerSpec {
@@ -94,9 +141,12 @@ export const BENCH_TYPE = 'bench.noop';
 /** The payload of every bench command: its sequence number, 1..count within a run. */
 export interface BenchPayload {
   readonly seq: number;
+  /** The soak: when its submit began (preciseNow), so the consumer measures submit → start itself. */
+  readonly at?: number;
 }
 
-export type ToChild = { readonly type: 'go' } | { readonly type: 'stop' };
+/** `window`: a soak consumer reports what ran since the last `window` (a `window` message back). */
+export type ToChild = { readonly type: 'go' } | { readonly type: 'stop' } | { readonly type: 'window' };
 
 export type FromChild =
   | { readonly type: 'ready' }
@@ -133,6 +183,15 @@ export type FromChild =
     }
   /** A burst of submits finished: `count` committed in `elapsedMs`. */
   | { readonly type: 'burst'; readonly count: number; readonly elapsedMs: number }
+  /**
+   * A soak child's window: its running total (run or submitted) and, from a consumer, the submit →
+   * start latencies of the commands started since the previous window, as [bucket, count] pairs.
+   */
+  | {
+      readonly type: 'window';
+      readonly total: number;
+      readonly latency: readonly (readonly [number, number])[];
+    }
   | { readonly type: 'error'; readonly message: string };
 
 /**

@@ -100,6 +100,26 @@ export function compare(
   return { section, label, ratio: summary, target, met: meets(summary.median, target), unit: '×' };
 }
 
+/**
+ * The database server's CPU per command of `value` over `baseline`'s, paired per repeat (lower is
+ * better: ≤ 1 means the server spent no more on a command than on the baseline's).
+ */
+export function compareDbCpu(
+  section: string,
+  label: string,
+  value: Measurement,
+  baseline: Measurement,
+  target: Target,
+): Comparison {
+  return compare(
+    section,
+    label,
+    { ...value, runs: value.dbCpuUsPerCommand },
+    { ...baseline, runs: baseline.dbCpuUsPerCommand },
+    target,
+  );
+}
+
 /** An absolute figure checked against a bound (e.g. IMMEDIATE p99 ≤ 2 ms), printed among the ratios. */
 export function bound(section: string, label: string, value: Measurement, target: Target): Comparison {
   const summary = repeated(value.runs);
@@ -153,7 +173,8 @@ function pad(text: string, width: number): string {
   return text.length >= width ? text : text + ' '.repeat(width - text.length);
 }
 
-function table(rows: readonly string[][]): string {
+/** Rows as text, each column padded to its widest cell. */
+export function table(rows: readonly (readonly string[])[]): string {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
   return rows
@@ -223,11 +244,13 @@ export function renderReport(
   return out.join('\n');
 }
 
+/** `extra`: further top-level entries (the soak's windows). */
 export async function writeJson(
   path: string,
   info: MachineInfo,
   measurements: readonly Measurement[],
   comparisons: readonly Comparison[],
+  extra: Record<string, unknown> = {},
 ): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const body = {
@@ -240,6 +263,7 @@ export async function writeJson(
       peakRssMbMedian: repeated(m.peakRssMb).median,
     })),
     comparisons,
+    ...extra,
   };
   await writeFile(path, JSON.stringify(body, null, 2) + '\n');
 }

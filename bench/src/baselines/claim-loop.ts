@@ -29,3 +29,28 @@ export async function claimLoop(
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
+
+/**
+ * The lean bare loop's shape: claim a batch, run it, then complete it while the next claim is
+ * already on its way (two connections), so the database always has the next batch in hand.
+ */
+export async function overlappingClaimLoop(
+  claimBatch: () => Promise<ClaimedBatch | null>,
+  onExecute: (payload: BenchPayload) => void,
+  stopped: () => boolean,
+  pollMs = 50,
+): Promise<void> {
+  let batch: ClaimedBatch | null = null;
+  while (!stopped()) {
+    if (batch === null) {
+      batch = await claimBatch();
+      if (batch === null) {
+        await new Promise((r) => setTimeout(r, pollMs));
+        continue;
+      }
+    }
+    for (const payload of batch.payloads) onExecute(payload);
+    [, batch] = await Promise.all([batch.complete(), claimBatch()]);
+  }
+  // A batch claimed as the loop stopped (a drain cut at its time cap) stays RUNNING, never run.
+}

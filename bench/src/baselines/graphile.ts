@@ -1,7 +1,7 @@
 import { Logger, makeWorkerUtils, run, type Runner } from 'graphile-worker';
 import type pg from 'pg';
 import { PG_URL } from '../pg.js';
-import type { BenchPayload } from '../protocol.js';
+import { EFFECT_TABLE, type BenchPayload } from '../protocol.js';
 
 /**
  * The graphile-worker baseline: its own schema, its `add_job`/`add_jobs` SQL functions to enqueue,
@@ -53,6 +53,20 @@ export async function addJobInTx(
   await client.query(`SELECT ${schema}.add_job($1, $2::json)`, [GRAPHILE_TASK, JSON.stringify(payload)]);
 }
 
+/** Jobs in one `add_jobs` call (its batch enqueue), inside the caller's transaction. */
+export async function addJobsInTx(
+  client: pg.PoolClient,
+  schema: string,
+  payloads: readonly BenchPayload[],
+): Promise<void> {
+  await client.query(
+    `SELECT count(*) FROM ${schema}.add_jobs((
+       SELECT array_agg(($1::text, p, NULL, NULL, NULL, NULL, NULL, NULL)::${schema}.job_spec)
+       FROM json_array_elements($2::json) p))`,
+    [GRAPHILE_TASK, JSON.stringify(payloads)],
+  );
+}
+
 /**
  * The worker settings graphile-worker's Performance page runs its figures with: jobs fetched 500 at
  * a time into a local queue, completions and failures batched without delay.
@@ -70,13 +84,19 @@ export function graphileSettings(performance: boolean): string {
     : `${pool}, everything else default (no local queue, unbatched completion)`;
 }
 
-/** Runs graphile-worker with a no-op task; `stop()` shuts it down gracefully. */
+/**
+ * Runs graphile-worker with a no-op task, or (`effect`) one that inserts one row into the effect
+ * table through `helpers.query` (on its pool, autocommitted: its own transaction, before the job's
+ * completion); `stop()` shuts it down gracefully.
+ */
 export async function runGraphile(
   schema: string,
   concurrency: number,
   performance: boolean,
   onExecute: (payload: BenchPayload) => void,
+  effect = false,
 ): Promise<Runner> {
+  const insert = `INSERT INTO ${schema}.${EFFECT_TABLE} (seq) VALUES ($1)`;
   return run({
     connectionString: PG_URL,
     schema,
@@ -86,9 +106,14 @@ export async function runGraphile(
     logger: silent,
     ...(performance ? { preset: { worker: GRAPHILE_PERFORMANCE } } : {}),
     taskList: {
-      [GRAPHILE_TASK]: (payload) => {
-        onExecute(payload as BenchPayload);
-      },
+      [GRAPHILE_TASK]: effect
+        ? async (payload, helpers) => {
+            await helpers.query(insert, [(payload as BenchPayload).seq]);
+            onExecute(payload as BenchPayload);
+          }
+        : (payload) => {
+            onExecute(payload as BenchPayload);
+          },
     },
   });
 }

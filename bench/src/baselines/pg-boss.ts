@@ -19,7 +19,11 @@ export function pgBossSettings(batchSize: number): string {
   );
 }
 
-function boss(schema: string, max: number, listen: boolean): PgBoss {
+/**
+ * `maintained` (the soak): its maintenance runs as by default (`supervise`), deleting completed jobs
+ * once past the queue's `deleteAfterSeconds`; otherwise none.
+ */
+function boss(schema: string, max: number, listen: boolean, maintained = false): PgBoss {
   const instance = new PgBoss({
     connectionString: PG_URL,
     schema,
@@ -27,7 +31,7 @@ function boss(schema: string, max: number, listen: boolean): PgBoss {
     useListenNotify: listen,
     // The bench owns the schema's lifetime; no cron or maintenance passes during a timed run.
     schedule: false,
-    supervise: false,
+    supervise: maintained,
   });
   // A failing background query must surface in the run, not crash the process silently.
   instance.on('error', (err: unknown) => {
@@ -67,8 +71,9 @@ export async function runPgBoss(
   concurrency: number,
   batchSize: number,
   onExecute: (payload: BenchPayload) => void,
+  maintained = false,
 ): Promise<{ stop(): Promise<void> }> {
-  const b = boss(schema, concurrency + 2, true);
+  const b = boss(schema, concurrency + 2, true, maintained);
   await b.start();
   await b.work<BenchPayload>(
     PGBOSS_QUEUE,
@@ -78,4 +83,33 @@ export async function runPgBoss(
     },
   );
   return { stop: () => b.stop({ graceful: true, close: true, timeout: 30_000 }) };
+}
+
+/** Installs pg-boss's schema afresh with the bench queue deleting completed jobs after `deleteAfterSeconds` (the soak). */
+export async function preparePgBossSoak(schema: string, deleteAfterSeconds: number): Promise<void> {
+  const b = boss(schema, 2, false);
+  await b.start();
+  try {
+    await b.createQueue(PGBOSS_QUEUE, { notify: true, deleteAfterSeconds });
+  } finally {
+    await b.stop({ graceful: false, close: true });
+  }
+}
+
+/** Inserts batches of jobs into the bench queue with its `insert()` (the soak's submitter). */
+export async function pgBossSubmitter(
+  schema: string,
+  max: number,
+): Promise<{ insert(payloads: readonly BenchPayload[]): Promise<void>; stop(): Promise<void> }> {
+  const b = boss(schema, max, false);
+  await b.start();
+  return {
+    insert: async (payloads) => {
+      await b.insert(
+        PGBOSS_QUEUE,
+        payloads.map((data) => ({ data })),
+      );
+    },
+    stop: () => b.stop({ graceful: false, close: true }),
+  };
 }

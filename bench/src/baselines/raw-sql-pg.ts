@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { ClaimedBatch } from './claim-loop.js';
 import { BENCH_TYPE, type BenchPayload } from '../protocol.js';
+import { succeededValues } from './moved-row.js';
 
 /**
  * The PostgreSQL raw-SQL baseline: the claim and complete statements asynccmd's adapter issues,
@@ -15,6 +16,11 @@ export function rawTable(schema: string): string {
   return `${schema}.async_command`;
 }
 
+/** The table asynccmd's completions move finished commands to (the adapter's migration 21). */
+export function historyTable(schema: string): string {
+  return `${schema}.async_command_history`;
+}
+
 /** Pre-inserts `count` PENDING commands, due a second ago, with payload {seq} for seq = 1..count. */
 export async function seedPending(pool: pg.Pool, table: string, type: string, count: number): Promise<void> {
   await pool.query(
@@ -25,15 +31,19 @@ export async function seedPending(pool: pg.Pool, table: string, type: string, co
   );
 }
 
-/** Bulk-inserts finished (SUCCESS) rows of another type: history the claim must not wade through. */
-export async function seedFinished(pool: pg.Pool, table: string, count: number): Promise<void> {
+/**
+ * Bulk-inserts finished (SUCCESS) rows of another type where finished commands live, the history
+ * table, their ids from the command table's sequence: history the claim must not wade through.
+ */
+export async function seedFinished(pool: pg.Pool, schema: string, count: number): Promise<void> {
   if (count <= 0) return;
   await pool.query(
-    `INSERT INTO ${table} (type, payload, status, max_retry, next_run_at, created_at, updated_at, started_at, finished_at)
-     SELECT 'bench.finished', json_build_object('seq', -s), 'SUCCESS', 5, now() - interval '1 hour',
-            now() - interval '1 hour', now(), now(), now()
+    `INSERT INTO ${historyTable(schema)} (id, type, payload, status, max_retry, next_run_at, created_at, updated_at,
+                                          started_at, finished_at)
+     SELECT nextval(pg_get_serial_sequence($2, 'id')), 'bench.finished', json_build_object('seq', -s), 'SUCCESS', 5,
+            now() - interval '1 hour', now() - interval '1 hour', now(), now(), now()
      FROM generate_series(1, $1::int) s`,
-    [count],
+    [count, rawTable(schema)],
   );
 }
 
@@ -69,12 +79,17 @@ export async function insertOneRoundTrip(
 }
 
 interface ClaimedRow {
-  id: string;
-  payload: BenchPayload;
+  readonly id: string;
+  readonly payload: BenchPayload;
 }
 
 /** The adapter's claim: due ids locked with SKIP LOCKED in a CTE, updated with RETURNING. */
-async function claim(pool: pg.Pool, schema: string, limit: number, token: string): Promise<ClaimedRow[]> {
+export async function claim(
+  pool: pg.Pool,
+  schema: string,
+  limit: number,
+  token: string,
+): Promise<ClaimedRow[]> {
   const t = rawTable(schema);
   const { rows } = await pool.query<ClaimedRow>(
     `WITH due AS (
@@ -94,19 +109,46 @@ async function claim(pool: pg.Pool, schema: string, limit: number, token: string
   return rows;
 }
 
-/** The adapter's batched complete, fenced by each row's claim token. */
-async function complete(
+/** The columns of the command table, as the history copies them, per schema (read once). */
+const columnsOf = new Map<string, Promise<string[]>>();
+
+function commandColumns(pool: pg.Pool, schema: string): Promise<string[]> {
+  let columns = columnsOf.get(schema);
+  if (columns === undefined) {
+    columns = pool
+      .query<{ name: string }>(
+        `SELECT attname AS name FROM pg_attribute
+         WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+        [historyTable(schema)],
+      )
+      .then((r) => r.rows.map((c) => c.name));
+    columnsOf.set(schema, columns);
+  }
+  return columns;
+}
+
+const SUCCEEDED = succeededValues(NOW);
+
+/**
+ * The adapter's batched complete, fenced by each row's claim token: each succeeded row leaves the
+ * command table for the history in the same statement.
+ */
+export async function complete(
   pool: pg.Pool,
   schema: string,
   ids: readonly string[],
   token: string,
 ): Promise<number> {
+  const columns = await commandColumns(pool, schema);
   const result = await pool.query(
-    `UPDATE ${rawTable(schema)} AS c
-     SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL, finished_at = ${NOW}, updated_at = ${NOW}
-     FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
-     WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
-     RETURNING c.id`,
+    `WITH done AS (
+       DELETE FROM ${rawTable(schema)} AS c USING unnest($1::bigint[], $2::text[]) AS r(id, token)
+       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+         AND NOT c.has_dependants AND c.schedule_name IS NULL
+       RETURNING c.*)
+     INSERT INTO ${historyTable(schema)} (${columns.join(', ')})
+     SELECT ${columns.map((c) => SUCCEEDED[c] ?? `done.${c}`).join(', ')} FROM done
+     RETURNING id`,
     [ids, ids.map(() => token)],
   );
   return result.rowCount ?? 0;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import type { BenchPayload } from '../protocol.js';
 import type { ClaimedBatch } from './claim-loop.js';
+import { succeededValues } from './moved-row.js';
 
 /**
  * The SQLite raw-SQL baseline on asynccmd's own table: one `UPDATE … RETURNING` claims the oldest
@@ -53,11 +54,37 @@ export function claimSqliteBatch(db: Database.Database, type: string, limit: num
   return {
     payloads: rows.map((r) => JSON.parse(r.payload) as BenchPayload),
     complete: async () => {
-      db.prepare(
-        `UPDATE ${SQLITE_TABLE}
-         SET status = 'SUCCESS', claim_token = NULL, lease_until = NULL, finished_at = ${NOW}, updated_at = ${NOW}
-         WHERE status = 'RUNNING' AND claim_token = ?`,
-      ).run(token);
+      // As the adapter completes (its migration 20): the rows move to the history, in one transaction.
+      const [move, drop] = moveStatements(db);
+      db.transaction(() => {
+        move.run(token);
+        drop.run(token);
+      })();
     },
   };
+}
+
+const SUCCEEDED = succeededValues(NOW);
+
+const moves = new WeakMap<Database.Database, [Database.Statement<[string]>, Database.Statement<[string]>]>();
+
+/** The copy of a claim's RUNNING rows into the history, and their delete, prepared once per handle. */
+function moveStatements(db: Database.Database): [Database.Statement<[string]>, Database.Statement<[string]>] {
+  let statements = moves.get(db);
+  if (statements === undefined) {
+    const columns = db
+      .prepare<[string], string>('SELECT name FROM pragma_table_info(?) ORDER BY cid')
+      .pluck()
+      .all(`${SQLITE_TABLE}_history`);
+    statements = [
+      db.prepare<[string]>(
+        `INSERT INTO ${SQLITE_TABLE}_history (${columns.join(', ')})
+         SELECT ${columns.map((c) => SUCCEEDED[c] ?? c).join(', ')} FROM ${SQLITE_TABLE}
+         WHERE status = 'RUNNING' AND claim_token = ?`,
+      ),
+      db.prepare<[string]>(`DELETE FROM ${SQLITE_TABLE} WHERE status = 'RUNNING' AND claim_token = ?`),
+    ];
+    moves.set(db, statements);
+  }
+  return statements;
 }

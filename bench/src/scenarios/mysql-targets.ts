@@ -1,19 +1,33 @@
 import { MYSQL_TABLE, seedFinishedMysql, seedPendingMysql } from '../baselines/raw-sql-mysql.js';
-import { usageTypeLimit, usageUpdate, type FeatureUsage } from './usage.js';
-import { exactlyOnceVerdict } from '../checks.js';
+import {
+  flowUsage,
+  MYSQL_USAGE,
+  usageSubmit,
+  usageTypeLimit,
+  usageUpdates,
+  type FeatureUsage,
+} from './usage.js';
+import { effectVerdict, exactlyOnceVerdict } from '../checks.js';
 import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { DrainTarget } from '../drain.js';
 import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from '../mysql.js';
-import { BENCH_TYPE, type AsynccmdBenchMode, type SystemSpec } from '../protocol.js';
+import {
+  BENCH_TYPE,
+  EFFECT_TABLE,
+  type AsynccmdBenchMode,
+  type EffectMode,
+  type SystemSpec,
+} from '../protocol.js';
 import { migrateWith } from './migrate.js';
-import { countMysqlAgainst, countMysqlExecutions } from './mysql-verify.js';
+import { countMysqlAgainst, countMysqlEffects, countMysqlExecutions } from './mysql-verify.js';
 import type * as SidequestModule from '../baselines/sidequest.js';
 
 type SidequestBaseline = typeof SidequestModule;
 
-const createMysqlTable = (database: string): Promise<void> =>
-  migrateWith(() => createMysqlStore({ connection: { ...MYSQL_CONFIG, database }, connectionLimit: 1 }));
+const mysqlStore = (database: string) =>
+  createMysqlStore({ connection: { ...MYSQL_CONFIG, database }, connectionLimit: 1 });
+const createMysqlTable = (database: string): Promise<void> => migrateWith(() => mysqlStore(database));
 
 /** Databases the MySQL scenarios own; each is dropped and recreated per run. */
 export const MYSQL_DATABASES = {
@@ -27,7 +41,8 @@ type Pool = ReturnType<typeof mysqlPool>;
 
 /**
  * A drain on asynccmd's table (its own migration) in `database`, consumed by asynccmd with a claim
- * strategy or by the raw-SQL loop, with `finishedRows` SUCCESS rows of history beside the work.
+ * strategy or by the raw-SQL loop, with `finishedRows` SUCCESS rows of history beside the work;
+ * with `effect`, beside the application's effect table, checked after the drain.
  */
 function mysqlTarget(
   admin: Pool,
@@ -36,6 +51,7 @@ function mysqlTarget(
   consumer: SystemSpec,
   finishedRows: number,
   usage?: FeatureUsage,
+  effect?: EffectMode,
 ): DrainTarget {
   const inDb = (): Pool => mysqlPool(2, database);
   const withDb = async <T>(fn: (pool: Pool) => Promise<T>): Promise<T> => {
@@ -49,21 +65,27 @@ function mysqlTarget(
   let pool: Pool | null = null;
   return {
     system,
-    prepare: async (total) => {
+    prepare: async (total, timed) => {
       await recreateDatabase(admin, database);
       await createMysqlTable(database);
+      const submit = usageSubmit(usage);
       await withDb(async (p) => {
         await seedFinishedMysql(p, finishedRows);
-        await seedPendingMysql(p, BENCH_TYPE, total);
-        const update = usageUpdate(MYSQL_TABLE, usage, (a, b) => `CONCAT(${a}, ${b})`);
-        if (update) await p.query(update);
+        await seedPendingMysql(p, BENCH_TYPE, submit === null ? total : total - timed);
+        for (const update of usageUpdates(MYSQL_TABLE, usage, MYSQL_USAGE)) await p.query(update);
+        if (effect) {
+          await p.query(
+            `CREATE TABLE ${EFFECT_TABLE} (seq INT NOT NULL, created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB`,
+          );
+        }
       });
+      await submit?.(() => mysqlStore(database), total - timed + 1, timed);
       pool = inDb();
     },
     consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
     drained: async () => {
       const [rows] = await (pool as Pool).query<RowDataPacket[]>(
-        `SELECT 1 FROM ${MYSQL_TABLE} WHERE status IN ('PENDING', 'RUNNING') AND type = ? LIMIT 1`,
+        `SELECT 1 FROM ${MYSQL_TABLE} WHERE status IN ('WAITING', 'PENDING', 'RUNNING') AND type = ? LIMIT 1`,
         [BENCH_TYPE],
       );
       return rows.length === 0;
@@ -72,12 +94,29 @@ function mysqlTarget(
       const p = pool as Pool;
       pool = null;
       try {
-        return exactlyOnceVerdict(total, await countMysqlExecutions(p, BENCH_TYPE, seqs), complete);
+        const check = exactlyOnceVerdict(total, await countMysqlExecutions(p, BENCH_TYPE, seqs), complete);
+        if (!effect) return check;
+        const counts = await countMysqlEffects(p, BENCH_TYPE);
+        return `${check}; ${effectVerdict(total, counts, effect === 'transactional', complete)}`;
       } finally {
         await p.end();
       }
     },
   };
+}
+
+/** asynccmd (skip-locked) where each command inserts one row into the effect table (see EffectMode). */
+export function asynccmdMysqlEffectTarget(admin: Pool, effect: EffectMode): DrainTarget {
+  const database = MYSQL_DATABASES.skipLocked;
+  return mysqlTarget(
+    admin,
+    database,
+    'asynccmd (skip-locked)',
+    { kind: 'asynccmd-mysql', database, claimStrategy: 'skip-locked', effect },
+    0,
+    undefined,
+    effect,
+  );
 }
 
 export function asynccmdMysqlTarget(
@@ -92,7 +131,14 @@ export function asynccmdMysqlTarget(
     admin,
     database,
     `asynccmd (${strategy})`,
-    { kind: 'asynccmd-mysql', database, claimStrategy: strategy, typeLimit: usageTypeLimit(usage), mode },
+    {
+      kind: 'asynccmd-mysql',
+      database,
+      claimStrategy: strategy,
+      typeLimit: usageTypeLimit(usage),
+      flow: flowUsage(usage),
+      mode,
+    },
     finishedRows,
     usage,
   );

@@ -1,21 +1,29 @@
 import type mysql from 'mysql2/promise';
-import type { ExactlyOnceCounts } from '../checks.js';
+import { countEffects, type EffectCounts, type ExactlyOnceCounts } from '../checks.js';
+import { EFFECT_TABLE } from '../protocol.js';
 import { MYSQL_TABLE } from '../baselines/raw-sql-mysql.js';
 
 /**
  * Exactly-once checks on MySQL/MariaDB, as on PostgreSQL: the recorded executions go into an
  * executions table (seq → runs) after the timed window and are joined to the commands in SQL.
  */
+const commandRows = `SELECT CAST(JSON_VALUE(payload, '$.seq') AS SIGNED) AS seq, status FROM ${MYSQL_TABLE} WHERE type = ?`;
+
 export async function countMysqlExecutions(
   pool: mysql.Pool,
   type: string,
   seqs: readonly number[],
 ): Promise<ExactlyOnceCounts> {
-  return countMysqlAgainst(
-    pool,
-    `SELECT CAST(JSON_VALUE(payload, '$.seq') AS SIGNED) AS seq, status FROM ${MYSQL_TABLE} WHERE type = ?`,
-    [type],
-    seqs,
+  return countMysqlAgainst(pool, commandRows, [type], seqs);
+}
+
+/** The effect table against the statuses of asynccmd's commands of `type`. */
+export async function countMysqlEffects(pool: mysql.Pool, type: string): Promise<EffectCounts> {
+  const [commands] = await pool.query<mysql.RowDataPacket[]>(commandRows, [type]);
+  const [effects] = await pool.query<mysql.RowDataPacket[]>(`SELECT seq FROM ${EFFECT_TABLE}`);
+  return countEffects(
+    commands.map((r) => ({ seq: Number(r['seq']), status: String(r['status']) })),
+    effects.map((r) => Number(r['seq'])),
   );
 }
 
@@ -50,9 +58,9 @@ export async function countMysqlAgainst(
        (SELECT count(*) FROM bench_cmd c JOIN bench_exec e ON e.seq = c.seq
          WHERE c.status <> 'SUCCESS' AND e.runs = 1) AS ranNotSucceeded,
        (SELECT count(*) FROM bench_cmd c
-         WHERE c.status = 'PENDING' AND NOT EXISTS (SELECT 1 FROM bench_exec e WHERE e.seq = c.seq)) AS pendingNotRun,
+         WHERE c.status IN ('PENDING', 'WAITING') AND NOT EXISTS (SELECT 1 FROM bench_exec e WHERE e.seq = c.seq)) AS pendingNotRun,
        (SELECT count(*) FROM bench_exec e WHERE NOT EXISTS (SELECT 1 FROM bench_cmd c WHERE c.seq = e.seq)) AS strays,
-       (SELECT count(*) FROM bench_cmd c WHERE c.status NOT IN ('SUCCESS', 'PENDING')
+       (SELECT count(*) FROM bench_cmd c WHERE c.status NOT IN ('SUCCESS', 'PENDING', 'WAITING')
          AND NOT EXISTS (SELECT 1 FROM bench_exec e WHERE e.seq = c.seq)) AS other`,
   );
   const row = result[0];

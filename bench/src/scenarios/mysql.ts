@@ -5,18 +5,38 @@ import type { Measurement } from '../report.js';
 import { mysqlServerCpu, serverCpuOnce } from '../server-cpu.js';
 import type { Target } from '../stats.js';
 import { peer } from '../versions.js';
-import { FEATURE_USAGES, usageSettings, type FeatureUsageKey } from './usage.js';
+import {
+  FEATURE_USAGES,
+  flowRatios,
+  usageSettings,
+  usageTotal,
+  workflowRatios,
+  type FeatureUsageKey,
+} from './usage.js';
+import {
+  effectRatios,
+  NOOP_LABEL,
+  noopSettings,
+  OWN_TRANSACTION_LABEL,
+  ownTransactionSettings,
+  TRANSACTIONAL_LABEL,
+  transactionalSettings,
+  type EffectSystem,
+} from './effects.js';
 import {
   drainRows,
   findRow,
+  interleaveByShape,
   runDrainRows,
   SCHEDULED_LABEL,
   SCHEDULED_SETTINGS,
   shapeLabel,
   shapesOf,
+  type DrainRow,
   type PlanEntry,
 } from './drain-rows.js';
 import {
+  asynccmdMysqlEffectTarget,
   asynccmdMysqlTarget,
   freshMysqlTables,
   MYSQL_DATABASES,
@@ -27,6 +47,7 @@ import type { Recorder, Suite } from './recorder.js';
 import type { Scenario, Sizes } from './sizes.js';
 
 const DRAIN = 'MySQL/MariaDB: drain';
+const EFFECTS = 'MySQL/MariaDB: drain, one effect row per command';
 const LATENCY = 'MySQL/MariaDB: commit → start latency';
 
 type MysqlDrainSystem =
@@ -91,6 +112,7 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
               usageSettings(usage),
               asynccmdMysqlTarget(admin, 'skip-locked', 0, usage),
               false,
+              usageTotal(usage, sizes),
             ]);
           const history = sizes.finishedRows;
           entries.push(
@@ -104,6 +126,37 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
             ['legacy', legacy, ASYNCCMD('legacy'), asynccmdMysqlTarget(admin, 'legacy', history), true],
           );
         }
+        return entries;
+      })
+    : [];
+  const effects = scenarios.has('effects')
+    ? drainRows<EffectSystem>(rec, EFFECTS, sizes, sizes.effectShapes, 'no ANALYZE run', (shape) => {
+        const store = "store claimStrategy 'skip-locked', store defaults";
+        const entries: PlanEntry<EffectSystem>[] = [];
+        if (findRow(drains, 'skip-locked', shape) === undefined)
+          entries.push([
+            'noop',
+            `${NOOP_LABEL} (skip-locked)`,
+            noopSettings(ASYNCCMD('skip-locked')),
+            asynccmdMysqlTarget(admin, 'skip-locked', 0),
+            false,
+          ]);
+        entries.push(
+          [
+            'transactional',
+            TRANSACTIONAL_LABEL,
+            transactionalSettings(store),
+            asynccmdMysqlEffectTarget(admin, 'transactional'),
+            false,
+          ],
+          [
+            'own-transaction',
+            OWN_TRANSACTION_LABEL,
+            ownTransactionSettings(store),
+            asynccmdMysqlEffectTarget(admin, 'own-transaction'),
+            false,
+          ],
+        );
         return entries;
       })
     : [];
@@ -155,7 +208,11 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
   const serverCpu = serverCpuOnce(
     () => mysqlServerCpu(admin),
     (why) => {
-      for (const section of [drains.length > 0 ? DRAIN : null, lat ? LATENCY : null])
+      for (const section of [
+        drains.length > 0 ? DRAIN : null,
+        effects.length > 0 ? EFFECTS : null,
+        lat ? LATENCY : null,
+      ])
         if (section) rec.note(section, `DB CPU µs/cmd not measured: ${why}`);
     },
   );
@@ -163,7 +220,7 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
     name: 'MySQL/MariaDB',
     repeat: async () => {
       const server = await serverCpu();
-      await runDrainRows(rec, sizes, drains, server);
+      await runDrainRows(rec, sizes, interleaveByShape<DrainRow<string>>(drains, effects), server);
       if (lat) {
         const targets = latencyTargets();
         const results = await latencyInRounds(
@@ -177,6 +234,7 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
       }
     },
     finish: async () => {
+      flowRatios(rec, DRAIN, drains, 'skip-locked', skip);
       for (const shape of shapesOf(drains)) {
         const at = shapeLabel(shape);
         const ratio = (
@@ -208,7 +266,25 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
         });
         ratio('asynccmd default mode (SCHEDULED) / Sidequest', scheduled, sidequest, { atLeast: 30 });
         ratio('raw batch-C loop / raw batch-500 loop', findRow(drains, 'raw-c', shape), raw, {});
+        // For information: the target is PostgreSQL's.
+        workflowRatios(
+          rec,
+          DRAIN,
+          at,
+          (key) => findRow(drains, key, shape),
+          findRow(drains, 'skip-locked', shape),
+          'asynccmd skip-locked',
+          false,
+        );
       }
+      // For information: the targets are PostgreSQL's.
+      effectRatios(
+        rec,
+        EFFECTS,
+        effects,
+        (shape) => findRow(drains, 'skip-locked', shape),
+        () => false,
+      );
       if (lat) {
         rec.ratio(LATENCY, 'asynccmd p99 / Sidequest p99 (lower is better)', lat.asynccmd, lat.sidequest, {
           atMost: 0.5,

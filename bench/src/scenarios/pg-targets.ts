@@ -2,19 +2,43 @@ import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import type pg from 'pg';
 import { graphileJobsLeft, migrateGraphile, seedGraphile } from '../baselines/graphile.js';
 import { PGBOSS_QUEUE, pgBossJobsLeft, preparePgBoss } from '../baselines/pg-boss.js';
-import { rawTable, seedFinished, seedPending } from '../baselines/raw-sql-pg.js';
-import { usageTypeLimit, usageUpdate, type FeatureUsage } from './usage.js';
-import { exactlyOnceVerdict } from '../checks.js';
+import { LEAN_LAYOUT } from '../baselines/layouts-pg.js';
+import { historyTable, rawTable, seedFinished, seedPending } from '../baselines/raw-sql-pg.js';
+import {
+  flowUsage,
+  PG_USAGE,
+  usageSubmit,
+  usageTypeLimit,
+  usageUpdates,
+  type FeatureUsage,
+} from './usage.js';
+import { effectVerdict, exactlyOnceVerdict } from '../checks.js';
 import type { DrainTarget } from '../drain.js';
 import type { LatencyTarget } from '../latency.js';
 import { dropSchema, PG_URL, recreateSchema } from '../pg.js';
-import { BENCH_TYPE, type AsynccmdBenchMode, type SystemSpec } from '../protocol.js';
+import {
+  BENCH_TYPE,
+  EFFECT_TABLE,
+  type AsynccmdBenchMode,
+  type EffectMode,
+  type SystemSpec,
+} from '../protocol.js';
 import type { SubmitTarget } from '../submits.js';
 import { migrateWith } from './migrate.js';
-import { countCommandTable, countGraphileJobs, countPgBossJobs, loadExecutions } from './pg-verify.js';
+import {
+  commandTableRows,
+  countCommandTable,
+  countGraphileJobs,
+  countPgBossJobs,
+  countPgEffects,
+  graphileJobRows,
+  loadExecutions,
+  type CommandsQuery,
+} from './pg-verify.js';
 
-const createRawTable = (schema: string): Promise<void> =>
-  migrateWith(() => createPostgresStore({ connectionString: PG_URL, schema, poolConfig: { max: 1 } }));
+const pgStore = (schema: string) =>
+  createPostgresStore({ connectionString: PG_URL, schema, poolConfig: { max: 1 } });
+const createRawTable = (schema: string): Promise<void> => migrateWith(() => pgStore(schema));
 
 /** Schemas the PostgreSQL scenarios own; each is dropped and recreated per run. */
 export const PG_SCHEMAS = {
@@ -22,6 +46,7 @@ export const PG_SCHEMAS = {
   raw: 'bench_raw',
   graphile: 'bench_graphile',
   pgBoss: 'bench_pgboss',
+  lean: 'bench_lean',
 } as const;
 
 /**
@@ -32,9 +57,34 @@ async function neverAnalyze(pool: pg.Pool, table: string): Promise<void> {
   await pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
 }
 
+/** The effect drains' application table in `schema`: one row per run, no unique constraint. */
+async function createEffectTable(pool: pg.Pool, schema: string): Promise<void> {
+  await pool.query(
+    `CREATE TABLE ${schema}.${EFFECT_TABLE} (seq INT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+  );
+}
+
+/**
+ * After an effect drain: the effect check on top of the exactly-once one (`exact`: one row per
+ * SUCCESS is required, else reported).
+ */
+async function withEffectCheck(
+  pool: pg.Pool,
+  schema: string,
+  commands: CommandsQuery,
+  check: string,
+  total: number,
+  exact: boolean,
+  complete: boolean,
+): Promise<string> {
+  const counts = await countPgEffects(pool, `${schema}.${EFFECT_TABLE}`, commands);
+  return `${check}; ${effectVerdict(total, counts, exact, complete)}`;
+}
+
 /**
  * A drain on asynccmd's table (created by its migration) in `schema`: consumed by asynccmd's
- * runtime or by the raw-SQL loop, with `finishedRows` SUCCESS rows of history beside the work.
+ * runtime or by the raw-SQL loop, with `finishedRows` SUCCESS rows of history beside the work; with
+ * `effect`, beside the application's effect table, checked after the drain.
  */
 function commandTableTarget(
   pool: pg.Pool,
@@ -43,31 +93,41 @@ function commandTableTarget(
   consumer: SystemSpec,
   finishedRows: number,
   usage?: FeatureUsage,
+  effect?: EffectMode,
 ): DrainTarget {
   const table = rawTable(schema);
   return {
     system,
-    prepare: async (total) => {
+    prepare: async (total, timed) => {
       await recreateSchema(pool, schema);
       await createRawTable(schema);
       await neverAnalyze(pool, table);
-      await seedFinished(pool, table, finishedRows);
-      await seedPending(pool, table, BENCH_TYPE, total);
-      const update = usageUpdate(table, usage, (a, b) => `${a} || (${b})::text`);
-      if (update) await pool.query(update);
+      if (effect) await createEffectTable(pool, schema);
+      await seedFinished(pool, schema, finishedRows);
+      const submit = usageSubmit(usage);
+      await seedPending(pool, table, BENCH_TYPE, submit === null ? total : total - timed);
+      for (const update of usageUpdates(table, usage, PG_USAGE)) await pool.query(update);
+      await submit?.(() => pgStore(schema), total - timed + 1, timed);
       await checkpoint(pool); // every system starts from one (see submits.ts)
     },
     consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
     drained: async () => {
       const { rows } = await pool.query(
-        `SELECT 1 FROM ${table} WHERE type = $1 AND status IN ('PENDING', 'RUNNING') LIMIT 1`,
+        `SELECT 1 FROM ${table} WHERE type = $1 AND status IN ('WAITING', 'PENDING', 'RUNNING') LIMIT 1`,
         [BENCH_TYPE],
       );
       return rows.length === 0;
     },
     verify: async (total, seqs, complete) => {
       await loadExecutions(pool, schema, seqs);
-      return exactlyOnceVerdict(total, await countCommandTable(pool, schema, table, BENCH_TYPE), complete);
+      const check = exactlyOnceVerdict(
+        total,
+        await countCommandTable(pool, schema, table, BENCH_TYPE, historyTable(schema)),
+        complete,
+      );
+      if (!effect) return check;
+      const commands = commandTableRows(table, BENCH_TYPE, historyTable(schema));
+      return withEffectCheck(pool, schema, commands, check, total, effect === 'transactional', complete);
     },
   };
 }
@@ -89,31 +149,91 @@ export function asynccmdPgTarget(
     pool,
     schema,
     'asynccmd',
-    { kind: 'asynccmd-pg', schema, queueSize, typeLimit: usageTypeLimit(usage), mode },
+    {
+      kind: 'asynccmd-pg',
+      schema,
+      queueSize,
+      typeLimit: usageTypeLimit(usage),
+      flow: flowUsage(usage),
+      mode,
+    },
     finishedRows,
     usage,
   );
 }
 
-export function graphileTarget(pool: pg.Pool, performance: boolean): DrainTarget {
+/** asynccmd's drain where each command inserts one row into the effect table (see EffectMode). */
+export function asynccmdPgEffectTarget(pool: pg.Pool, effect: EffectMode): DrainTarget {
+  const schema = PG_SCHEMAS.asynccmd;
+  return commandTableTarget(
+    pool,
+    schema,
+    'asynccmd',
+    { kind: 'asynccmd-pg', schema, effect },
+    0,
+    undefined,
+    effect,
+  );
+}
+
+/**
+ * The lean bare loop's drain (baselines/layouts-pg.ts): a narrow table with one claim index,
+ * batches of `batch` claimed while the previous one completes. Not asynccmd's table: the physical
+ * reference a layout change can reach for.
+ */
+export function leanPgTarget(pool: pg.Pool, batch: number): DrainTarget {
+  const schema = PG_SCHEMAS.lean;
+  const table = `${schema}.lean`;
+  return {
+    system: 'lean bare loop',
+    prepare: async (total) => {
+      await recreateSchema(pool, schema);
+      await LEAN_LAYOUT.create(pool, schema, async () => undefined);
+      await neverAnalyze(pool, table);
+      await LEAN_LAYOUT.seed(pool, schema, total);
+      await checkpoint(pool);
+    },
+    consumer: (concurrency) => ({
+      system: { kind: 'lean-pg', schema, batch },
+      concurrency,
+      recordStarts: false,
+    }),
+    drained: async () => {
+      const { rows } = await pool.query(
+        `SELECT 1 FROM ${table} WHERE status IN ('PENDING', 'RUNNING') LIMIT 1`,
+      );
+      return rows.length === 0;
+    },
+    verify: async (total, seqs, complete) => {
+      await loadExecutions(pool, schema, seqs);
+      return exactlyOnceVerdict(total, await countCommandTable(pool, schema, table, BENCH_TYPE), complete);
+    },
+  };
+}
+
+/** graphile-worker's drain; with `effect`, its task inserts one row into the effect table. */
+export function graphileTarget(pool: pg.Pool, performance: boolean, effect = false): DrainTarget {
   const schema = PG_SCHEMAS.graphile;
   return {
     system: 'graphile-worker',
     prepare: async (total) => {
       await freshGraphile(pool);
       await neverAnalyze(pool, `${schema}._private_jobs`);
+      if (effect) await createEffectTable(pool, schema);
       await seedGraphile(pool, schema, total);
       await checkpoint(pool);
     },
     consumer: (concurrency) => ({
-      system: { kind: 'graphile', schema, performance },
+      system: { kind: 'graphile', schema, performance, effect },
       concurrency,
       recordStarts: false,
     }),
     drained: async () => (await graphileJobsLeft(pool, schema)) === 0,
     verify: async (total, seqs, complete) => {
       await loadExecutions(pool, schema, seqs);
-      return exactlyOnceVerdict(total, await countGraphileJobs(pool, schema, total), complete);
+      const check = exactlyOnceVerdict(total, await countGraphileJobs(pool, schema, total), complete);
+      if (!effect) return check;
+      return withEffectCheck(pool, schema, graphileJobRows(schema, total), check, total, false, complete);
     },
   };
 }

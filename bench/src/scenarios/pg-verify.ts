@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { ExactlyOnceCounts } from '../checks.js';
+import { countEffects, type EffectCounts, type ExactlyOnceCounts } from '../checks.js';
 
 /**
  * Exactly-once checks on PostgreSQL. The executions the consumers recorded are loaded into an
@@ -35,9 +35,9 @@ async function countAgainst(
        count(*) FILTER (WHERE runs > 1) AS "ranTwice",
        count(*) FILTER (WHERE status = 'SUCCESS' AND eseq IS NULL) AS "succeededNotRun",
        count(*) FILTER (WHERE runs = 1 AND cseq IS NOT NULL AND status <> 'SUCCESS') AS "ranNotSucceeded",
-       count(*) FILTER (WHERE status = 'PENDING' AND eseq IS NULL) AS "pendingNotRun",
+       count(*) FILTER (WHERE status IN ('PENDING', 'WAITING') AND eseq IS NULL) AS "pendingNotRun",
        count(*) FILTER (WHERE cseq IS NULL) AS strays,
-       count(*) FILTER (WHERE cseq IS NOT NULL AND eseq IS NULL AND status NOT IN ('SUCCESS', 'PENDING')) AS other
+       count(*) FILTER (WHERE cseq IS NOT NULL AND eseq IS NULL AND status NOT IN ('SUCCESS', 'PENDING', 'WAITING')) AS other
      FROM j`,
     params,
   );
@@ -48,34 +48,64 @@ async function countAgainst(
   ) as unknown as ExactlyOnceCounts;
 }
 
-/** For a command table with `status` and a JSON payload {seq}: the rows of one type. */
-export function countCommandTable(
-  pool: pg.Pool,
-  schema: string,
-  table: string,
-  type: string,
-): Promise<ExactlyOnceCounts> {
-  return countAgainst(
-    pool,
-    schema,
-    `SELECT (payload::jsonb ->> 'seq')::int AS seq, status FROM ${table} WHERE type = $1`,
-    [type],
-  );
+/** A query of (seq, status) per enqueued command, with its parameters. */
+export interface CommandsQuery {
+  readonly sql: string;
+  readonly params: unknown[];
 }
+
+/**
+ * For a command table with `status` and a JSON payload {seq}: the rows of one type, with those of
+ * its `history` table (where finished commands move) when there is one.
+ */
+export const commandTableRows = (table: string, type: string, history?: string): CommandsQuery => {
+  const rows = (from: string): string =>
+    `SELECT (payload::jsonb ->> 'seq')::int AS seq, status FROM ${from} WHERE type = $1`;
+  return {
+    sql: history === undefined ? rows(table) : `${rows(table)} UNION ALL ${rows(history)}`,
+    params: [type],
+  };
+};
 
 /**
  * For graphile-worker, which deletes a finished job: seq 1..total is SUCCESS when its job is gone,
  * RUNNING while locked, PENDING otherwise.
  */
-export function countGraphileJobs(pool: pg.Pool, schema: string, total: number): Promise<ExactlyOnceCounts> {
-  return countAgainst(
-    pool,
-    schema,
-    `SELECT g AS seq,
+export const graphileJobRows = (schema: string, total: number): CommandsQuery => ({
+  sql: `SELECT g AS seq,
             CASE WHEN j.id IS NULL THEN 'SUCCESS' WHEN j.locked_at IS NULL THEN 'PENDING' ELSE 'RUNNING' END AS status
      FROM generate_series(1, $1::int) g
      LEFT JOIN ${schema}._private_jobs j ON (j.payload ->> 'seq')::int = g`,
-    [total],
+  params: [total],
+});
+
+export function countCommandTable(
+  pool: pg.Pool,
+  schema: string,
+  table: string,
+  type: string,
+  history?: string,
+): Promise<ExactlyOnceCounts> {
+  const q = commandTableRows(table, type, history);
+  return countAgainst(pool, schema, q.sql, q.params);
+}
+
+export function countGraphileJobs(pool: pg.Pool, schema: string, total: number): Promise<ExactlyOnceCounts> {
+  const q = graphileJobRows(schema, total);
+  return countAgainst(pool, schema, q.sql, q.params);
+}
+
+/** The effect table `effectTable` against the commands' statuses. */
+export async function countPgEffects(
+  pool: pg.Pool,
+  effectTable: string,
+  commands: CommandsQuery,
+): Promise<EffectCounts> {
+  const { rows } = await pool.query<{ seq: number; status: string }>(commands.sql, commands.params);
+  const effects = await pool.query<{ seq: number }>(`SELECT seq FROM ${effectTable}`);
+  return countEffects(
+    rows,
+    effects.rows.map((r) => r.seq),
   );
 }
 

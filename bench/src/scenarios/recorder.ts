@@ -1,4 +1,12 @@
-import { bound, compare, measurement, peakRssBound, type Comparison, type Measurement } from '../report.js';
+import {
+  bound,
+  compare,
+  compareDbCpu,
+  measurement,
+  peakRssBound,
+  type Comparison,
+  type Measurement,
+} from '../report.js';
 import type { Target } from '../stats.js';
 import { percentile, summariseLatency } from '../stats.js';
 
@@ -114,6 +122,17 @@ export class Recorder {
 
   ratio(section: string, label: string, value: Measurement, baseline: Measurement, target: Target): void {
     this.comparisons.push(compare(section, label, value, baseline, target));
+  }
+
+  /** The database server's CPU per command, `value`'s over `baseline`'s, per repeat. */
+  dbCpuRatio(
+    section: string,
+    label: string,
+    value: Measurement,
+    baseline: Measurement,
+    target: Target,
+  ): void {
+    this.comparisons.push(compareDbCpu(section, label, value, baseline, target));
   }
 
   bound(section: string, label: string, value: Measurement, target: Target): void {

@@ -1,8 +1,11 @@
 /**
- * The PostgreSQL scenario groups (`--scenarios`); MySQL/MariaDB has drains only. `memory` (one
+ * The scenario groups (`--scenarios`); `submits` and `memory` run on PostgreSQL only. `memory` (one
  * consumer draining a million commands, for its peak RSS) takes minutes: it runs only when named.
+ * `effects`: drains whose executor inserts one row per command into an application table, on all
+ * three databases. `soak` (soak/run.ts): half an hour per system and variant, on PostgreSQL servers
+ * the bench starts itself; only when named.
  */
-export const SCENARIOS = ['drain', 'latency', 'submits', 'memory'] as const;
+export const SCENARIOS = ['drain', 'latency', 'submits', 'memory', 'effects', 'soak'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 export const DEFAULT_SCENARIOS: readonly Scenario[] = ['drain', 'latency', 'submits'];
 
@@ -16,6 +19,8 @@ export interface DrainShape {
 export interface Sizes {
   /** Commands per drain run (timed). */
   readonly drainTotal: number;
+  /** Members of the batch drain's batch (and its callback, timed instead of drainTotal). */
+  readonly batchMembers: number;
   /**
    * Commands each consumer process runs first, untimed, before a drain's window opens (JIT, plan
    * caches, a peer's start-up): a drain measures a worker that has been running, as the latency
@@ -34,6 +39,8 @@ export interface Sizes {
   readonly mysqlShapes: readonly DrainShape[];
   /** The SQLite drains (one file, so one process). */
   readonly sqliteShapes: readonly DrainShape[];
+  /** The effect drains (`effects`), on every database. */
+  readonly effectShapes: readonly DrainShape[];
   /** Rows per claim of the raw-SQL reference loops. */
   readonly rawBatch: number;
   /** Sidequest's dispatcher polling interval, ms. */
@@ -71,6 +78,7 @@ export interface Sizes {
 
 export const FULL: Sizes = {
   drainTotal: 20_000,
+  batchMembers: 10_000,
   drainWarmupPerProcess: 2_500,
   finishedRows: 200_000,
   concurrency: 10,
@@ -86,6 +94,7 @@ export const FULL: Sizes = {
     { processes: 4, concurrency: 10 },
   ],
   sqliteShapes: [{ processes: 1, concurrency: 10 }],
+  effectShapes: [{ processes: 1, concurrency: 10 }],
   rawBatch: 500,
   sidequestPollMs: 50,
   latencySamples: 1_600,
@@ -106,6 +115,7 @@ export const FULL: Sizes = {
 export const QUICK: Sizes = {
   ...FULL,
   drainTotal: 2_000,
+  batchMembers: 1_000,
   drainWarmupPerProcess: 500,
   finishedRows: 20_000,
   pgShapes: [

@@ -3,33 +3,54 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
 import { openSqlite, seedPendingSqlite, SQLITE_TABLE } from '../baselines/raw-sql-sqlite.js';
-import { countExecutions, exactlyOnceVerdict } from '../checks.js';
+import { countEffects, countExecutions, effectVerdict, exactlyOnceVerdict } from '../checks.js';
 import type { DrainTarget } from '../drain.js';
 import {
   FEATURE_USAGES,
+  flowRatios,
+  flowUsage,
+  SQLITE_USAGE,
   usageSettings,
+  usageTotal,
   usageTypeLimit,
-  usageUpdate,
+  usageSubmit,
+  workflowRatios,
+  usageUpdates,
   type FeatureUsage,
   type FeatureUsageKey,
 } from './usage.js';
 import { latencyInRounds, type LatencyTarget } from '../latency.js';
-import { BENCH_TYPE, type SystemSpec } from '../protocol.js';
+import { BENCH_TYPE, EFFECT_TABLE, type EffectMode, type SystemSpec } from '../protocol.js';
 import type { Measurement } from '../report.js';
+import {
+  effectRatios,
+  NOOP_LABEL,
+  noopSettings,
+  OWN_TRANSACTION_LABEL,
+  ownTransactionSettings,
+  TRANSACTIONAL_LABEL,
+  transactionalSettings,
+  type EffectSystem,
+} from './effects.js';
 import {
   drainRows,
   findRow,
+  interleaveByShape,
   runDrainRows,
   SCHEDULED_LABEL,
   SCHEDULED_SETTINGS,
   shapeLabel,
   shapesOf,
+  type DrainRow,
+  type PlanEntry,
 } from './drain-rows.js';
 import { migrateWith } from './migrate.js';
 import type { Recorder, Suite } from './recorder.js';
 import type { Scenario, Sizes } from './sizes.js';
 
 const DRAIN = 'SQLite: drain';
+const EFFECTS = 'SQLite: drain, one effect row per command';
+const CPU_NOTE = 'DB CPU µs/cmd: — (SQLite runs inside the consumer: its CPU is in CPU µs/cmd)';
 const LATENCY = 'SQLite: commit → start latency';
 
 /** A database file of its own, created by asynccmd's migration (every earlier file removed). */
@@ -38,36 +59,56 @@ async function freshFile(filename: string): Promise<void> {
   await migrateWith(() => createSqliteStore({ filename }));
 }
 
+/** With `effect`, beside the application's effect table in the same file, checked after the drain. */
 function sqliteDrainTarget(
   filename: string,
   system: string,
   consumer: SystemSpec,
   usage?: FeatureUsage,
+  effect?: EffectMode,
 ): DrainTarget {
   let db: ReturnType<typeof openSqlite> | null = null;
   return {
     system,
-    prepare: async (total) => {
+    prepare: async (total, timed) => {
       await freshFile(filename);
       db = openSqlite(filename);
-      seedPendingSqlite(db, BENCH_TYPE, total);
-      const update = usageUpdate(SQLITE_TABLE, usage, (a, b) => `${a} || (${b})`);
-      if (update) db.exec(update);
+      const submit = usageSubmit(usage);
+      seedPendingSqlite(db, BENCH_TYPE, submit === null ? total : total - timed);
+      for (const update of usageUpdates(SQLITE_TABLE, usage, SQLITE_USAGE)) db.exec(update);
+      await submit?.(() => createSqliteStore({ filename }), total - timed + 1, timed);
+      if (effect)
+        db.exec(
+          `CREATE TABLE ${EFFECT_TABLE} (seq INTEGER NOT NULL, created_at INTEGER NOT NULL DEFAULT (unixepoch('subsec') * 1000))`,
+        );
     },
     consumer: (concurrency) => ({ system: consumer, concurrency, recordStarts: false }),
     drained: async () =>
       db!
-        .prepare(`SELECT 1 FROM ${SQLITE_TABLE} WHERE type = ? AND status IN ('PENDING', 'RUNNING') LIMIT 1`)
+        .prepare(
+          `SELECT 1 FROM ${SQLITE_TABLE} WHERE type = ? AND status IN ('WAITING', 'PENDING', 'RUNNING') LIMIT 1`,
+        )
         .get(BENCH_TYPE) === undefined,
     verify: async (total, seqs, complete) => {
       const rows = db!
-        .prepare<[string], { seq: number; status: string }>(
-          `SELECT json_extract(payload, '$.seq') AS seq, status FROM ${SQLITE_TABLE} WHERE type = ?`,
+        .prepare<[string, string], { seq: number; status: string }>(
+          `SELECT json_extract(payload, '$.seq') AS seq, status FROM ${SQLITE_TABLE} WHERE type = ?
+           UNION ALL
+           SELECT json_extract(payload, '$.seq') AS seq, status FROM ${SQLITE_TABLE}_history WHERE type = ?`,
         )
-        .all(BENCH_TYPE);
+        .all(BENCH_TYPE, BENCH_TYPE);
+      const effectSeqs = effect
+        ? db!
+            .prepare<[], { seq: number }>(`SELECT seq FROM ${EFFECT_TABLE}`)
+            .all()
+            .map((r) => r.seq)
+        : [];
       db!.close();
       db = null;
-      return exactlyOnceVerdict(total, countExecutions(rows, seqs), complete);
+      const check = exactlyOnceVerdict(total, countExecutions(rows, seqs), complete);
+      if (!effect) return check;
+      const counts = countEffects(rows, effectSeqs);
+      return `${check}; ${effectVerdict(total, counts, effect === 'transactional', complete)}`;
     },
   };
 }
@@ -126,14 +167,58 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
                 sqliteDrainTarget(
                   ours,
                   'asynccmd',
-                  { kind: 'asynccmd-sqlite', filename: ours, typeLimit: usageTypeLimit(usage) },
+                  {
+                    kind: 'asynccmd-sqlite',
+                    filename: ours,
+                    typeLimit: usageTypeLimit(usage),
+                    flow: flowUsage(usage),
+                  },
                   usage,
                 ),
                 false,
+                usageTotal(usage, sizes),
               ] as const,
           ),
         ],
       )
+    : [];
+  const effects = scenarios.has('effects')
+    ? drainRows<EffectSystem>(rec, EFFECTS, sizes, sizes.effectShapes, 'never analyzed', (shape) => {
+        const consumer = (effect: EffectMode): SystemSpec => ({
+          kind: 'asynccmd-sqlite',
+          filename: ours,
+          effect,
+        });
+        const entries: PlanEntry<EffectSystem>[] = [];
+        if (findRow(drains, 'asynccmd', shape) === undefined)
+          entries.push([
+            'noop',
+            NOOP_LABEL,
+            noopSettings(defaults),
+            sqliteDrainTarget(ours, 'asynccmd', { kind: 'asynccmd-sqlite', filename: ours }),
+            false,
+          ]);
+        entries.push(
+          [
+            'transactional',
+            TRANSACTIONAL_LABEL,
+            transactionalSettings(
+              `${store}: one writer, so one transactional attempt at a time (BEGIN IMMEDIATE), C does not apply to them`,
+              "the store's one connection",
+            ),
+            sqliteDrainTarget(ours, 'asynccmd', consumer('transactional'), undefined, 'transactional'),
+            false,
+          ],
+          [
+            'own-transaction',
+            OWN_TRANSACTION_LABEL,
+            ownTransactionSettings(store, 'on a second connection to the file (same pragmas)'),
+            sqliteDrainTarget(ours, 'asynccmd', consumer('own-transaction'), undefined, 'own-transaction'),
+            false,
+          ],
+        );
+        return entries;
+      })
     : [];
   const lat = scenarios.has('latency')
     ? rec.row(
@@ -156,22 +241,24 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
     repeat: async () => {
       if (!noted) {
         noted = true;
+        if (effects.length > 0) rec.note(EFFECTS, CPU_NOTE);
         for (const section of [drains.length > 0 ? DRAIN : null, lat ? LATENCY : null])
           if (section) {
             rec.note(
               section,
               'no Sidequest row: @sidequest/sqlite-backend does not install (see docs/performance.md)',
             );
-            rec.note(section, 'DB CPU µs/cmd: — (SQLite runs inside the consumer: its CPU is in CPU µs/cmd)');
+            rec.note(section, CPU_NOTE);
           }
       }
-      await runDrainRows(rec, sizes, drains);
+      await runDrainRows(rec, sizes, interleaveByShape<DrainRow<string>>(drains, effects));
       if (lat) {
         const [result] = await latencyInRounds([latencyTarget], sizes);
         await rec.latency(lat, async () => (await result!).fromCommit);
       }
     },
     finish: async () => {
+      flowRatios(rec, DRAIN, drains, 'asynccmd', 'asynccmd defaults');
       for (const shape of shapesOf(drains)) {
         const raw: Measurement | undefined = findRow(drains, 'raw-batch', shape);
         for (const [system, label] of [
@@ -184,7 +271,25 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
               atLeast: 0.8,
             });
         }
+        // For information: the target is PostgreSQL's.
+        workflowRatios(
+          rec,
+          DRAIN,
+          shapeLabel(shape),
+          (key) => findRow(drains, key, shape),
+          findRow(drains, 'asynccmd', shape),
+          'asynccmd defaults',
+          false,
+        );
       }
+      // For information: the targets are PostgreSQL's.
+      effectRatios(
+        rec,
+        EFFECTS,
+        effects,
+        (shape) => findRow(drains, 'asynccmd', shape),
+        () => false,
+      );
       // Sidequest's SQLite p99 is not measured here; the bound is the one its MariaDB figure sets.
       if (lat) rec.bound(LATENCY, 'asynccmd cross-process p99', lat, { atMost: 30 });
       rmSync(dir, { recursive: true, force: true });

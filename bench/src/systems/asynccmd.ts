@@ -1,8 +1,16 @@
 import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import type { CommandStore, ExecutionMode } from '@asynccmd/core';
-import { AsyncCommands, defineExecutor, type PoolOptions } from '@asynccmd/runtime';
+import {
+  AsyncCommands,
+  defineExecutor,
+  type AnyExecutor,
+  type AsyncCommandsOptions,
+  type PoolOptions,
+  type RetentionOptions,
+} from '@asynccmd/runtime';
 import { PG_URL } from '../pg.js';
-import { BENCH_TYPE, type BenchPayload, type SystemSpec } from '../protocol.js';
+import { BENCH_TYPE, type BenchPayload, type FlowUsage, type SystemSpec } from '../protocol.js';
+import { KEY_MAX_RUNNING, RATE_LIMIT } from '../scenarios/usage.js';
 import type { OnExecute } from './consumers.js';
 
 /** asynccmd as an application uses it: a store, the runtime with defaults, one no-op executor. */
@@ -33,35 +41,56 @@ export async function openStore(spec: AsynccmdSpec, connections: number): Promis
   return store;
 }
 
+/** The no-op executor in a mode, or an executor of the bench type defined elsewhere (effects.ts). */
+export type BenchExecutor = { readonly mode: ExecutionMode; readonly onExecute: OnExecute } | AnyExecutor;
+
 /**
- * A runtime running the bench type in `mode` on a shared pool of `pool.concurrency`, or (executor
- * undefined) one that only submits it.
+ * A runtime running the bench type (the no-op in `mode`, or the executor given) on a shared pool of
+ * `pool.concurrency`, or (executor undefined) one that only submits it; with `retention`, the
+ * runtime's retention option (the soak).
  */
 export function benchRuntime(
   store: CommandStore,
   pool: PoolOptions,
-  executor?: { mode: ExecutionMode; onExecute: OnExecute },
+  executor?: BenchExecutor,
   typeLimit?: number,
+  retention?: RetentionOptions,
+  flow?: FlowUsage,
 ): BenchRuntime {
-  const executors = executor
-    ? [
-        defineExecutor<typeof BENCH_TYPE, BenchPayload>({
-          type: BENCH_TYPE,
-          mode: executor.mode,
-          execute: (payload) => executor.onExecute(payload),
-        }),
-      ]
-    : [];
+  const executors: AnyExecutor[] =
+    executor === undefined
+      ? []
+      : 'type' in executor
+        ? [executor]
+        : [
+            defineExecutor<typeof BENCH_TYPE, BenchPayload>({
+              type: BENCH_TYPE,
+              mode: executor.mode,
+              execute: (payload) => executor.onExecute(payload),
+            }),
+          ];
   return new AsyncCommands<BenchTypes, unknown>({
     store,
     executors,
     submitOnlyTypes: executor ? [] : [BENCH_TYPE],
     sharedPool: pool,
     ...(typeLimit === undefined ? {} : { typeLimits: { [BENCH_TYPE]: typeLimit } }),
+    ...(retention === undefined ? {} : { retention }),
+    ...flowOptions(flow),
   });
 }
 
 /** One command in its own transaction, through the client, the way an application submits. */
 export async function submitOne(runtime: BenchRuntime, payload: BenchPayload): Promise<void> {
   await runtime.client.transaction((_tx, submit) => submit(BENCH_TYPE, payload));
+}
+
+/** The runtime options of a flow usage on the bench type (scenarios/usage.ts). */
+function flowOptions(flow: FlowUsage | undefined): Partial<AsyncCommandsOptions> {
+  if (flow === 'rate limit') return { rateLimits: { [BENCH_TYPE]: RATE_LIMIT } };
+  if (flow === 'fair share') return { fairShare: { [BENCH_TYPE]: { key: 'tenant' } } };
+  if (flow === 'key limit') {
+    return { keyLimits: { [BENCH_TYPE]: { key: 'tenant', maxRunning: KEY_MAX_RUNNING } } };
+  }
+  return {};
 }

@@ -1,4 +1,5 @@
-import { claimLoop } from '../baselines/claim-loop.js';
+import { claimLoop, overlappingClaimLoop } from '../baselines/claim-loop.js';
+import { claimLayoutBatch, LEAN_LAYOUT } from '../baselines/layouts-pg.js';
 import { claimPgBatch } from '../baselines/raw-sql-pg.js';
 import { claimMysqlBatch } from '../baselines/raw-sql-mysql.js';
 import { mysqlPool } from '../mysql.js';
@@ -26,6 +27,19 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
         () => pool.end(),
       );
     }
+    case 'lean-pg': {
+      const pool = pgPool(2, true);
+      await Promise.all([pool.query('SELECT 1'), pool.query('SELECT 1')]);
+      return loopConsumer(
+        (stopped) =>
+          overlappingClaimLoop(
+            () => claimLayoutBatch(LEAN_LAYOUT, pool, system.schema, system.batch),
+            onExecute,
+            stopped,
+          ),
+        () => pool.end(),
+      );
+    }
     case 'raw-mysql': {
       const pool = mysqlPool(2, system.database);
       await pool.query('SELECT 1');
@@ -47,11 +61,15 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
     }
     case 'graphile': {
       const { runGraphile } = await import('../baselines/graphile.js');
-      return startedOnGo(() => runGraphile(system.schema, spec.concurrency, system.performance, onExecute));
+      return startedOnGo(() =>
+        runGraphile(system.schema, spec.concurrency, system.performance, onExecute, system.effect === true),
+      );
     }
     case 'pg-boss': {
       const { runPgBoss } = await import('../baselines/pg-boss.js');
-      return startedOnGo(() => runPgBoss(system.schema, spec.concurrency, system.batchSize, onExecute));
+      return startedOnGo(() =>
+        runPgBoss(system.schema, spec.concurrency, system.batchSize, onExecute, system.maintained === true),
+      );
     }
     case 'sidequest': {
       const { runSidequest } = await import('../baselines/sidequest.js');
@@ -62,14 +80,22 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
     case 'asynccmd-sqlite': {
       // Loaded only here, so a baseline's child never loads asynccmd's packages (nor breaks with them).
       const { benchRuntime, openStore } = await import('./asynccmd.js');
-      const store = await openStore(system, 4);
+      const { effectExecutor, storeConnections } = await import('./effects.js');
+      const effect = system.effect;
+      const writer =
+        effect === undefined
+          ? null
+          : await effectExecutor({ ...system, effect }, spec.concurrency, onExecute);
+      const store = await openStore(system, storeConnections(system, spec.concurrency));
       // Unset: the runtime's default, a queue that follows the backlog.
       const queueSize = system.kind === 'asynccmd-pg' ? system.queueSize : undefined;
       const runtime = benchRuntime(
         store,
         { concurrency: spec.concurrency, ...(queueSize === undefined ? {} : { queueSize }) },
-        { mode: system.mode ?? 'ASYNC_POOL', onExecute },
+        writer?.executor ?? { mode: system.mode ?? 'ASYNC_POOL', onExecute },
         system.typeLimit,
+        system.kind === 'asynccmd-sqlite' ? undefined : system.retention,
+        system.flow,
       );
       let rounds = 0;
       let claimingRounds = 0;
@@ -82,7 +108,10 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
       });
       return {
         go: async () => runtime.start(),
-        stop: () => runtime.stop(),
+        stop: async () => {
+          await runtime.stop();
+          await writer?.close();
+        },
         diagnostics: () =>
           `${rounds} poll rounds, ${(claimed / Math.max(1, claimingRounds)).toFixed(1)} rows per claiming round`,
       };
