@@ -1,6 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { InvalidArgumentError } from '@asynccmd/core';
+import { checkSchemaName, dialectOf, generatedSchemaName, type DatabaseTarget } from './db/database.js';
 
 export interface DemoConfig {
   readonly port: number;
@@ -12,8 +14,12 @@ export interface DemoConfig {
   readonly exitAfterLoad: boolean;
   /** Stop gracefully when stdin closes: a child process then never outlives its parent. */
   readonly exitWithParent: boolean;
-  /** The SQLite file; a fresh one in a temp directory unless given. */
-  readonly dbFile: string;
+  /**
+   * Where the orders and the commands live: a SQLite file (a fresh one in a temp directory unless
+   * given), or a schema (PostgreSQL) / database (MySQL) on the server of a --db URL.
+   */
+  readonly database: DatabaseTarget;
+  /** Made for this run, so removed when it stops: a fresh SQLite file, or a generated schema name. */
   readonly freshDb: boolean;
   /** Multiplies every downstream latency (the experiment's child process runs slow on purpose). */
   readonly latencyScale: number;
@@ -31,7 +37,10 @@ const HELP = `npm start -- [options]
   --no-load           skip the built-in load
   --exit-after-load   stop gracefully after the summary (for CI and tests)
   --exit-with-parent  stop gracefully when stdin closes (child processes of the experiment)
-  --db FILE           SQLite file to use (env DEMO_DB; default: a fresh file in a temp directory)
+  --db FILE|URL       SQLite file, postgres://… or mysql://… (env DEMO_DB; default: a fresh SQLite
+                      file in a temp directory, removed at exit)
+  --schema NAME       on PostgreSQL the schema, on MySQL/MariaDB the database for the orders and the
+                      commands (created when missing, kept at exit); default a generated one, dropped at exit
   --latency-scale X   multiply the simulated downstream latency (default 1)
   --failure-scale X   multiply the simulated downstream failure rates (default 1; 0: nothing fails)
   --seed N            seed of the request mix and the downstream dice (default 42)`;
@@ -61,6 +70,7 @@ export function parseConfig(
         '--orders',
         '--concurrency',
         '--db',
+        '--schema',
         '--latency-scale',
         '--failure-scale',
         '--seed',
@@ -85,6 +95,29 @@ export function parseConfig(
   if (!(failureScale >= 0 && failureScale <= 100))
     throw new ConfigError('--failure-scale must be a number in [0, 100]');
   const given = values.get('--db') ?? env.DEMO_DB;
+  const schema = values.get('--schema');
+  let database: DatabaseTarget;
+  let freshDb: boolean;
+  if (given !== undefined && dialectOf(given) !== 'sqlite') {
+    try {
+      database = {
+        dialect: dialectOf(given) as 'postgres' | 'mysql',
+        url: given,
+        schema: schema === undefined ? generatedSchemaName() : checkSchemaName(schema),
+      };
+    } catch (e) {
+      if (e instanceof InvalidArgumentError) throw new ConfigError(`--schema: ${e.message}`);
+      throw e;
+    }
+    freshDb = schema === undefined;
+  } else {
+    if (schema !== undefined) throw new ConfigError('--schema needs a postgres:// or mysql:// --db');
+    database = {
+      dialect: 'sqlite',
+      file: given ?? join(mkdtempSync(join(tmpdir(), 'asynccmd-demo-')), 'orders.db'),
+    };
+    freshDb = given === undefined;
+  }
   return {
     port: int('--port', Number(env.PORT ?? 3000), 0, 65_535),
     movePortIfTaken: !values.has('--port') && env.PORT === undefined,
@@ -93,8 +126,8 @@ export function parseConfig(
     load: !flags.has('--no-load'),
     exitAfterLoad: flags.has('--exit-after-load'),
     exitWithParent: flags.has('--exit-with-parent'),
-    dbFile: given ?? join(mkdtempSync(join(tmpdir(), 'asynccmd-demo-')), 'orders.db'),
-    freshDb: given === undefined,
+    database,
+    freshDb,
     latencyScale: scale,
     failureScale,
     seed: int('--seed', 42, 0, 2 ** 31),

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { SqlSession } from './db/sql.js';
 import { seededRandom, sleep } from './stats.js';
 
 /** How a simulated downstream behaves: latency around `latencyMs` with a slow tail, and failures. */
@@ -50,14 +50,13 @@ export class DownstreamError extends Error {
 /**
  * A stand-in for a remote system (SMS gateway, ERP, supplier). Each call takes simulated time and
  * may fail; a successful call is recorded in the downstream's own ledger (`downstream_call`) under
- * the caller's idempotency key, the way a real API with idempotency keys dedups — so the demo can
+ * the caller's idempotency key (on the demo's own database), the way a real API with idempotency keys dedups — so the demo can
  * count how often the same side effect was delivered (at-least-once made visible).
  */
 export class SimulatedDownstream {
   private profile: DownstreamProfile;
   private readonly random: () => number;
   private forcedDown: string | null = null;
-  private record: Database.Statement | null = null;
   calls = 0;
   failures = 0;
 
@@ -65,7 +64,7 @@ export class SimulatedDownstream {
     readonly name: DownstreamName,
     profile: DownstreamProfile,
     private readonly seed: number,
-    private readonly db: Database.Database,
+    private readonly db: SqlSession,
   ) {
     this.profile = profile;
     this.random = seededRandom(seed);
@@ -87,8 +86,10 @@ export class SimulatedDownstream {
   /**
    * Performs the side effect named by `key`. Resolves with the number of times this key has been
    * delivered so far (1 the first time); rejects with a DownstreamError on a (simulated) failure.
+   * With `session` (a transaction of the demo's database), the delivery is recorded in it: a local
+   * effect, committed or rolled back with that transaction.
    */
-  async call(key: string, signal?: AbortSignal): Promise<number> {
+  async call(key: string, signal?: AbortSignal, session: SqlSession = this.db): Promise<number> {
     this.calls++;
     const slow = this.random() < (this.profile.slowRate ?? 0);
     const fail = this.random() < this.profile.failureRate;
@@ -107,12 +108,20 @@ export class SimulatedDownstream {
       throw new DownstreamError(this.name, 'answered 503 (simulated failure)');
     }
     const now = Date.now();
-    this.record ??= this.db.prepare(
-      `INSERT INTO downstream_call (system, key, calls, first_at, last_at) VALUES (?, ?, 1, ?, ?)
-       ON CONFLICT (system, key) DO UPDATE SET calls = calls + 1, last_at = excluded.last_at
-       RETURNING calls`,
+    await session.run(
+      session.dialect === 'mysql'
+        ? `INSERT INTO downstream_call (downstream, effect_key, calls, first_at, last_at) VALUES (?, ?, 1, ?, ?)
+             ON DUPLICATE KEY UPDATE calls = calls + 1, last_at = VALUES(last_at)`
+        : `INSERT INTO downstream_call (downstream, effect_key, calls, first_at, last_at) VALUES (?, ?, 1, ?, ?)
+             ON CONFLICT (downstream, effect_key) DO UPDATE SET calls = downstream_call.calls + 1,
+               last_at = excluded.last_at`,
+      [this.name, key, now, now],
     );
-    return (this.record.get(this.name, key, now, now) as { calls: number }).calls;
+    const [row] = await session.all<{ calls: number | string }>(
+      'SELECT calls FROM downstream_call WHERE downstream = ? AND effect_key = ?',
+      [this.name, key],
+    );
+    return Number(row?.calls ?? 1);
   }
 }
 
@@ -127,11 +136,7 @@ function refuses(key: string, seed: number, rate: number): boolean {
 
 export type Downstreams = Readonly<Record<DownstreamName, SimulatedDownstream>>;
 
-export function createDownstreams(
-  db: Database.Database,
-  profiles: DownstreamProfiles,
-  seed = 42,
-): Downstreams {
+export function createDownstreams(db: SqlSession, profiles: DownstreamProfiles, seed = 42): Downstreams {
   return {
     inventory: new SimulatedDownstream('inventory', profiles.inventory, seed + 1, db),
     notification: new SimulatedDownstream('notification', profiles.notification, seed + 2, db),

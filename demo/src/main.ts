@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { describeTarget, dropTarget, openFailure } from './db/database.js';
 import { ConfigError, helpText, parseConfig, type DemoConfig } from './config.js';
 import { scaleProfiles, START_PROFILES } from './downstream.js';
 import { httpJson } from './load/http-client.js';
@@ -26,25 +27,37 @@ async function main(): Promise<number> {
     process.stdout.write(`${helpText()}\n`);
     return 0;
   }
-  const { freshDb, dbFile } = config;
+  const { freshDb, database } = config;
+  // A fresh SQLite file sits alone in its temp directory; a generated schema is dropped.
+  const removeFresh = async () => {
+    if (!freshDb) return;
+    if (database.dialect === 'sqlite') rmSync(dirname(database.file), { recursive: true, force: true });
+    else await dropTarget(database);
+  };
   let service: DemoService;
   try {
     service = await startDemoService({
-      filename: config.dbFile,
+      database,
       port: config.port,
       movePortIfTaken: config.movePortIfTaken,
       profiles: scaleProfiles(START_PROFILES, config.latencyScale, config.failureScale),
       seed: config.seed,
     });
   } catch (e) {
-    if (freshDb) rmSync(dirname(dbFile), { recursive: true, force: true });
+    // Best effort: an unreachable server cannot drop what it never created either.
+    await removeFresh().catch(() => undefined);
+    const failure = openFailure(e, database);
+    if (failure !== null) {
+      process.stderr.write(`${failure}\n`);
+      return 1;
+    }
     if (!(e instanceof PortTakenError)) throw e;
     process.stderr.write(`${e.message}: choose another with --port N (0: any free port)\n`);
     return 1;
   }
   const cleanup = async () => {
     await service.close();
-    if (freshDb) rmSync(dirname(dbFile), { recursive: true, force: true });
+    await removeFresh();
   };
   // From here on, Ctrl-C stops gracefully, also in the middle of the load.
   const stopped = stopOnSignals(cleanup);
@@ -53,7 +66,7 @@ async function main(): Promise<number> {
     process.stdin.once('close', () => process.kill(process.pid, 'SIGTERM'));
   }
   const out = process.stdout;
-  out.write(`asynccmd order demo — orders and commands in one SQLite file: ${config.dbFile}\n`);
+  out.write(`asynccmd order demo — orders and commands in ${describeTarget(database)}\n`);
   if (service.portFallback) out.write(`port ${config.port} was taken; using ${service.port} instead\n`);
   out.write(`${READY_PREFIX}${service.url}\n`);
 
@@ -125,7 +138,7 @@ function printUrls(service: DemoService, operationId: string | null): void {
 
 /**
  * First SIGINT/SIGTERM: stop taking requests, let running commands finish (the runtime's graceful
- * stop), close SQLite, exit 0. A second signal exits at once. Resolves after the graceful stop.
+ * stop), close the database (dropping a generated schema), exit 0. A second signal exits at once. Resolves after the graceful stop.
  */
 function stopOnSignals(cleanup: () => Promise<void>): Promise<void> {
   return new Promise((resolve) => {

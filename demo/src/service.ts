@@ -1,21 +1,20 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { configureConnection, createSqliteStore, type SqliteCommandStore } from '@asynccmd/adapter-sqlite';
-import type { CommandEvent, Logger } from '@asynccmd/core';
+import type { CommandEvent, CommandStore, Logger } from '@asynccmd/core';
 import { createAdminHandler, createAsyncCommands } from '@asynccmd/runtime';
 import { createMetrics } from '@asynccmd/runtime/metrics';
-import Database from 'better-sqlite3';
+import { openDemoDatabase, type DatabaseTarget, type DemoDatabase, type DemoStore } from './db/database.js';
 import {
   createDownstreams,
   DEFAULT_PROFILES,
   type Downstreams,
   type DownstreamProfiles,
 } from './downstream.js';
-import type { CommandGateway } from './domain/gateway.js';
+import type { CommandGateway, OrderWorkflow } from './domain/gateway.js';
 import { InlineOrderService } from './domain/inline-order-service.js';
 import { buildOperationView } from './domain/operation-view.js';
+import type { Order } from './domain/order.js';
 import { OrderService } from './domain/order-service.js';
-import { migrateOrderSchema } from './domain/schema.js';
 import { DEMO_RETRY, EXTERNAL_POOL, orderExecutors, type RetryProfile } from './executors.js';
 import { HttpError, sendError, sendJson } from './http/json.js';
 import { getOperation, getOrder, postOrder, type OrderBoundary } from './http/order-routes.js';
@@ -31,8 +30,10 @@ export class PortTakenError extends Error {
 }
 
 export interface DemoServiceOptions {
-  /** The SQLite file holding the orders and the command table. */
-  readonly filename: string;
+  /** Where the orders and the command table live, together (or `filename`: a SQLite file). */
+  readonly database?: DatabaseTarget;
+  /** The SQLite file holding the orders and the command table (when `database` is not given). */
+  readonly filename?: string;
   /** 'split' (commands, the product) or 'synchronous' (the experiment's baseline). Default 'split'. */
   readonly boundary?: 'split' | 'synchronous';
   /** Default 0: any free port. */
@@ -59,31 +60,32 @@ export interface DemoService {
   /** The port asked for was taken and another was chosen. */
   readonly portFallback: boolean;
   readonly boundary: OrderBoundary;
-  readonly db: Database.Database;
-  readonly store: SqliteCommandStore;
+  readonly db: DemoDatabase;
+  readonly store: DemoStore;
   readonly downstreams: Downstreams;
   readonly orders: OrderService | InlineOrderService;
   /** Subscribes to the runtime's command events (no-op for the synchronous variant). */
   onCommandEvent(listener: (e: CommandEvent) => void): () => void;
-  /** Stops the HTTP server, then the runtime gracefully (running commands finish), then SQLite. */
+  /** Stops the HTTP server, then the runtime gracefully (running commands finish), then the database. */
   close(): Promise<void>;
 }
 
 /**
- * Wires the order service: one SQLite connection shared by the orders and the command store (so an
- * order and its commands commit together), the asynccmd runtime with the four executors, and one
- * HTTP server with the order API, the admin API under /admin, /metrics and /health.
+ * Wires the order service: one database shared by the orders and the command store (so an order
+ * and its commands commit together, in the transaction asynccmd opens), the asynccmd runtime with
+ * the four executors, and one HTTP server with the order API, the admin API under /admin,
+ * /metrics and /health.
  */
 export async function startDemoService(options: DemoServiceOptions): Promise<DemoService> {
-  const db = new Database(options.filename);
-  configureConnection(db);
-  migrateOrderSchema(db);
-  const store = createSqliteStore({ database: db });
-  await store.migrate();
-  const downstreams = createDownstreams(db, options.profiles ?? DEFAULT_PROFILES, options.seed);
-  const metrics = createMetrics({ store });
+  const target = options.database ?? { dialect: 'sqlite', file: options.filename ?? ':memory:' };
+  const db = await openDemoDatabase(target);
+  const store = db.store;
+  // The three stores differ only in their transaction handle, which the demo keeps opaque.
+  const commandStore = store as CommandStore<unknown>;
+  const downstreams = createDownstreams(db.session, options.profiles ?? DEFAULT_PROFILES, options.seed);
+  const metrics = createMetrics({ store: commandStore });
   const admin = createAdminHandler({
-    store,
+    store: commandStore,
     prefix: ADMIN_BASE,
     // Loopback demo: no token, so every admin route is open to this machine (and only to it: the
     // handler serves loopback Host names and the page's own Origin only).
@@ -98,18 +100,19 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
   if ((options.boundary ?? 'split') === 'split') {
     let gateway: CommandGateway | null = null;
     const service = new OrderService(
-      db,
+      db.session,
       {
         transaction: (fn) => (gateway as CommandGateway).transaction(fn),
         submitIdempotent: (tx, type, payload, o) =>
           (gateway as CommandGateway).submitIdempotent(tx, type, payload, o),
+        workflow: (tx, id) => (gateway as CommandGateway).workflow(tx, id),
         getMany: (ids) => store.getMany(ids),
       },
       { projectionDelayMs: options.projectionDelayMs, adminBase: ADMIN_BASE },
     );
-    const executors = orderExecutors(service, downstreams, options.retry ?? DEMO_RETRY);
+    const executors = orderExecutors(service, downstreams, options.retry ?? DEMO_RETRY, db.sessionOf);
     const commands = createAsyncCommands({
-      store,
+      store: commandStore,
       executors,
       owner: 'order-demo',
       leaseMs: options.leaseMs ?? 3_000,
@@ -119,15 +122,27 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
       logger: options.logger,
     });
     gateway = {
-      transaction: (fn) => commands.client.transaction((tx) => fn(tx)),
+      transaction: (fn) => commands.client.transaction((tx) => fn(db.sessionOf(tx))),
       submitIdempotent: (tx, type, payload, o) =>
         commands.client.submitIdempotent(
-          tx,
+          tx.handle,
           type,
           o.bizKey,
           payload,
           o.runAt ? { runAt: o.runAt } : undefined,
         ),
+      workflow: (tx, id) => {
+        const builder = commands.client.workflow(id);
+        const open: OrderWorkflow = {
+          step(name, type, payload, options) {
+            builder.step(name, type, payload, options);
+            return this;
+          },
+          // In the open client.transaction: its IMMEDIATE steps start after that commits.
+          submit: () => builder.submitInTx(tx.handle),
+        };
+        return open;
+      },
       getMany: (ids) => store.getMany(ids),
     };
     commands.on(metrics.listener);
@@ -138,28 +153,29 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
       name: 'split',
       accept: (r) => service.accept(r),
       operation: (id) => service.operation(id),
+      accepted: (order) => buildOperationView(order, [], [], { adminBase: ADMIN_BASE }),
       operations: (ids) => service.operations(ids),
       order: async (id) => {
-        const order = service.orders.byId(id);
+        const order = await service.orders.byId(id);
         return order ? { order, operation: await service.viewOf(order) } : null;
       },
     };
   } else {
-    const inline = new InlineOrderService(db, downstreams);
+    const inline = new InlineOrderService(db.session, (fn) => db.transaction(fn), downstreams);
     orders = inline;
-    const view = (o: ReturnType<typeof inline.orders.byId>) =>
-      o ? buildOperationView(o, [], [], { adminBase: ADMIN_BASE }) : null;
+    const view = (o: Order) => buildOperationView(o, [], [], { adminBase: ADMIN_BASE });
     boundary = {
       name: 'synchronous',
       accept: (r) => inline.accept(r),
-      operation: async (id) => view(inline.orders.byOperationId(id)),
-      operations: async (ids) =>
-        inline.orders
-          .byOperationIds(ids)
-          .map((o) => buildOperationView(o, [], [], { adminBase: ADMIN_BASE })),
+      operation: async (id) => {
+        const order = await inline.orders.byOperationId(id);
+        return order ? view(order) : null;
+      },
+      accepted: view,
+      operations: async (ids) => (await inline.orders.byOperationIds(ids)).map(view),
       order: async (id) => {
-        const order = inline.orders.byId(id);
-        return order ? { order, operation: view(order) as NonNullable<ReturnType<typeof view>> } : null;
+        const order = await inline.orders.byId(id);
+        return order ? { order, operation: view(order) } : null;
       },
     };
   }
@@ -171,8 +187,7 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
   } catch (e) {
     // Nothing may outlive a failed start: the runtime is already polling the store.
     if (runtime) await runtime.stop();
-    await store.close();
-    if (db.open) db.close();
+    await db.close();
     throw e;
   }
   const { port, fallback } = listening;
@@ -195,8 +210,7 @@ export async function startDemoService(options: DemoServiceOptions): Promise<Dem
           server.closeAllConnections();
         });
         if (runtime) await runtime.stop();
-        await store.close();
-        if (db.open) db.close();
+        await db.close();
       })()),
   };
 }

@@ -1,17 +1,19 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PROFILES, SimulatedDownstream, START_PROFILES } from '../src/downstream.js';
+import { sqliteSession } from '../src/db/sql.js';
 import { migrateOrderSchema } from '../src/domain/schema.js';
 
 /** Which of the ERP syncs of orders 1..n `profile` refuses, each tried `tries` times. */
 async function refusedSyncs(profile: typeof START_PROFILES.external, n: number, tries: number) {
   const db = new Database(':memory:');
-  migrateOrderSchema(db);
+  const session = sqliteSession(db);
+  await migrateOrderSchema(session);
   const erp = new SimulatedDownstream(
     'external',
     { ...profile, latencyMs: 0, failureRate: 0, slowRate: 0 },
     45,
-    db,
+    session,
   );
   const refused = new Set<string>();
   for (let order = 1; order <= n; order++) {

@@ -1,12 +1,14 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { DatabaseTarget } from '../src/db/database.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PROFILES } from '../src/downstream.js';
 import {
   checkCancel,
   checkDownstreamFailure,
   checkKillAfterAcceptance,
+  checkProjectionExactlyOnce,
   checkUnknownResponseRetry,
 } from '../src/experiment/checks.js';
 import { DEMO_MAIN } from '../src/experiment/child-demo.js';
@@ -14,6 +16,7 @@ import { formatChecks, formatVariants } from '../src/experiment/report.js';
 import { runVariant } from '../src/experiment/variant.js';
 
 let dir: string;
+const place = (part: string): DatabaseTarget => ({ dialect: 'sqlite', file: join(dir, `${part}.db`) });
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'demo-experiment-checks-'));
@@ -26,7 +29,7 @@ afterAll(() => {
 describe('the failure checks of the boundary experiment', () => {
   it('(1) SIGKILL right after acceptance, restart on the same SQLite file: every accepted order reaches a terminal state', async () => {
     expect(existsSync(DEMO_MAIN), `${DEMO_MAIN} is built by tsc -b`).toBe(true);
-    const result = await checkKillAfterAcceptance(dir, 8);
+    const result = await checkKillAfterAcceptance(place, 8);
     expect(result.observed).toMatch(/8\/8 accepted/);
     const details = result.details as {
       accepted: number;
@@ -42,7 +45,7 @@ describe('the failure checks of the boundary experiment', () => {
   }, 60_000);
 
   it('(2) a downstream outage: retries, a dead letter with health DOWN, then an admin retry completes it', async () => {
-    const result = await checkDownstreamFailure(dir);
+    const result = await checkDownstreamFailure(place);
     const details = result.details as {
       deadCommand: { status: string; failedAttempts: number };
       finalState: string;
@@ -55,13 +58,13 @@ describe('the failure checks of the boundary experiment', () => {
   });
 
   it('(3) retries after an unknown response with the same request id: one order, one set of commands', async () => {
-    const result = await checkUnknownResponseRetry(dir, 3);
+    const result = await checkUnknownResponseRetry(place, 3);
     expect(result.details).toMatchObject({ orders: 1, commands: 3, statuses: [201, 201, 201] });
     expect(result.passed).toBe(true);
   });
 
   it('(4) cancel before start → CANCELLED; cancel of a RUNNING or finished command → 409 with the reason', async () => {
-    const result = await checkCancel(dir);
+    const result = await checkCancel(place);
     const details = result.details as Record<
       string,
       { status: number; body: { error?: { message: string } } }
@@ -76,11 +79,34 @@ describe('the failure checks of the boundary experiment', () => {
   }, 30_000);
 });
 
+describe('the exactly-once check of the transactional projection', () => {
+  it('(5) SIGKILL mid-drain of the projections, restart: each order projected exactly once, counted outside the command tables', async () => {
+    const result = await checkProjectionExactlyOnce(place, 12);
+    const details = result.details as {
+      accepted: number;
+      atKills: { committed: number; running: number }[];
+      deliveriesPerOrder: Record<string, number>;
+      readModel: { orders: number; totalCents: number };
+      placed: { orders: number; totalCents: number };
+    };
+    expect(details.accepted).toBe(12);
+    // Killed mid-drain each time: some projections committed, some still owed (else it proves nothing).
+    expect(details.atKills).toHaveLength(3);
+    for (const kill of details.atKills) {
+      expect(kill.committed).toBeGreaterThan(0);
+      expect(kill.committed).toBeLessThan(12);
+    }
+    expect(Object.values(details.deliveriesPerOrder)).toEqual(Array(12).fill(1));
+    expect(details.readModel).toEqual(details.placed);
+    expect(result.passed).toBe(true);
+  }, 90_000);
+});
+
 describe('the side-by-side measurement', () => {
   it('runs the same small request mix against both boundaries and accounts for every accepted operation', async () => {
-    const options = { dir, orders: 40, concurrency: 4, seed: 7, profiles: DEFAULT_PROFILES };
-    const sync = await runVariant({ ...options, boundary: 'synchronous' });
-    const split = await runVariant({ ...options, boundary: 'split' });
+    const options = { orders: 40, concurrency: 4, seed: 7, profiles: DEFAULT_PROFILES };
+    const sync = await runVariant({ ...options, boundary: 'synchronous', database: place('sync') });
+    const split = await runVariant({ ...options, boundary: 'split', database: place('split') });
     for (const v of [sync, split]) {
       expect(v.requests).toBe(40);
       const terminal = Object.values(v.terminalByState).reduce((a, b) => a + b, 0);

@@ -12,10 +12,22 @@ const out = mkdtempSync(join(tmpdir(), 'demo-experiment-entry-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 describe('npm run experiment', () => {
-  it('prints both variants side by side and the four checks, and writes the JSON report', async () => {
+  it('prints both variants side by side, the five checks and the load sweep, and writes the JSON report', async () => {
     const child = spawn(
       process.execPath,
-      [EXPERIMENT_MAIN, '--orders', '24', '--concurrency', '4', '--out', out],
+      [
+        EXPERIMENT_MAIN,
+        '--orders',
+        '24',
+        '--concurrency',
+        '4',
+        '--sweep',
+        '20,10',
+        '--sweep-seconds',
+        '1',
+        '--out',
+        out,
+      ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
@@ -37,12 +49,29 @@ describe('npm run experiment', () => {
     ]) {
       expect(stdout).toContain(row);
     }
-    expect(stdout.match(/^PASS {2}\d\./gm)).toHaveLength(4);
+    expect(stdout.match(/^PASS {2}\d\./gm)).toHaveLength(5);
     const files = readdirSync(out).filter((f) => /^experiment-.*\.json$/.test(f));
     expect(files).toHaveLength(1);
     const report = JSON.parse(readFileSync(join(out, files[0] as string), 'utf8')) as ExperimentReport;
     expect(report.variants.map((v) => v.boundary)).toEqual(['synchronous', 'split']);
-    expect(report.failureChecks.map((c) => c.passed)).toEqual([true, true, true, true]);
+    expect(report.failureChecks.map((c) => c.passed)).toEqual([true, true, true, true, true]);
     expect(report.fixedConditions.orders).toBe(24);
+    // The sweep: both variants at each rate, in rate order, each sending rate × seconds orders.
+    expect(stdout).toMatch(/Load sweep \(open loop, 1 s per rate\)/);
+    expect(report.sweep?.points.map((p) => [p.ratePerSec, p.boundary, p.requests])).toEqual([
+      [10, 'synchronous', 10],
+      [10, 'split', 10],
+      [20, 'synchronous', 20],
+      [20, 'split', 20],
+    ]);
+    for (const p of report.sweep?.points ?? []) expect(p.responseMs.count).toBe(p.requests);
+    // The pictures, beside the JSON, each named in the printed report.
+    const base = join(out, (files[0] as string).replace(/\.json$/, ''));
+    for (const name of ['distributions', 'sweep', 'timeline']) {
+      const svg = `${base}-${name}.svg`;
+      expect(stdout).toContain(`Picture: ${svg}`);
+      expect(readFileSync(svg, 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    }
+    expect(readFileSync(`${base}-timeline.svg`, 'utf8')).toContain('ERP sync command: dead letter');
   }, 120_000);
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperationView } from '../src/domain/operation-view.js';
 import { QUIET_PROFILES } from '../src/experiment/checks.js';
-import { pollHealth, pollOperation } from '../src/experiment/observe.js';
+import { allCommandRows, countOf, pollHealth, pollOperation } from '../src/experiment/observe.js';
 import { httpJson } from '../src/load/http-client.js';
 import { startDemoService, type DemoService } from '../src/service.js';
 
@@ -69,6 +69,9 @@ describe('POST /orders on the split boundary', () => {
       ['projection.updated', 'SUCCESS'],
       ['user.notified', 'SUCCESS'],
     ]);
+    // The follow-ups are one workflow, submitted with the order: its admin status resource.
+    expect(done.links.followUps).toBe(`/admin/workflows/order-${body.orderId}-v1`);
+    await expectFollowUpsWorkflow(done);
     const order = await httpJson(`${service.url}/orders/${body.orderId}`, 'GET');
     expect(order.status).toBe(200);
     expect((order.body as { status: string; totalCents: number }).totalCents).toBe(2_400);
@@ -102,6 +105,9 @@ describe('POST /orders on the split boundary', () => {
       decision: 'CONFIRMED',
     });
     expect(done.commands.find((c) => c.fact === 'user.notified')?.result).toBeNull();
+    // Submitted by the transactional confirmation in its own transaction (ctx.workflow).
+    expect(done.links.followUps).toBe(`/admin/workflows/order-${body.orderId}-v2`);
+    await expectFollowUpsWorkflow(done);
   });
 
   it('answers 202 for local products too when the request asks for supplier confirmation', async () => {
@@ -123,10 +129,11 @@ describe('POST /orders on the split boundary', () => {
     expect(done.order.rejectReason).toMatch(/supplier cannot make 45/);
     expect(done.commands.map((c) => c.fact)).toEqual(['inventory.confirmed']);
     expect(done.commands[0]?.result).toEqual({ decision: 'REJECTED' });
+    expect(done.links.followUps).toBeNull();
   });
 
   it('refuses bad input with 400 and every problem named, and creates nothing', async () => {
-    const before = countOrders(service);
+    const before = await countOrders(service);
     const answer = await post(service, { customerId: '', items: [{ sku: 'nope', quantity: 0 }], extra: 1 });
     expect(answer.status).toBe(400);
     const body = answer.body as { error: string; message: string; problems: { field: string }[] };
@@ -146,7 +153,7 @@ describe('POST /orders on the split boundary', () => {
     });
     expect(notJson.status).toBe(400);
     expect((notJson.body as { error: string }).error).toBe('invalid_json');
-    expect(countOrders(service)).toBe(before);
+    expect(await countOrders(service)).toBe(before);
   });
 
   it('turns a retried request id into one order and one set of commands (header or body field)', async () => {
@@ -163,15 +170,15 @@ describe('POST /orders on the split boundary', () => {
     }
     const orderId = (first.body as Accepted).orderId;
     expect(
-      service.db.prepare("SELECT COUNT(*) AS n FROM orders WHERE request_id = 'retry-me'").get(),
-    ).toEqual({ n: 1 });
+      await service.db.session.all("SELECT COUNT(*) AS n FROM orders WHERE request_id = 'retry-me'"),
+    ).toEqual([{ n: 1 }]);
     expect(
-      service.db
-        .prepare('SELECT COUNT(*) AS n FROM async_command WHERE biz_key = ?')
-        .get(`order-${orderId}-v1`),
-    ).toEqual({
-      n: 3,
-    });
+      await countOf(
+        service.db.session,
+        `SELECT COUNT(*) AS n FROM ${await allCommandRows(service.db.session)} WHERE biz_key = ?`,
+        [`order-${orderId}-v1`],
+      ),
+    ).toBe(3);
     const misuse = await post(
       service,
       { ...ORDER, items: [{ sku: 'mug', quantity: 3 }] },
@@ -218,7 +225,7 @@ describe('POST /orders on the split boundary', () => {
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
-    expect(await page.text()).toContain('<script src="/admin/dashboard/app.js" defer></script>');
+    expect(await page.text()).toContain('<script type="module" src="/admin/dashboard/app.js"></script>');
     const summary = await httpJson(`${service.url}/admin/dashboard/api/summary`, 'GET');
     expect(summary.status).toBe(200);
     expect((summary.body as { health: { status: string } }).health.status).toMatch(/^(UP|DOWN)$/);
@@ -265,17 +272,32 @@ describe('POST /orders on the all-synchronous boundary', () => {
   it('answers 502 when a downstream fails mid-request — although the order was recorded', async () => {
     sync.downstreams.external.goDown();
     try {
-      const before = countOrders(sync);
+      const before = await countOrders(sync);
       const answer = await post(sync, ORDER);
       expect(answer.status).toBe(502);
       expect((answer.body as { error: string }).error).toBe('downstream_failed');
-      expect(countOrders(sync)).toBe(before + 1);
+      expect(await countOrders(sync)).toBe(before + 1);
     } finally {
       sync.downstreams.external.recover();
     }
   });
 });
 
-function countOrders(s: DemoService): number {
-  return (s.db.prepare('SELECT COUNT(*) AS n FROM orders').get() as { n: number }).n;
+/** The follow-ups' workflow says what the view does: its three steps, each the command the view lists. */
+async function expectFollowUpsWorkflow(view: OperationView): Promise<void> {
+  const workflow = await httpJson(`${service.url}${view.links.followUps ?? ''}`, 'GET');
+  expect(workflow.status).toBe(200);
+  const body = workflow.body as { state: string; steps: { name: string; id: string; status: string }[] };
+  expect(body.state).toBe('completed');
+  const idOf = (fact: string) => view.commands.find((c) => c.fact === fact)?.id;
+  expect(body.steps.map((s) => [s.name, s.id, s.status])).toEqual([
+    ['notify-user', idOf('user.notified'), 'SUCCESS'],
+    ['sync-external', idOf('external.synced'), 'SUCCESS'],
+    ['update-projection', idOf('projection.updated'), 'SUCCESS'],
+  ]);
+}
+
+async function countOrders(s: DemoService): Promise<number> {
+  const [row] = await s.db.session.all<{ n: number }>('SELECT COUNT(*) AS n FROM orders');
+  return row?.n ?? 0;
 }

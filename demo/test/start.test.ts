@@ -59,6 +59,23 @@ describe('npm start', () => {
     expect(stderr).not.toContain('\r');
   }, 60_000);
 
+  it('says which database it could not open, with no driver text or stack', async () => {
+    const { code, stdout, stderr } = await runMain([
+      '--db',
+      'postgres://someone:secret@127.0.0.1:1/test',
+      '--no-load',
+      '--port',
+      '0',
+    ]);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(
+      /^could not open one PostgreSQL schema: asynccmd_demo_\w+ on postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/test \(ECONNREFUSED\)/,
+    );
+    expect(stderr).not.toContain('secret');
+    expect(stderr).not.toMatch(/\n\s+at /);
+    expect(stdout).not.toContain('listening on');
+  });
+
   it('refuses an unknown option with the help text', async () => {
     const { code, stderr } = await runMain(['--bogus']);
     expect(code).toBe(2);
@@ -68,7 +85,7 @@ describe('npm start', () => {
 
 describe('serving', () => {
   it('stops gracefully on SIGINT: exit code 0 after the runtime stopped', async () => {
-    const demo = await startChildDemo(join(dir, 'sigint.db'));
+    const demo = await startChildDemo({ dialect: 'sqlite', file: join(dir, 'sigint.db') });
     try {
       const answer = await httpJson(`${demo.url}/orders`, 'POST', {
         customerId: 'c',
@@ -137,5 +154,22 @@ describe('parseConfig', () => {
     expect(parseConfig([], { PORT: '3000' })).toMatchObject({ port: 3000, movePortIfTaken: false });
     expect(() => parseConfig(['--orders', '-1'])).toThrow(/--orders must be an integer/);
     expect(parseConfig(['--help'])).toBe('help');
+    // A server URL gets a generated schema (dropped at exit) unless --schema names one (kept).
+    expect(parseConfig(['--db', 'postgres://p@h/db'], {})).toMatchObject({
+      database: {
+        dialect: 'postgres',
+        url: 'postgres://p@h/db',
+        schema: expect.stringMatching(/^asynccmd_demo_/),
+      },
+      freshDb: true,
+    });
+    expect(parseConfig(['--db', 'mysql://r@h/db', '--schema', 'shop'], {})).toMatchObject({
+      database: { dialect: 'mysql', schema: 'shop' },
+      freshDb: false,
+    });
+    expect(() => parseConfig(['--db', 'mysql://r@h/db', '--schema', 'drop table'], {})).toThrow(
+      /--schema: schema name must be/,
+    );
+    expect(() => parseConfig(['--schema', 'shop'], {})).toThrow(/--schema needs a postgres/);
   });
 });

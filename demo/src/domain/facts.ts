@@ -40,3 +40,11 @@ export const FOLLOW_UP_FACTS: readonly FactName[] = [
   'external.synced',
   'projection.updated',
 ];
+
+/**
+ * The workflow of a confirmed order's follow-ups (its admin status resource: `/workflows/<id>`):
+ * one per order version, named after it.
+ */
+export function followUpsId(order: { readonly id: number; readonly version: number }): string {
+  return `order-${order.id}-v${order.version}`;
+}

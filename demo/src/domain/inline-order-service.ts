@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import type { SqlSession } from '../db/sql.js';
 import type { Downstreams } from '../downstream.js';
 import { SUPPLIER_CAPACITY } from '../executors.js';
 import type { FactName } from './facts.js';
@@ -30,7 +30,8 @@ export class InlineOrderService {
   readonly orders: OrderRepository;
 
   constructor(
-    private readonly db: Database.Database,
+    db: SqlSession,
+    private readonly transaction: <T>(fn: (tx: SqlSession) => Promise<T>) => Promise<T>,
     private readonly downstreams: Downstreams,
   ) {
     this.orders = new OrderRepository(db);
@@ -38,7 +39,7 @@ export class InlineOrderService {
 
   async accept(request: OrderRequest): Promise<InlineOutcome> {
     const hash = requestHash(request);
-    const existing = request.requestId === null ? null : this.orders.byRequestId(request.requestId);
+    const existing = request.requestId === null ? null : await this.orders.byRequestId(request.requestId);
     if (existing) {
       return existing.requestHash === hash
         ? { kind: 'accepted', order: existing, replayed: true }
@@ -67,12 +68,13 @@ export class InlineOrderService {
     }
     let order: Order;
     try {
-      order = this.db.transaction(() => {
+      order = await this.transaction(async (tx) => {
+        const repo = new OrderRepository(tx);
         if (mode === 'local') {
-          for (const l of lines)
-            if (!this.orders.reserveStock(l.sku, l.quantity)) throw new OutOfStock(l.sku, l.quantity);
+          for (const l of [...lines].sort((a, b) => a.sku.localeCompare(b.sku)))
+            if (!(await repo.reserveStock(l.sku, l.quantity))) throw new OutOfStock(l.sku, l.quantity);
         }
-        return this.orders.insert({
+        return repo.insert({
           requestId: request.requestId,
           requestHash: hash,
           operationId,
@@ -85,7 +87,7 @@ export class InlineOrderService {
           status: 'CONFIRMED',
           createdAt: Date.now(),
         });
-      })();
+      });
     } catch (e) {
       if (e instanceof OutOfStock) return { kind: 'out-of-stock', sku: e.sku, quantity: e.quantity };
       throw e;
@@ -98,7 +100,9 @@ export class InlineOrderService {
         'projection.updated',
         async () => {
           await this.downstreams.projection.call(effectKey('projection', snap));
-          this.db.transaction(() => this.orders.applyProjection({ ...order, orderId: order.id }))();
+          await this.transaction((tx) =>
+            new OrderRepository(tx).applyProjection({ ...order, orderId: order.id }),
+          );
         },
       ],
     ];
@@ -107,7 +111,7 @@ export class InlineOrderService {
         await step();
       } catch (e) {
         // Nothing will finish this order's remaining steps, and the client was told it failed.
-        this.orders.markInlineFailure(order.id, fact);
+        await this.orders.markInlineFailure(order.id, fact);
         return { kind: 'downstream-failed', fact, message: (e as Error).message, order };
       }
     }

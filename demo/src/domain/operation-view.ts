@@ -1,5 +1,5 @@
 import { operationState, type CommandRecord, type OperationState } from '@asynccmd/core';
-import { FACTS_AT_ACCEPTANCE, FOLLOW_UP_FACTS, type FactName } from './facts.js';
+import { FACTS_AT_ACCEPTANCE, FOLLOW_UP_FACTS, followUpsId, type FactName } from './facts.js';
 import type { Order } from './order.js';
 
 /** The order operation as a client sees it (seed 2, §3: ACCEPTED → PROCESSING → a terminal state). */
@@ -56,7 +56,12 @@ export interface OperationView {
   readonly commands: CommandView[];
   readonly acceptedAt: string;
   readonly terminalAt: string | null;
-  readonly links: { readonly self: string; readonly order: string };
+  readonly links: {
+    readonly self: string;
+    readonly order: string;
+    /** The admin status resource of the follow-ups' workflow, once the order is confirmed (split boundary). */
+    readonly followUps: string | null;
+  };
 }
 
 export interface ViewPaths {
@@ -135,6 +140,8 @@ export function buildOperationView(
     return c ? [toCommandView(l.fact, c, paths)] : [];
   });
 
+  // The supplier's answer is recorded in its command's transaction, with its SUCCESS and result:
+  // a REJECTED order's view always carries the answer.
   let state: OperationStateName;
   if (order.status === 'REJECTED') state = 'rejected';
   else if (pending.length > 0) {
@@ -169,7 +176,14 @@ export function buildOperationView(
     commands: views,
     acceptedAt: new Date(order.createdAt).toISOString(),
     terminalAt: terminalAt === null ? null : new Date(terminalAt).toISOString(),
-    links: { self: operationUri(order.operationId), order: orderUri(order.id) },
+    links: {
+      self: operationUri(order.operationId),
+      order: orderUri(order.id),
+      followUps:
+        order.boundary === 'commands' && order.status === 'CONFIRMED'
+          ? `${paths.adminBase}/workflows/${encodeURIComponent(followUpsId(order))}`
+          : null,
+    },
   };
 }
 

@@ -1,43 +1,45 @@
-import type Database from 'better-sqlite3';
+import { placeholders, type SqlSession } from '../db/sql.js';
 import type { InventoryMode } from './catalog.js';
 import type { FactName } from './facts.js';
 import type { Order, OrderLine, OrderStatus } from './order.js';
+import { insertIgnoring } from './schema.js';
 
+/** A row as any of the drivers hands it back: BIGINT columns may come as strings (pg, mysql2). */
 interface OrderRow {
-  id: number;
+  id: number | string;
   request_id: string | null;
   request_hash: string;
   operation_id: string;
   customer_id: string;
   email: string;
-  lines: string;
-  total_cents: number;
+  line_items: string;
+  total_cents: number | string;
   inventory_mode: InventoryMode;
   boundary: 'commands' | 'inline';
   status: OrderStatus;
-  version: number;
-  created_at: number;
-  decided_at: number | null;
+  version: number | string;
+  created_at: number | string;
+  decided_at: number | string | null;
   reject_reason: string | null;
   inline_failure: string | null;
 }
 
 function toOrder(r: OrderRow): Order {
   return {
-    id: r.id,
+    id: Number(r.id),
     requestId: r.request_id,
     requestHash: r.request_hash,
     operationId: r.operation_id,
     customerId: r.customer_id,
     email: r.email,
-    lines: JSON.parse(r.lines) as OrderLine[],
-    totalCents: r.total_cents,
+    lines: JSON.parse(r.line_items) as OrderLine[],
+    totalCents: Number(r.total_cents),
     inventoryMode: r.inventory_mode,
     boundary: r.boundary,
     status: r.status,
-    version: r.version,
-    createdAt: r.created_at,
-    decidedAt: r.decided_at,
+    version: Number(r.version),
+    createdAt: Number(r.created_at),
+    decidedAt: r.decided_at === null ? null : Number(r.decided_at),
     rejectReason: r.reject_reason,
     inlineFailure: r.inline_failure,
   };
@@ -46,142 +48,161 @@ function toOrder(r: OrderRow): Order {
 /** What an insert needs: the order without what the database and later decisions fill in. */
 export type NewOrder = Omit<Order, 'id' | 'version' | 'decidedAt' | 'rejectReason' | 'inlineFailure'>;
 
-const STATEMENTS = new WeakMap<Database.Database, Map<string, Database.Statement>>();
+/** The order in which an operation lists its commands: the order they are submitted in. */
+const FACT_ORDER: readonly FactName[] = [
+  'inventory.confirmed',
+  'user.notified',
+  'external.synced',
+  'projection.updated',
+];
+const byFact = (a: { fact: FactName }, b: { fact: FactName }) =>
+  FACT_ORDER.indexOf(a.fact) - FACT_ORDER.indexOf(b.fact);
 
-/** The order service's SQL, on one better-sqlite3 connection (the caller's transaction, when open). */
+/** The order service's SQL, on one session (the caller's transaction, when it is one). */
 export class OrderRepository {
-  constructor(private readonly db: Database.Database) {}
+  constructor(private readonly db: SqlSession) {}
 
-  /** Prepared once per connection: the status resource is read often. */
-  private prepare(sql: string): Database.Statement {
-    let cache = STATEMENTS.get(this.db);
-    if (!cache) STATEMENTS.set(this.db, (cache = new Map()));
-    let stmt = cache.get(sql);
-    if (!stmt) cache.set(sql, (stmt = this.db.prepare(sql)));
-    return stmt;
-  }
-
-  insert(o: NewOrder): Order {
-    const row = this.prepare(
-      `INSERT INTO orders (request_id, request_hash, operation_id, customer_id, email, lines, total_cents,
+  async insert(o: NewOrder): Promise<Order> {
+    const id = await this.db.insert(
+      `INSERT INTO orders (request_id, request_hash, operation_id, customer_id, email, line_items, total_cents,
            inventory_mode, boundary, status, created_at, decided_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    ).get(
-      o.requestId,
-      o.requestHash,
-      o.operationId,
-      o.customerId,
-      o.email,
-      JSON.stringify(o.lines),
-      o.totalCents,
-      o.inventoryMode,
-      o.boundary,
-      o.status,
-      o.createdAt,
-      o.status === 'AWAITING_INVENTORY' ? null : o.createdAt,
-    ) as OrderRow;
-    return toOrder(row);
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        o.requestId,
+        o.requestHash,
+        o.operationId,
+        o.customerId,
+        o.email,
+        JSON.stringify(o.lines),
+        o.totalCents,
+        o.inventoryMode,
+        o.boundary,
+        o.status,
+        o.createdAt,
+        o.status === 'AWAITING_INVENTORY' ? null : o.createdAt,
+      ],
+    );
+    return (await this.byId(id)) as Order;
   }
 
-  byId(id: number): Order | null {
-    const row = this.prepare('SELECT * FROM orders WHERE id = ?').get(id) as OrderRow | undefined;
-    return row ? toOrder(row) : null;
+  async byId(id: number): Promise<Order | null> {
+    return this.one('SELECT * FROM orders WHERE id = ?', id);
   }
 
-  byRequestId(requestId: string): Order | null {
-    const row = this.prepare('SELECT * FROM orders WHERE request_id = ?').get(requestId) as
-      OrderRow | undefined;
-    return row ? toOrder(row) : null;
+  async byRequestId(requestId: string): Promise<Order | null> {
+    return this.one('SELECT * FROM orders WHERE request_id = ?', requestId);
   }
 
-  byOperationId(operationId: string): Order | null {
-    const row = this.prepare('SELECT * FROM orders WHERE operation_id = ?').get(operationId) as
-      OrderRow | undefined;
-    return row ? toOrder(row) : null;
+  async byOperationId(operationId: string): Promise<Order | null> {
+    return this.one('SELECT * FROM orders WHERE operation_id = ?', operationId);
   }
 
   /** Orders by operation id, in one statement (the load tracker reads hundreds at a time). */
-  byOperationIds(operationIds: readonly string[]): Order[] {
-    const rows = this.prepare(
-      'SELECT * FROM orders WHERE operation_id IN (SELECT value FROM json_each(?))',
-    ).all(JSON.stringify(operationIds)) as OrderRow[];
+  async byOperationIds(operationIds: readonly string[]): Promise<Order[]> {
+    if (operationIds.length === 0) return [];
+    const rows = await this.db.all<OrderRow>(
+      `SELECT * FROM orders WHERE operation_id IN ${placeholders(operationIds.length)}`,
+      operationIds,
+    );
     return rows.map(toOrder);
   }
 
   /** The command links of many orders, in one statement. */
-  commandsOfMany(orderIds: readonly number[]): Map<number, { fact: FactName; commandId: string }[]> {
-    const rows = this.prepare(
-      `SELECT order_id AS orderId, fact, command_id AS commandId FROM order_command
-       WHERE order_id IN (SELECT value FROM json_each(?)) ORDER BY rowid`,
-    ).all(JSON.stringify(orderIds)) as { orderId: number; fact: FactName; commandId: string }[];
+  async commandsOfMany(
+    orderIds: readonly number[],
+  ): Promise<Map<number, { fact: FactName; commandId: string }[]>> {
     const links = new Map<number, { fact: FactName; commandId: string }[]>();
+    if (orderIds.length === 0) return links;
+    const rows = await this.db.all<{ order_id: number | string; fact: FactName; command_id: string }>(
+      `SELECT order_id, fact, command_id FROM order_command WHERE order_id IN ${placeholders(orderIds.length)}`,
+      orderIds,
+    );
     for (const r of rows) {
-      const list = links.get(r.orderId) ?? [];
-      list.push({ fact: r.fact, commandId: r.commandId });
-      links.set(r.orderId, list);
+      const list = links.get(Number(r.order_id)) ?? [];
+      list.push({ fact: r.fact, commandId: String(r.command_id) });
+      links.set(Number(r.order_id), list);
     }
+    for (const list of links.values()) list.sort(byFact);
     return links;
   }
 
   /** Takes `quantity` of a locally stocked product; false when there is not enough. */
-  reserveStock(sku: string, quantity: number): boolean {
-    return (
-      this.prepare('UPDATE stock SET available = available - ? WHERE sku = ? AND available >= ?').run(
-        quantity,
-        sku,
-        quantity,
-      ).changes === 1
+  async reserveStock(sku: string, quantity: number): Promise<boolean> {
+    const changed = await this.db.run(
+      'UPDATE stock SET available = available - ? WHERE sku = ? AND available >= ?',
+      [quantity, sku, quantity],
     );
+    return changed === 1;
   }
 
   /**
    * AWAITING_INVENTORY → CONFIRMED | REJECTED, once: returns the decided order, or null when it was
    * already decided (a re-delivered confirmation must not decide twice).
    */
-  decide(id: number, status: 'CONFIRMED' | 'REJECTED', reason: string | null, at: number): Order | null {
-    const row = this.prepare(
+  async decide(
+    id: number,
+    status: 'CONFIRMED' | 'REJECTED',
+    reason: string | null,
+    at: number,
+  ): Promise<Order | null> {
+    // No UPDATE … RETURNING on MariaDB: the guarded update, then a read in the same transaction.
+    const changed = await this.db.run(
       `UPDATE orders SET status = ?, reject_reason = ?, decided_at = ?, version = version + 1
-         WHERE id = ? AND status = 'AWAITING_INVENTORY' RETURNING *`,
-    ).get(status, reason, at, id) as OrderRow | undefined;
-    return row ? toOrder(row) : null;
+         WHERE id = ? AND status = 'AWAITING_INVENTORY'`,
+      [status, reason, at, id],
+    );
+    return changed === 1 ? this.byId(id) : null;
   }
 
-  markInlineFailure(id: number, fact: FactName): void {
-    this.prepare('UPDATE orders SET inline_failure = ? WHERE id = ?').run(fact, id);
+  async markInlineFailure(id: number, fact: FactName): Promise<void> {
+    await this.db.run('UPDATE orders SET inline_failure = ? WHERE id = ?', [fact, id]);
   }
 
-  linkCommand(orderId: number, fact: FactName, commandId: string): void {
-    this.prepare(
-      `INSERT INTO order_command (order_id, fact, command_id) VALUES (?, ?, ?)
-         ON CONFLICT (order_id, fact) DO UPDATE SET command_id = excluded.command_id`,
-    ).run(orderId, fact, commandId);
+  async linkCommand(orderId: number, fact: FactName, commandId: string): Promise<void> {
+    await this.db.run(
+      this.db.dialect === 'mysql'
+        ? `INSERT INTO order_command (order_id, fact, command_id) VALUES (?, ?, ?)
+             ON DUPLICATE KEY UPDATE command_id = VALUES(command_id)`
+        : `INSERT INTO order_command (order_id, fact, command_id) VALUES (?, ?, ?)
+             ON CONFLICT (order_id, fact) DO UPDATE SET command_id = excluded.command_id`,
+      [orderId, fact, commandId],
+    );
   }
 
-  commandsOf(orderId: number): { fact: FactName; commandId: string }[] {
-    return this.prepare(
-      'SELECT fact, command_id AS commandId FROM order_command WHERE order_id = ? ORDER BY rowid',
-    ).all(orderId) as { fact: FactName; commandId: string }[];
+  async commandsOf(orderId: number): Promise<{ fact: FactName; commandId: string }[]> {
+    return (await this.commandsOfMany([orderId])).get(orderId) ?? [];
   }
 
   /** Applies an order to the customer read model once per (order, version). */
-  applyProjection(order: {
+  async applyProjection(order: {
     orderId: number;
     version: number;
     customerId: string;
     totalCents: number;
-  }): boolean {
+  }): Promise<boolean> {
     const fresh =
-      this.prepare('INSERT OR IGNORE INTO projection_applied (order_id, version) VALUES (?, ?)').run(
-        order.orderId,
-        order.version,
-      ).changes === 1;
+      (await this.db.run(
+        insertIgnoring(this.db.dialect, 'projection_applied', 'order_id, version', '(?, ?)'),
+        [order.orderId, order.version],
+      )) === 1;
     if (fresh) {
-      this.prepare(
-        `INSERT INTO customer_projection (customer_id, orders, total_cents, last_order_id) VALUES (?, 1, ?, ?)
-           ON CONFLICT (customer_id) DO UPDATE SET orders = orders + 1,
-             total_cents = total_cents + excluded.total_cents, last_order_id = excluded.last_order_id`,
-      ).run(order.customerId, order.totalCents, order.orderId);
+      await this.db.run(
+        this.db.dialect === 'mysql'
+          ? `INSERT INTO customer_projection (customer_id, orders, total_cents, last_order_id) VALUES (?, 1, ?, ?)
+               ON DUPLICATE KEY UPDATE orders = orders + 1,
+                 total_cents = total_cents + VALUES(total_cents), last_order_id = VALUES(last_order_id)`
+          : `INSERT INTO customer_projection (customer_id, orders, total_cents, last_order_id) VALUES (?, 1, ?, ?)
+               ON CONFLICT (customer_id) DO UPDATE SET orders = customer_projection.orders + 1,
+                 total_cents = customer_projection.total_cents + excluded.total_cents,
+                 last_order_id = excluded.last_order_id`,
+        [order.customerId, order.totalCents, order.orderId],
+      );
     }
     return fresh;
+  }
+
+  private async one(sql: string, value: unknown): Promise<Order | null> {
+    const rows = await this.db.all<OrderRow>(sql, [value]);
+    return rows[0] ? toOrder(rows[0]) : null;
   }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type Database from 'better-sqlite3';
-import { COMMAND_TYPES, FACT_OF_COMMAND } from './facts.js';
-import type { CommandGateway, OrderCommandName } from './gateway.js';
+import { isUniqueViolation, type SqlSession } from '../db/sql.js';
+import { COMMAND_TYPES, FACT_OF_COMMAND, followUpsId } from './facts.js';
+import type { CommandGateway, OrderCommandName, OrderWorkflow, TxSession } from './gateway.js';
 import type { Order } from './order.js';
 import type { OrderPayloads } from './payloads.js';
 import { OrderRepository } from './order-repository.js';
@@ -40,7 +40,7 @@ export class OrderService {
   readonly orders: OrderRepository;
 
   constructor(
-    readonly db: Database.Database,
+    readonly db: SqlSession,
     private readonly commands: CommandGateway,
     private readonly options: OrderServiceOptions = {},
   ) {
@@ -52,15 +52,11 @@ export class OrderService {
     try {
       return await this.commands.transaction(async (tx) => {
         const repo = new OrderRepository(tx);
-        const existing = request.requestId === null ? null : repo.byRequestId(request.requestId);
+        const existing = request.requestId === null ? null : await repo.byRequestId(request.requestId);
         if (existing) return replay(existing, hash);
         const mode = inventoryModeOf(request);
         const { lines, totalCents } = priceLines(request);
-        if (mode === 'local') {
-          for (const l of lines)
-            if (!repo.reserveStock(l.sku, l.quantity)) throw new OutOfStock(l.sku, l.quantity);
-        }
-        const order = repo.insert({
+        const order = await repo.insert({
           requestId: request.requestId,
           requestHash: hash,
           operationId: randomUUID(),
@@ -73,8 +69,15 @@ export class OrderService {
           status: mode === 'local' ? 'CONFIRMED' : 'AWAITING_INVENTORY',
           createdAt: Date.now(),
         });
-        if (mode === 'local') await this.submitFollowUps(tx, order);
-        else {
+        if (mode === 'local') {
+          await this.submitFollowUps(tx, order);
+          // The stock rows are the few rows every order writes: reserved last, they stay locked
+          // only until the COMMIT right after (on PostgreSQL and MySQL the next order of the same
+          // product waits for that lock). Not enough stock rolls the order and its commands back.
+          // In SKU order: two orders of the same products never wait for each other crosswise.
+          for (const l of [...lines].sort((a, b) => a.sku.localeCompare(b.sku)))
+            if (!(await repo.reserveStock(l.sku, l.quantity))) throw new OutOfStock(l.sku, l.quantity);
+        } else {
           await this.submit(tx, order, COMMAND_TYPES.confirmInventory, {
             ...snapshot(order),
             lines: order.lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
@@ -88,7 +91,7 @@ export class OrderService {
       // Another process inserted the same request id between our read and our insert.
       const raced =
         request.requestId !== null && isUniqueViolation(error)
-          ? this.orders.byRequestId(request.requestId)
+          ? await this.orders.byRequestId(request.requestId)
           : null;
       if (raced) return replay(raced, hash);
       throw error;
@@ -96,65 +99,84 @@ export class OrderService {
   }
 
   /**
-   * The follow-ups every confirmed order owes, as snapshots of the confirmed version. Called in
-   * the accepting transaction (local stock) or in the transaction that records the supplier's yes.
+   * The follow-ups every confirmed order owes, as one workflow (`followUpsId(order)`) of three
+   * independent steps, snapshots of the confirmed version: written in the accepting transaction
+   * (local stock) or in the supplier confirmation's own (`ctx.workflow`), so they exist if and only
+   * if it commits. `open` is the workflow builder of that transaction (default: the gateway's, on `tx`).
    */
-  async submitFollowUps(tx: Database.Database, order: Order): Promise<void> {
+  async submitFollowUps(
+    tx: TxSession,
+    order: Order,
+    open: (id: string) => OrderWorkflow = (id) => this.commands.workflow(tx, id),
+  ): Promise<void> {
     const base = snapshot(order);
-    await this.submit(tx, order, COMMAND_TYPES.notifyUser, {
-      ...base,
-      email: order.email,
-      totalCents: order.totalCents,
-      itemCount: order.lines.reduce((n, l) => n + l.quantity, 0),
-    });
-    await this.submit(tx, order, COMMAND_TYPES.syncExternal, {
-      ...base,
-      customerId: order.customerId,
-      lines: order.lines,
-      totalCents: order.totalCents,
-    });
+    // The bizKey (tracing only, on a workflow's steps) names the order version they speak for.
+    const bizKey = versionKey(order);
     const delay = this.options.projectionDelayMs ?? 0;
-    await this.submit(
-      tx,
-      order,
-      COMMAND_TYPES.updateProjection,
-      { ...base, customerId: order.customerId, totalCents: order.totalCents },
-      delay > 0 ? new Date(Date.now() + delay) : undefined,
-    );
+    const { steps } = await open(followUpsId(order))
+      .step(
+        STEP_OF_TYPE[COMMAND_TYPES.notifyUser],
+        COMMAND_TYPES.notifyUser,
+        {
+          ...base,
+          email: order.email,
+          totalCents: order.totalCents,
+          itemCount: order.lines.reduce((n, l) => n + l.quantity, 0),
+        },
+        { bizKey },
+      )
+      .step(
+        STEP_OF_TYPE[COMMAND_TYPES.syncExternal],
+        COMMAND_TYPES.syncExternal,
+        {
+          ...base,
+          customerId: order.customerId,
+          lines: order.lines,
+          totalCents: order.totalCents,
+        },
+        { bizKey },
+      )
+      .step(
+        STEP_OF_TYPE[COMMAND_TYPES.updateProjection],
+        COMMAND_TYPES.updateProjection,
+        { ...base, customerId: order.customerId, totalCents: order.totalCents },
+        delay > 0 ? { bizKey, runAt: new Date(Date.now() + delay) } : { bizKey },
+      )
+      .submit();
+    const repo = new OrderRepository(tx);
+    for (const [type, step] of Object.entries(STEP_OF_TYPE) as [OrderCommandName, string][]) {
+      const id = steps[step];
+      if (id !== undefined) await repo.linkCommand(order.id, FACT_OF_COMMAND[type], id);
+    }
   }
 
   private async submit<K extends OrderCommandName>(
-    tx: Database.Database,
+    tx: TxSession,
     order: Order,
     type: K,
     payload: OrderPayloads[K],
     runAt?: Date,
   ): Promise<void> {
-    // One command per (action, order version): a re-delivered decision cannot double the follow-ups.
-    const bizKey = `order-${order.id}-v${order.version}`;
+    // One command per (action, order version): a retried request cannot double it.
+    const bizKey = versionKey(order);
     const { id } = await this.commands.submitIdempotent(
       tx,
       type,
       payload,
       runAt ? { bizKey, runAt } : { bizKey },
     );
-    new OrderRepository(tx).linkCommand(order.id, FACT_OF_COMMAND[type], id);
-  }
-
-  /** A transaction on the shared connection (IMMEDIATE commands submitted in it start after commit). */
-  transaction<T>(fn: (tx: Database.Database) => Promise<T>): Promise<T> {
-    return this.commands.transaction(fn);
+    await new OrderRepository(tx).linkCommand(order.id, FACT_OF_COMMAND[type], id);
   }
 
   async operation(operationId: string): Promise<OperationView | null> {
-    const order = this.orders.byOperationId(operationId);
+    const order = await this.orders.byOperationId(operationId);
     return order ? this.viewOf(order) : null;
   }
 
   /** Many operations at once: three statements whatever their number. */
   async operations(operationIds: readonly string[]): Promise<OperationView[]> {
-    const orders = this.orders.byOperationIds(operationIds);
-    const links = this.orders.commandsOfMany(orders.map((o) => o.id));
+    const orders = await this.orders.byOperationIds(operationIds);
+    const links = await this.orders.commandsOfMany(orders.map((o) => o.id));
     const commands = await this.commands.getMany([...links.values()].flat().map((l) => l.commandId));
     const paths = { adminBase: this.options.adminBase ?? '/admin' };
     const byId = new Map(commands.map((c) => [c.id, c]));
@@ -166,10 +188,22 @@ export class OrderService {
   }
 
   async viewOf(order: Order): Promise<OperationView> {
-    const links = this.orders.commandsOf(order.id);
+    const links = await this.orders.commandsOf(order.id);
     const commands = await this.commands.getMany(links.map((l) => l.commandId));
     return buildOperationView(order, links, commands, { adminBase: this.options.adminBase ?? '/admin' });
   }
+}
+
+/** The steps of the follow-ups' workflow, by command type. */
+const STEP_OF_TYPE = {
+  [COMMAND_TYPES.notifyUser]: 'notify-user',
+  [COMMAND_TYPES.syncExternal]: 'sync-external',
+  [COMMAND_TYPES.updateProjection]: 'update-projection',
+} as const satisfies Partial<Record<OrderCommandName, string>>;
+
+/** The key of what is submitted for one order version (the follow-ups' workflow is named so too). */
+function versionKey(order: Pick<Order, 'id' | 'version'>): string {
+  return followUpsId(order);
 }
 
 function snapshot(order: Order) {
@@ -180,8 +214,4 @@ function replay(existing: Order, hash: string): AcceptOutcome {
   return existing.requestHash === hash
     ? { kind: 'accepted', order: existing, replayed: true }
     : { kind: 'request-id-reused', requestId: existing.requestId ?? '', orderId: existing.id };
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
 }

@@ -1,20 +1,41 @@
 import { request as httpRequest } from 'node:http';
-import { join } from 'node:path';
+import { withTargetSession, type DatabaseTarget } from '../db/database.js';
+import { placeholders, type SqlSession } from '../db/sql.js';
 import type { DownstreamProfiles } from '../downstream.js';
 import type { OperationView } from '../domain/operation-view.js';
 import { httpJson } from '../load/http-client.js';
 import { startDemoService, type DemoService } from '../service.js';
+import { sleep } from '../stats.js';
 import { startChildDemo, type ChildDemo } from './child-demo.js';
 import {
+  allCommandRows,
   commandCountsByStatus,
+  countOf,
   errorMessage,
   formatCounts,
   healthReasons,
   pollCommand,
   pollHealth,
   pollOperation,
-  readDatabase,
 } from './observe.js';
+
+/** A database of its own for each part of the experiment (see places.ts). */
+export type PlaceOf = (part: string) => DatabaseTarget;
+
+/** One moment of a failure check, for its timeline picture: ms since the check began. */
+export interface TimelineEvent {
+  readonly atMs: number;
+  /** Who it happened to: the client, a command, the downstream, /health, the operator. */
+  readonly lane: string;
+  readonly event: string;
+}
+
+const LANE_OF_TYPE: Readonly<Record<string, string>> = {
+  'order.confirm-inventory': 'supplier confirmation',
+  'order.notify-user': 'notification command',
+  'order.sync-external': 'ERP sync command',
+  'order.update-projection': 'projection command',
+};
 
 export interface CheckResult {
   readonly id: string;
@@ -48,11 +69,11 @@ const isTerminal = (v: OperationView) => v.terminal;
 /**
  * (1) The process is killed (SIGKILL) right after acceptance and restarted: the accepted orders
  * still reach their terminal states. A real child process runs the built demo server with slow
- * downstreams, so work is in flight at the kill; the restarted server on the same SQLite file
+ * downstreams, so work is in flight at the kill; the restarted server on the same database
  * takes back the RUNNING commands once their leases lapse and runs the PENDING ones.
  */
-export async function checkKillAfterAcceptance(dir: string, orders = 12): Promise<CheckResult> {
-  const file = join(dir, 'kill.db');
+export async function checkKillAfterAcceptance(place: PlaceOf, orders = 12): Promise<CheckResult> {
+  const file = place('kill');
   const children: ChildDemo[] = [];
   try {
     const first = await startChildDemo(file, ['--latency-scale', '15']);
@@ -69,7 +90,7 @@ export async function checkKillAfterAcceptance(dir: string, orders = 12): Promis
     await first.kill();
     const accepted = answers.filter((a) => a.status === 201 || a.status === 202);
     const operationIds = accepted.map((a) => (a.body as { operationId: string }).operationId);
-    const atKill = readDatabase(file, commandCountsByStatus);
+    const atKill = await withTargetSession(file, commandCountsByStatus);
 
     const second = await startChildDemo(file);
     children.push(second);
@@ -77,12 +98,13 @@ export async function checkKillAfterAcceptance(dir: string, orders = 12): Promis
       operationIds.map((id) => pollOperation(second.url, id, isTerminal, 30_000)),
     );
     await second.stop();
-    const after = readDatabase(file, (db) => ({
-      counts: commandCountsByStatus(db),
-      rescued: (
-        db.prepare('SELECT COUNT(*) AS n FROM async_command WHERE rescue_count > 0').get() as { n: number }
-      ).n,
-      orders: (db.prepare('SELECT COUNT(*) AS n FROM orders').get() as { n: number }).n,
+    const after = await withTargetSession(file, async (db) => ({
+      counts: await commandCountsByStatus(db),
+      rescued: await countOf(
+        db,
+        `SELECT COUNT(*) AS n FROM ${await allCommandRows(db)} WHERE rescue_count > 0`,
+      ),
+      orders: await countOf(db, 'SELECT COUNT(*) AS n FROM orders'),
     }));
     const states: Record<string, number> = {};
     for (const v of views) states[v.state] = (states[v.state] ?? 0) + 1;
@@ -106,33 +128,193 @@ export async function checkKillAfterAcceptance(dir: string, orders = 12): Promis
   }
 }
 
+/** What the projection committed, counted from the order tables, never from the command table. */
+interface ProjectionLedger {
+  /** Committed deliveries per order id, from the projection's ledger (one row per order version). */
+  readonly deliveries: Map<number, number>;
+  /** Orders the read model counts, and their total, against the orders table's. */
+  readonly readModel: { readonly orders: number; readonly totalCents: number };
+  readonly placed: { readonly orders: number; readonly totalCents: number };
+}
+
+async function projectionLedger(db: SqlSession): Promise<ProjectionLedger> {
+  const rows = await db.all<{ effect_key: string; calls: number | string }>(
+    "SELECT effect_key, calls FROM downstream_call WHERE downstream = 'projection'",
+  );
+  const deliveries = new Map<number, number>();
+  for (const r of rows) {
+    const orderId = Number(/^projection:(\d+):v\d+$/.exec(r.effect_key)?.[1] ?? Number.NaN);
+    deliveries.set(orderId, (deliveries.get(orderId) ?? 0) + Number(r.calls));
+  }
+  const sums = async (sql: string) => {
+    const [row] = await db.all<{ n: number | string | null; cents: number | string | null }>(sql);
+    return { orders: Number(row?.n ?? 0), totalCents: Number(row?.cents ?? 0) };
+  };
+  return {
+    deliveries,
+    readModel: await sums('SELECT SUM(orders) AS n, SUM(total_cents) AS cents FROM customer_projection'),
+    placed: await sums('SELECT COUNT(*) AS n, SUM(total_cents) AS cents FROM orders'),
+  };
+}
+
+/**
+ * (5) The projection is applied exactly once under SIGKILL. A child process drains a backlog of
+ * projections — transactional, one at a time in its poll loop, each about 200 ms inside its
+ * transaction here — and is SIGKILLed mid-drain, right after one of them committed, then restarted
+ * on the same database; `kills` times. Counted from outside the command tables: every order's
+ * projection delivered once in the projection's ledger (`downstream_call`, whose counter a second
+ * committed delivery raises), and the read model holding each order once.
+ */
+export async function checkProjectionExactlyOnce(
+  place: PlaceOf,
+  orders = 16,
+  kills = 3,
+): Promise<CheckResult> {
+  const target = place('projection');
+  const children: ChildDemo[] = [];
+  // Slowed 40×, nothing failing: the projections queue up behind each other, and the kill falls
+  // between the commit of one and the next, or inside its transaction.
+  const slow = ['--latency-scale', '40', '--failure-scale', '0'];
+  try {
+    let child = await startChildDemo(target, slow);
+    children.push(child);
+    const answers = await Promise.all(
+      Array.from({ length: orders }, (_, i) =>
+        postOrder(child.url, { ...ORDER, customerId: `projection-${i % 4}` }, `projection-check-${i}`),
+      ),
+    );
+    const accepted = answers.filter((a) => a.status === 201);
+    const atKills: { pid: number | undefined; committed: number; running: number }[] = [];
+    for (let k = 1; k <= kills; k++) {
+      const victim = child;
+      atKills.push(
+        await withTargetSession(target, async (db) => {
+          const committed = () =>
+            countOf(db, "SELECT COUNT(*) AS n FROM downstream_call WHERE downstream = 'projection'");
+          // Polled back to back, so the kill falls right after a projection's commit: where its effect
+          // and its SUCCESS were written apart, before that SUCCESS, leaving a delivery to repeat.
+          const threshold = Math.ceil((k * accepted.length) / (kills + 1));
+          const until = Date.now() + 30_000;
+          while ((await committed()) < threshold && Date.now() < until) await sleep(0);
+          await victim.kill();
+          return {
+            pid: victim.child.pid,
+            committed: await committed(),
+            running: await countOf(
+              db,
+              "SELECT COUNT(*) AS n FROM async_command WHERE type = 'order.update-projection' AND status = 'RUNNING'",
+            ),
+          };
+        }),
+      );
+      // The last restart runs at full speed, and drains what is left.
+      child = await startChildDemo(target, k < kills ? slow : ['--failure-scale', '0']);
+      children.push(child);
+    }
+    const last = child;
+    const views = await Promise.all(
+      accepted.map((a) =>
+        pollOperation(last.url, (a.body as { operationId: string }).operationId, isTerminal, 30_000),
+      ),
+    );
+    await last.stop();
+    const ledger = await withTargetSession(target, projectionLedger);
+    const orderIds = accepted.map((a) => (a.body as { orderId: number }).orderId);
+    const notOnce = orderIds.filter((id) => ledger.deliveries.get(id) !== 1);
+    const completed = views.filter((v) => v.state === 'completed').length;
+    const readModelHoldsEach =
+      ledger.readModel.orders === ledger.placed.orders &&
+      ledger.readModel.totalCents === ledger.placed.totalCents;
+    const passed =
+      accepted.length === orders &&
+      completed === accepted.length &&
+      notOnce.length === 0 &&
+      ledger.deliveries.size === accepted.length &&
+      readModelHoldsEach;
+    const killed = atKills
+      .map((a) => `pid ${a.pid} at ${a.committed}/${accepted.length} committed, ${a.running} RUNNING`)
+      .join('; ');
+    return {
+      id: 'projection-exactly-once-under-sigkill',
+      title: `5. the projection under SIGKILL mid-drain (${kills} ×), each time restarted`,
+      expected:
+        "every order's projection applied exactly once, counted outside the command tables (its ledger, the read model)",
+      observed:
+        `${accepted.length}/${orders} accepted; SIGKILLed right after a projection committed: ${killed}; ` +
+        `after the last restart ${completed}/${accepted.length} operations completed; projection deliveries per order: ` +
+        `${formatCounts(countBy(orderIds.map((id) => `${ledger.deliveries.get(id) ?? 0}×`)))} (the ledger's count of committed deliveries); ` +
+        `read model ${ledger.readModel.orders} orders, ${ledger.readModel.totalCents} cents for ${ledger.placed.orders} placed, ${ledger.placed.totalCents} cents`,
+      passed,
+      details: {
+        accepted: accepted.length,
+        atKills,
+        deliveriesPerOrder: Object.fromEntries(orderIds.map((id) => [id, ledger.deliveries.get(id) ?? 0])),
+        readModel: ledger.readModel,
+        placed: ledger.placed,
+        operationStates: countBy(views.map((v) => v.state)),
+      },
+    };
+  } finally {
+    for (const c of children) await c.kill();
+  }
+}
+
+function countBy(values: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const v of values) counts[v] = (counts[v] ?? 0) + 1;
+  return counts;
+}
+
 /**
  * (2) A downstream fails after acceptance: the command retries, then becomes a visible dead letter
  * (the operation says follow_up_failed, /health is DOWN); once the downstream is back, a retry
  * from the admin API completes it.
  */
-export async function checkDownstreamFailure(dir: string): Promise<CheckResult> {
+export async function checkDownstreamFailure(place: PlaceOf): Promise<CheckResult> {
   const service = await startDemoService({
-    filename: join(dir, 'downstream-failure.db'),
+    database: place('outage'),
     profiles: QUIET_PROFILES,
     retry: { maxRetry: 2, backoffBaseMs: 50, backoffCapMs: 200 },
   });
+  const started = performance.now();
+  const timeline: TimelineEvent[] = [];
+  const mark = (lane: string, event: string) =>
+    timeline.push({ atMs: Math.round(performance.now() - started), lane, event });
+  const unsubscribe = service.onCommandEvent((e) => {
+    if (e.kind !== 'started' && e.kind !== 'retried' && e.kind !== 'dead' && e.kind !== 'succeeded') return;
+    const lane = LANE_OF_TYPE[e.command.type] ?? e.command.type;
+    const event = {
+      started: 'attempt',
+      retried: 'failed, retried',
+      dead: 'dead letter',
+      succeeded: 'succeeded',
+    };
+    mark(lane, event[e.kind]);
+  });
   try {
     service.downstreams.external.goDown('ERP answered 503 (simulated outage)');
+    mark('ERP (downstream)', 'down');
     const answer = await postOrder(service.url, ORDER, 'downstream-failure-1');
+    mark('client', `accepted (${answer.status})`);
     const operationId = (answer.body as { operationId: string }).operationId;
     const failed = await pollOperation(service.url, operationId, (v) => v.state === 'follow_up_failed');
+    mark('client', `sees ${failed.state}`);
     const sync = failed.commands.find((c) => c.fact === 'external.synced');
     const healthDown = await pollHealth(service.url, 503);
+    mark('/health', `${healthDown.status}`);
     const downReasons = healthReasons(healthDown);
     // The error text is the admin API's to show (the public operation view carries none).
     const dead = sync ? await httpJson(`${service.url}/admin/commands/${sync.id}`, 'GET') : null;
     const lastError = (dead?.body as { lastError?: string | null } | undefined)?.lastError ?? '';
 
     service.downstreams.external.recover();
+    mark('ERP (downstream)', 'recovered');
     const retry = sync ? await httpJson(`${service.url}/admin/commands/${sync.id}/retry`, 'POST') : null;
+    mark('operator', `admin retry (${retry?.status ?? '—'})`);
     const done = await pollOperation(service.url, operationId, (v) => v.state === 'completed');
+    mark('client', `sees ${done.state}`);
     const healthUp = await pollHealth(service.url, 200);
+    mark('/health', `${healthUp.status}`);
     const passed =
       answer.status === 201 &&
       failed.state === 'follow_up_failed' &&
@@ -158,9 +340,11 @@ export async function checkDownstreamFailure(dir: string): Promise<CheckResult> 
         healthWhileDead: healthDown.body,
         retryStatus: retry?.status,
         finalState: done.state,
+        timeline,
       },
     };
   } finally {
+    unsubscribe();
     await service.close();
   }
 }
@@ -191,9 +375,9 @@ function postAndLoseTheAnswer(baseUrl: string, body: unknown, key: string): Prom
  * (3) The client retries after an unknown response with the same request id: one order, one set
  * of commands, however many retries (also concurrent ones).
  */
-export async function checkUnknownResponseRetry(dir: string, retries = 4): Promise<CheckResult> {
+export async function checkUnknownResponseRetry(place: PlaceOf, retries = 4): Promise<CheckResult> {
   const service = await startDemoService({
-    filename: join(dir, 'unknown-response.db'),
+    database: place('retry'),
     profiles: QUIET_PROFILES,
   });
   try {
@@ -204,7 +388,7 @@ export async function checkUnknownResponseRetry(dir: string, retries = 4): Promi
     );
     const orderIds = new Set(answers.map((a) => (a.body as { orderId?: number }).orderId));
     const replayed = answers.filter((a) => a.headers['idempotent-replayed'] === 'true').length;
-    const counts = countOrderAndCommands(service, key);
+    const counts = await countOrderAndCommands(service, key);
     const passed =
       answers.every((a) => a.status === 201) &&
       orderIds.size === 1 &&
@@ -226,21 +410,21 @@ export async function checkUnknownResponseRetry(dir: string, retries = 4): Promi
   }
 }
 
-function countOrderAndCommands(
+async function countOrderAndCommands(
   service: DemoService,
   requestId: string,
-): { orders: number; commands: number } {
-  const db = service.db;
-  const orders = db.prepare('SELECT id FROM orders WHERE request_id = ?').all(requestId) as { id: number }[];
-  const ids = orders.map((o) => o.id);
-  const commands = ids.length
-    ? (
-        db
-          .prepare(
-            `SELECT COUNT(*) AS n FROM async_command WHERE biz_key IN (SELECT 'order-' || value || '-v1' FROM json_each(?))`,
-          )
-          .get(JSON.stringify(ids)) as { n: number }
-      ).n
+): Promise<{ orders: number; commands: number }> {
+  const db = service.db.session;
+  const orders = await db.all<{ id: number | string }>('SELECT id FROM orders WHERE request_id = ?', [
+    requestId,
+  ]);
+  const keys = orders.map((o) => `order-${Number(o.id)}-v1`);
+  const commands = keys.length
+    ? await countOf(
+        db,
+        `SELECT COUNT(*) AS n FROM ${await allCommandRows(db)} WHERE biz_key IN ${placeholders(keys.length)}`,
+        keys,
+      )
     : 0;
   return { orders: orders.length, commands };
 }
@@ -250,9 +434,9 @@ function countOrderAndCommands(
  * RUNNING, the notification already sent) → refused with the reason. The projection is delayed
  * a minute here so it is reliably not started; the ERP call is slow so it is reliably running.
  */
-export async function checkCancel(dir: string): Promise<CheckResult> {
+export async function checkCancel(place: PlaceOf): Promise<CheckResult> {
   const service = await startDemoService({
-    filename: join(dir, 'cancel.db'),
+    database: place('cancel'),
     profiles: { ...QUIET_PROFILES, external: { latencyMs: 3_000, failureRate: 0 } },
     projectionDelayMs: 60_000,
   });

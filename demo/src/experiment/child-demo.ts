@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { DatabaseTarget } from '../db/database.js';
 
 /** The built `npm start` entry (demo/dist/main.js), from src/ (tests) or dist/ (npm run experiment). */
 export const DEMO_MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
@@ -20,12 +21,12 @@ export interface ChildDemo {
 }
 
 /**
- * Starts the built demo server as a separate process (`--no-load`, a free port) on `dbFile` and
- * waits for its ready line. Every child is SIGKILLed when this process exits, and stops by itself
+ * Starts the built demo server as a separate process (`--no-load`, a free port) on `target` (kept
+ * when it stops) and waits for its ready line. Every child is SIGKILLed when this process exits, and stops by itself
  * when this process dies, so none outlives a failed test or an interrupted experiment.
  */
 export async function startChildDemo(
-  dbFile: string,
+  target: DatabaseTarget,
   extraArgs: readonly string[] = [],
   timeoutMs = 20_000,
 ): Promise<ChildDemo> {
@@ -39,7 +40,17 @@ export async function startChildDemo(
   // the pipe closes and the child stops.
   const child = spawn(
     process.execPath,
-    [DEMO_MAIN, '--no-load', '--exit-with-parent', '--port', '0', '--db', dbFile, ...extraArgs],
+    [
+      DEMO_MAIN,
+      '--no-load',
+      '--exit-with-parent',
+      '--port',
+      '0',
+      ...(target.dialect === 'sqlite'
+        ? ['--db', target.file]
+        : ['--db', target.url, '--schema', target.schema]),
+      ...extraArgs,
+    ],
     { stdio: ['pipe', 'pipe', 'pipe'] },
   );
   live.add(child);

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import type { SqlSession } from '../db/sql.js';
 import type { OperationView } from '../domain/operation-view.js';
 import { httpJson, type HttpAnswer } from '../load/http-client.js';
 import { sleep } from '../stats.js';
@@ -60,25 +60,32 @@ export function errorMessage(answer: HttpAnswer): string {
   return body?.message ?? `HTTP ${answer.status}`;
 }
 
-/** Reads the demo's SQLite file from outside the server (after a crash, or to count rows). */
-export function readDatabase<T>(file: string, fn: (db: Database.Database) => T): T {
-  const db = new Database(file);
-  try {
-    db.pragma('busy_timeout = 5000');
-    return fn(db);
-  } finally {
-    db.close();
-  }
+/**
+ * Every command row, finished or not, as a FROM source with the columns the checks read: on
+ * PostgreSQL and SQLite a finished command moves from `async_command` to `async_command_history`.
+ */
+export async function allCommandRows(db: SqlSession): Promise<string> {
+  const columns = 'type, status, biz_key, rescue_count';
+  const hasHistory = await db.all('SELECT 1 FROM async_command_history WHERE 1 = 0').then(
+    () => true,
+    () => false,
+  );
+  return hasHistory
+    ? `(SELECT ${columns} FROM async_command UNION ALL SELECT ${columns} FROM async_command_history) AS c`
+    : 'async_command';
 }
 
-export function commandCountsByStatus(db: Database.Database): Record<string, number> {
-  const rows = db
-    .prepare('SELECT status, COUNT(*) AS n FROM async_command GROUP BY status ORDER BY status')
-    .all() as {
-    status: string;
-    n: number;
-  }[];
-  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+export async function commandCountsByStatus(db: SqlSession): Promise<Record<string, number>> {
+  const rows = await db.all<{ status: string; n: number | string }>(
+    `SELECT status, COUNT(*) AS n FROM ${await allCommandRows(db)} GROUP BY status ORDER BY status`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}
+
+/** `SELECT COUNT(*) AS n …` as a number (pg and mysql2 hand BIGINT counts back as strings). */
+export async function countOf(db: SqlSession, sql: string, params: readonly unknown[] = []): Promise<number> {
+  const [row] = await db.all<{ n: number | string }>(sql, params);
+  return Number(row?.n ?? 0);
 }
 
 export function formatCounts(counts: Readonly<Record<string, number>>): string {

@@ -18,14 +18,65 @@ export interface ExperimentReport {
     readonly database: string;
     readonly pools: string;
     readonly node: string;
+    readonly machine: { readonly cpus: number; readonly loadAverage1m: number };
   };
   readonly variants: readonly VariantResult[];
   readonly failureChecks: readonly CheckResult[];
+  /** The load sweep (--sweep): both variants at each request rate, open loop. */
+  readonly sweep: { readonly secondsPerRate: number; readonly points: readonly SweepPoint[] } | null;
   readonly decision: {
     readonly removableCriticalPathTime: string;
     readonly newConsistencyWindow: string;
     readonly acceptedOperationalCost: string;
   };
+}
+
+/** One variant at one request rate of the sweep. */
+export interface SweepPoint {
+  readonly ratePerSec: number;
+  readonly boundary: VariantResult['boundary'];
+  readonly requests: number;
+  /** Answers per second while sending: below the rate asked for once the service falls behind. */
+  readonly answeredRatePerSec: number;
+  readonly responseMs: Percentiles;
+  /** The consistency window: accept → terminal (0 for the synchronous variant, done at its response). */
+  readonly acceptToTerminalMs: Percentiles;
+  readonly completedThroughputPerSec: number;
+  readonly stillPending: number;
+  readonly incorrectOrInvisible: number;
+}
+
+/** The sweep as a table: one row per rate, the two variants side by side. */
+export function formatSweep(points: readonly SweepPoint[]): string {
+  const rates = [...new Set(points.map((p) => p.ratePerSec))];
+  const at = (rate: number, b: SweepPoint['boundary']) =>
+    points.find((p) => p.ratePerSec === rate && p.boundary === b);
+  const cell = (p: SweepPoint | undefined, f: (p: SweepPoint) => string) => (p ? f(p) : '—');
+  const rows = [
+    [
+      'orders/s',
+      'sync response p95',
+      'split response p95',
+      'split accept→terminal p95',
+      'answered/s sync · split',
+      'completed/s sync · split',
+      'invisible sync · pending split',
+    ],
+    ...rates.map((r) => {
+      const sync = at(r, 'synchronous');
+      const split = at(r, 'split');
+      return [
+        String(r),
+        cell(sync, (p) => formatMs(p.responseMs.p95)),
+        cell(split, (p) => formatMs(p.responseMs.p95)),
+        cell(split, (p) => formatMs(p.acceptToTerminalMs.p95)),
+        `${cell(sync, (p) => p.answeredRatePerSec.toFixed(0))} · ${cell(split, (p) => p.answeredRatePerSec.toFixed(0))}`,
+        `${cell(sync, (p) => p.completedThroughputPerSec.toFixed(0))} · ${cell(split, (p) => p.completedThroughputPerSec.toFixed(0))}`,
+        `${cell(sync, (p) => String(p.incorrectOrInvisible))} · ${cell(split, (p) => String(p.stillPending))}`,
+      ];
+    }),
+  ];
+  return renderTable(rows).join('\n');
 }
 
 const three = (p: Percentiles) => `${formatMs(p.p50)} / ${formatMs(p.p95)} / ${formatMs(p.p99)}`;

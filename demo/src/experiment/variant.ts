@@ -1,9 +1,10 @@
-import { join } from 'node:path';
+import type { DatabaseTarget } from '../db/database.js';
 import type { DownstreamProfiles } from '../downstream.js';
 import { runLoad } from '../load/run-load.js';
 import type { ProgressBar } from '../load/progress.js';
 import { startDemoService } from '../service.js';
 import { percentiles, type Percentiles } from '../stats.js';
+import { countOf } from './observe.js';
 
 export type Boundary = 'synchronous' | 'split';
 
@@ -29,13 +30,24 @@ export interface VariantResult {
   /** Side effects delivered more than once (at-least-once made visible; the downstream dedups by key). */
   readonly duplicateDeliveries: number;
   readonly wallMs: number;
+  /** Open-loop runs (the sweep): the arrival rate asked for, and the answers per second it came to. */
+  readonly offeredRatePerSec: number | null;
+  readonly answeredRatePerSec: number;
+  /** Every response time and every accept → terminal time, in ms (for the pictures). */
+  readonly samples: {
+    readonly responseMs: readonly number[];
+    readonly acceptToTerminalMs: readonly number[];
+  };
 }
 
 export interface VariantOptions {
   readonly boundary: Boundary;
-  readonly dir: string;
+  /** A database of this run's own. */
+  readonly database: DatabaseTarget;
   readonly orders: number;
   readonly concurrency: number;
+  /** Open loop at this rate (orders/s) instead of `concurrency` closed-loop clients. */
+  readonly ratePerSec?: number;
   readonly seed: number;
   readonly profiles: DownstreamProfiles;
   readonly progress?: ProgressBar | null;
@@ -43,13 +55,13 @@ export interface VariantOptions {
 }
 
 /**
- * Runs the request mix against one boundary on its own SQLite file and measures it (seed 2, §5):
+ * Runs the request mix against one boundary on a database of its own and measures it (seed 2, §5):
  * the response side and the completion side, since moving work out of the response is only a
  * gain if the accepted operations still reach their terminal states.
  */
 export async function runVariant(o: VariantOptions): Promise<VariantResult> {
   const service = await startDemoService({
-    filename: join(o.dir, `${o.boundary}.db`),
+    database: o.database,
     boundary: o.boundary,
     profiles: o.profiles,
     seed: o.seed,
@@ -60,10 +72,13 @@ export async function runVariant(o: VariantOptions): Promise<VariantResult> {
       read: (ids) => service.boundary.operations(ids),
       orders: o.orders,
       concurrency: o.concurrency,
+      ratePerSec: o.ratePerSec,
       seed: o.seed,
       runId: `exp-${o.boundary}`,
       progress: o.progress ?? null,
-      label: o.boundary === 'split' ? 'split       ' : 'synchronous ',
+      label:
+        (o.boundary === 'split' ? 'split       ' : 'synchronous ') +
+        (o.ratePerSec === undefined ? '' : `${o.ratePerSec}/s `),
       settleTimeoutMs: o.settleTimeoutMs,
     });
     const responses: Record<string, number> = {};
@@ -75,13 +90,9 @@ export async function runVariant(o: VariantOptions): Promise<VariantResult> {
     const stillPending = run.tracker.unfinished().length;
     const lastTerminal = Math.max(0, ...[...run.tracker.operations.values()].map((op) => op.terminalAt ?? 0));
     const firstAccepted = Math.min(...[...run.tracker.operations.values()].map((op) => op.acceptedAt));
-    const db = service.db;
-    const hidden = (
-      db.prepare('SELECT COUNT(*) AS n FROM orders WHERE inline_failure IS NOT NULL').get() as { n: number }
-    ).n;
-    const duplicates = (
-      db.prepare('SELECT COUNT(*) AS n FROM downstream_call WHERE calls > 1').get() as { n: number }
-    ).n;
+    const db = service.db.session;
+    const hidden = await countOf(db, 'SELECT COUNT(*) AS n FROM orders WHERE inline_failure IS NOT NULL');
+    const duplicates = await countOf(db, 'SELECT COUNT(*) AS n FROM downstream_call WHERE calls > 1');
     const completed = terminalByState.completed ?? 0;
     const completionWindowMs = Math.max(run.sendingMs, lastTerminal - firstAccepted);
     return {
@@ -116,8 +127,16 @@ export async function runVariant(o: VariantOptions): Promise<VariantResult> {
       ),
       duplicateDeliveries: duplicates,
       wallMs: run.settledMs,
+      offeredRatePerSec: o.ratePerSec ?? null,
+      answeredRatePerSec: run.sendingMs > 0 ? (run.sent.length * 1000) / run.sendingMs : 0,
+      samples: {
+        responseMs: run.sent.map((s) => round1(s.latencyMs)),
+        acceptToTerminalMs: run.tracker.acceptToTerminalMs(),
+      },
     };
   } finally {
     await service.close();
   }
 }
+
+const round1 = (ms: number) => Math.round(ms * 10) / 10;

@@ -10,6 +10,8 @@ export interface OrderBoundary {
   readonly name: 'split' | 'synchronous';
   accept(request: OrderRequest): Promise<InlineOutcome>;
   operation(operationId: string): Promise<OperationView | null>;
+  /** The operation of an order it has just accepted, as the accepting transaction committed it. */
+  accepted(order: Order): OperationView;
   operations(operationIds: readonly string[]): Promise<OperationView[]>;
   order(orderId: number): Promise<{ order: Order; operation: OperationView } | null>;
 }
@@ -70,7 +72,9 @@ async function respondAccepted(
   replayed: boolean,
   res: ServerResponse,
 ): Promise<void> {
-  const view = await boundary.operation(order.operationId);
+  // A fresh answer says what the accepting transaction established, never what a follow-up that
+  // started at its commit did since; a replay answers with the current facts.
+  const view = replayed ? await boundary.operation(order.operationId) : boundary.accepted(order);
   if (!view) throw new Error(`operation ${order.operationId} vanished`);
   const statusUri = operationUri(order.operationId);
   const replay: Record<string, string> = replayed ? { 'idempotent-replayed': 'true' } : {};

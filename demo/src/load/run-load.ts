@@ -18,6 +18,8 @@ export interface LoadRunOptions {
   readonly read: ReadOperations;
   readonly orders: number;
   readonly concurrency: number;
+  /** Open loop at this many orders per second instead of `concurrency` closed-loop clients. */
+  readonly ratePerSec?: number;
   readonly seed: number;
   readonly runId: string;
   /** Give up waiting for terminal states after this long. */
@@ -40,6 +42,7 @@ export async function runLoad(options: LoadRunOptions): Promise<LoadRun> {
     baseUrl: options.baseUrl,
     requests,
     concurrency: options.concurrency,
+    ratePerSec: options.ratePerSec,
     onAnswer: (s, done) => {
       if (s.operationId) {
         accepted++;
