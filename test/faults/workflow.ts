@@ -180,12 +180,13 @@ export function describeWorkflowFaults(db: FaultDatabase): void {
     ): Promise<void> {
       const { r, port } = await open();
       run = r;
-      await effectTable(db, r.namespace).create(r.target.store);
+      const effects = effectTable(db, r.namespace);
+      await effects.create(r.target.store);
       const diamond = await submitDiamond(r);
       const spec: WorkerSpec = {
         ...r.spec(s.timing, s.concurrency, port),
         workflow: true,
-        effects: { dialect: db.name, table: effectTable(db, r.namespace).table },
+        effects: { dialect: db.name, table: effects.table },
       };
       await underLoad(s, async (load) => {
         const began = Date.now();
