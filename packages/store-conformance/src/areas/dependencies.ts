@@ -317,6 +317,41 @@ export function dependenciesArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: 
       expect(await statusOf(store, b)).toBe('CANCELLED');
     });
 
+    it('a dependant submitted while its dependency is being completed elsewhere is released by that completion', async () => {
+      const store = ctx.store();
+      const peer = await ctx.harness().openPeer();
+      try {
+        const type = uniqueType('racing');
+        const [dependency] = await store.transaction((tx) => store.insert(tx, [cmd(type)]));
+        const running = await claimOne(store, type);
+        let commitSubmit!: () => void;
+        const submitHeld = new Promise<void>((resolve) => (commitSubmit = resolve));
+        let submitted!: () => void;
+        const edgeWritten = new Promise<void>((resolve) => (submitted = resolve));
+        // The submit locks the RUNNING dependency and writes its edge, then holds its transaction
+        // open while the completion, on another instance, starts and waits for that lock.
+        const dependantType = uniqueType('racing-dependant');
+        const submit = store.transaction(async (tx) => {
+          const [id] = await dependenciesOf(store).insertWaiting(tx, [
+            { ...cmd(dependantType), dependsOn: [{ id: dependency! }] },
+          ]);
+          submitted();
+          await submitHeld;
+          return id!;
+        });
+        await edgeWritten;
+        const completion = peer.complete([{ id: dependency!, token: running.claimToken }]);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        commitSubmit();
+        const dependant = await submit;
+        expect(await completion).toEqual([dependency]);
+        expect(await statusOf(store, dependant)).toBe('PENDING');
+        expect((await claim(store, dependantType)).map((c) => c.id)).toEqual([dependant]);
+      } finally {
+        await peer.close();
+      }
+    });
+
     it('a batch callback is released exactly once when the last members finish at the same moment on two instances', async () => {
       const store = ctx.store();
       const peer = await ctx.harness().openPeer();
