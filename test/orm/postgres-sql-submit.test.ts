@@ -736,6 +736,7 @@ describe('PostgreSQL: submitting from SQL', () => {
               [19, 'progress, and the workflow of a command'],
               [20, 'flow keys'],
               [21, 'finished commands leave the command table'],
+              [22, 'dependants settled by the completing statement'],
             ]);
             await inTransaction(async () => {
               for (const version of script.versions)
@@ -745,7 +746,7 @@ describe('PostgreSQL: submitting from SQL', () => {
             await v11.migrate();
           }
           expect(await versionsOf(name)).toEqual([
-            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
           ]);
           // Replaced, not added beside the function of version 8.
           const functions = await submitOnceFunctions(name);

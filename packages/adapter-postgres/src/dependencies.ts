@@ -13,31 +13,31 @@ import type { PostgresConnection } from './connection.js';
 import type { TableNames } from './names.js';
 
 /*
- * Dependencies on PostgreSQL (core ports/dependencies.ts, store-kit dependencies.ts). The release
- * of dependants is a trigger on the command table: every terminal transition, whichever statement
- * writes it (complete, fail, reclaim, kill, cancel, a transactional executor's completion), settles
- * its dependants in its own transaction, and the statements of the store stay as they are. The
- * trigger fires only for rows marked `has_dependants`, so a command without dependants pays
- * nothing but the trigger's WHEN test. A cancelled dependant is itself a terminal transition: the
- * trigger fires again for it, so a cancellation cascades down the graph.
+ * Dependencies on PostgreSQL (core ports/dependencies.ts, store-kit dependencies.ts). A SUCCESS
+ * settles its dependants in the statement that completes it, for the whole batch at once
+ * (settle_succeeded, migration 22); every other transition, whichever statement writes it in place
+ * (fail, reclaim, kill, cancel, a revive), settles them through a trigger on the command table, in
+ * its own transaction. The trigger fires only for rows marked `has_dependants`, so a command
+ * without dependants pays nothing but the trigger's WHEN test. A cancelled dependant is itself a
+ * terminal transition: the trigger fires again for it, so a cancellation cascades down the graph.
  */
 
 const NOW = `date_trunc('milliseconds', now())`;
 
-/** Migration 18: the status WAITING, the counters, the edges, the workflows, the trigger. */
-export function dependenciesDdl(n: TableNames): string[] {
-  const t = n.table;
-  const check = `"${n.tableName}_status_check"`;
-  // Each dependant of `settled` (its counters' changes dw, db) takes its new counters and, in the
-  // same write, the status they call for: cancelled (a blocking dependency), released (none left),
-  // revived (cancelled by a dependency, no longer blocked), or as it was.
+/**
+ * The update of the dependants listed by `from` (a FROM item aliased s, with s.dependant_id and
+ * the changes to their counters s.dw, s.db): each takes its new counters and, in the same write,
+ * the status they call for: cancelled (a blocking dependency), released (none left), revived
+ * (cancelled by a dependency, no longer blocked), or as it was.
+ */
+function moveDependantsSql(n: TableNames, from: string, returning: string): string {
   const w = 'c.waiting_for + s.dw';
   const b = 'c.blocked_by + s.db';
   const cancel = `(c.status = 'WAITING' AND ${b} > 0)`;
   const release = `(c.status = 'WAITING' AND ${b} = 0 AND ${w} = 0)`;
   const revive = `(c.status = 'CANCELLED' AND c.dependency_cancelled AND ${b} = 0)`;
-  const moveDependants = `
-           UPDATE ${t} AS c SET waiting_for = ${w}, blocked_by = ${b},
+  return `
+           UPDATE ${n.table} AS c SET waiting_for = ${w}, blocked_by = ${b},
              status = CASE WHEN ${cancel} THEN 'CANCELLED' WHEN ${release} THEN 'PENDING'
                WHEN ${revive} THEN CASE WHEN ${w} = 0 THEN 'PENDING' ELSE 'WAITING' END ELSE c.status END,
              next_run_at = CASE WHEN ${release} OR (${revive} AND ${w} = 0)
@@ -47,8 +47,15 @@ export function dependenciesDdl(n: TableNames): string[] {
              last_error = CASE WHEN ${cancel} THEN '${DEPENDENCY_CANCELLED_ERROR}' WHEN ${revive} THEN NULL
                ELSE c.last_error END,
              updated_at = ${NOW}
-           FROM settled AS s WHERE c.id = s.dependant_id
-           RETURNING c.status`;
+           FROM ${from} WHERE c.id = s.dependant_id
+           ${returning}`;
+}
+
+/** Migration 18: the status WAITING, the counters, the edges, the workflows, the trigger. */
+export function dependenciesDdl(n: TableNames): string[] {
+  const t = n.table;
+  const check = `"${n.tableName}_status_check"`;
+  const moveDependants = moveDependantsSql(n, 'settled AS s', 'RETURNING c.status');
   return [
     // Every existing row holds one of the old statuses, so the wider check needs no scan of them
     // under the table's lock (NOT VALID); every write from now on is checked.
@@ -119,10 +126,73 @@ export function dependenciesDdl(n: TableNames): string[] {
        RETURN NULL;
      END
      $fn$`,
-    `DROP TRIGGER IF EXISTS "${n.tableName}_settle" ON ${t}`,
-    `CREATE TRIGGER "${n.tableName}_settle" AFTER UPDATE OF status ON ${t}
-       FOR EACH ROW WHEN (NEW.has_dependants AND OLD.status IS DISTINCT FROM NEW.status)
+    ...settleTriggerDdl(n, 'NEW.has_dependants AND OLD.status IS DISTINCT FROM NEW.status'),
+  ];
+}
+
+function settleTriggerDdl(n: TableNames, when: string): string[] {
+  return [
+    `DROP TRIGGER IF EXISTS "${n.tableName}_settle" ON ${n.table}`,
+    `CREATE TRIGGER "${n.tableName}_settle" AFTER UPDATE OF status ON ${n.table}
+       FOR EACH ROW WHEN (${when})
        EXECUTE FUNCTION ${n.fn('settle')}()`,
+  ];
+}
+
+/**
+ * Migration 22: a SUCCESS settles its dependants in the statement that writes it, through the
+ * function settle_succeeded, once for the whole batch instead of a trigger call per row; the
+ * trigger, left for the updates in place (a failure, a kill, a cancel, a revive, a schedule's
+ * tick), fires only on the transitions it acts on, not on a dependant's own release or claim.
+ *
+ * settle_succeeded(ids) does what the trigger does for a SUCCESS, for all of `ids` at once: their
+ * open edges are satisfied, each dependant's counters change by the sum over its edges (a fan-in's
+ * callback is written once per batch, not once per member), the dependants are locked in id order
+ * before they are written (two batches settling the same ones wait rather than deadlock), and one
+ * NOTIFY wakes every instance if any was released. It is a function, not CTEs of the completing
+ * statement, for the snapshot: its statements see every edge committed before the completion took
+ * its rows' locks, as the trigger's do, so a dependant submitted while its dependency was
+ * finishing is never missed (a submit locks the dependency's row before it adds an edge).
+ */
+export function settleSucceededDdl(n: TableNames): string[] {
+  const d = n.dependencies;
+  const dependants = moveDependantsSql(n, 'settle_locked AS s', 'RETURNING c.status');
+  return [
+    `CREATE OR REPLACE FUNCTION ${n.fn('settle_succeeded')}(succeeded_ids bigint[]) RETURNS integer
+     LANGUAGE plpgsql
+     SET search_path = pg_catalog, pg_temp
+     AS $fn$
+     DECLARE
+       released_count integer := 0;
+     BEGIN
+       WITH settle_edges AS (
+         SELECT e.dependency_id, e.dependant_id, e.state FROM ${d} AS e
+         WHERE e.dependency_id = ANY(succeeded_ids) AND e.state IN (${EDGE_OPEN}, ${EDGE_BLOCKED})
+         FOR UPDATE
+       ), settle_satisfied AS (
+         UPDATE ${d} AS e SET state = ${EDGE_SATISFIED} FROM settle_edges AS o
+         WHERE e.dependency_id = o.dependency_id AND e.dependant_id = o.dependant_id
+         RETURNING e.dependant_id, o.state AS prior_state
+       ), settle_counts AS (
+         SELECT dependant_id, -count(*)::integer AS dw,
+           -(count(*) FILTER (WHERE prior_state = ${EDGE_BLOCKED}))::integer AS db
+         FROM settle_satisfied GROUP BY dependant_id
+       ), settle_locked AS (
+         SELECT c.id AS dependant_id, s.dw, s.db FROM ${n.table} AS c JOIN settle_counts AS s ON c.id = s.dependant_id
+         ORDER BY c.id FOR UPDATE OF c
+       ), moved AS (${dependants})
+       SELECT count(*) INTO released_count FROM moved WHERE moved.status = 'PENDING';
+       IF released_count > 0 THEN
+         PERFORM pg_notify('${n.channel}', 'released');
+       END IF;
+       RETURN released_count;
+     END
+     $fn$`,
+    ...settleTriggerDdl(
+      n,
+      `NEW.has_dependants AND OLD.status IS DISTINCT FROM NEW.status
+       AND (NEW.status IN ('SUCCESS', 'DEAD', 'CANCELLED') OR OLD.status = 'CANCELLED')`,
+    ),
   ];
 }
 

@@ -12,7 +12,8 @@ import type { PostgresConnection } from './connection.js';
  * What stays in the command table when it finishes, updated in place as before:
  * - DEAD and CANCELLED commands: rare, and they still take part in the queue (an admin retry starts
  *   from DEAD; a DEAD command holds its ordering key; a cancelled dependant may revive);
- * - a command with dependants: the trigger that releases them fires on its status update;
+ * - a command with dependants that ends DEAD or CANCELLED (the trigger settles those in place); one
+ *   that succeeds moves too, and its completing statement settles its dependants (migration 22);
  * - a recurring schedule's tick: its once-per-tick key is a unique index of the command table,
  *   and must hold for the life of the row, finished or not.
  * Rows finished before this migration stay where they are until retention purges them.
@@ -42,8 +43,9 @@ export function historyDdl(n: TableNames): string[] {
 }
 
 /**
- * Whether a finished command may leave the command table (of the row aliased `c`): not when its
- * status update must fire the dependants' trigger, nor when it holds a schedule tick's key.
+ * Whether the commonest complete (and the upgrade's move) takes a finished command out of the
+ * command table (of the row aliased `c`): not when it has dependants, which the settling complete
+ * moves (sql.ts), nor when it holds a schedule tick's key.
  */
 export const MOVABLE = (c: string): string => `NOT ${c}.has_dependants AND ${c}.schedule_name IS NULL`;
 

@@ -3,7 +3,7 @@ import { migrationScriptOf, runMigrations, sqlStringLiteral } from '@asynccmd/co
 import type { Migration, MigrationEngine } from '@asynccmd/core/store-kit';
 import { dueIdsFunctionDdl } from './claim-plan.js';
 import type { PostgresConnection, PostgresStatements } from './connection.js';
-import { dependenciesDdl } from './dependencies.js';
+import { dependenciesDdl, settleSucceededDdl } from './dependencies.js';
 import { historyDdl, moveFinishedRows, moveFinishedScript } from './history.js';
 import type { TableNames } from './names.js';
 import { rateLimitsDdl } from './rate-limits.js';
@@ -19,7 +19,7 @@ import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './su
  * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
  * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys, 9 = schedules added
  * at run time, 10 = type limits; PostgreSQL only: 11 = the claim function in PL/pgSQL, 12 = the
- * SQL submit_once's on_pending; 13 = paused types, 14 = executor results, 15 = rate limits, 16 = key limits, 17 = key rate limits, 18 = dependencies and workflows, 19 = progress and the workflow of a command, 20 = flow keys, 21 = the history table finished commands move to). Every statement is
+ * SQL submit_once's on_pending; 13 = paused types, 14 = executor results, 15 = rate limits, 16 = key limits, 17 = key rate limits, 18 = dependencies and workflows, 19 = progress and the workflow of a command, 20 = flow keys, 21 = the history table finished commands move to, 22 = dependants settled by the completing statement). Every statement is
  * idempotent (`IF NOT EXISTS`, `OR REPLACE`, `DROP … IF EXISTS`), so a half-applied version
  * re-runs cleanly; versions run in one transaction under an advisory lock, so two processes
  * migrating at once take turns instead of racing on the catalog.
@@ -257,6 +257,14 @@ export const MIGRATIONS: readonly Migration<TableNames>[] = [
     name: 'finished commands leave the command table',
     // The history table a completing statement moves each finished command into (history.ts).
     statements: (n) => historyDdl(n),
+  },
+  {
+    version: 22,
+    name: 'dependants settled by the completing statement',
+    // A SUCCESS settles its dependants in its own statement, once per batch, so a command with
+    // dependants moves to the history like any other; the trigger fires only on the transitions
+    // it acts on (dependencies.ts).
+    statements: (n) => settleSucceededDdl(n),
   },
 ];
 

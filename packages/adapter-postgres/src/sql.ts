@@ -113,19 +113,28 @@ export function buildSql(n: TableNames) {
   /**
    * The move of the RUNNING rows `claims` (a FROM item aliased r, with r.id and r.token) that
    * succeed: deleted from the command table and inserted, finished, into the history, in one
-   * statement; `result` the result column's new value. Answers the moved ids. A row that must stay
-   * (MOVABLE) is left RUNNING for the in-place complete.
+   * statement; `result` the result column's new value. Answers the moved ids. The commonest
+   * complete moves only rows without dependants (MOVABLE) and leaves the rest RUNNING for the
+   * settling one; `settling` moves those too and settles their dependants in the same statement
+   * (settle_succeeded, dependencies.ts), leaving only a schedule's ticks, which `kept` completes in place.
    */
-  const moveSucceeded = (claims: string, result: string | null, kept?: string): string => `
+  const moveSucceeded = (claims: string, result: string | null, kept?: string, settling = false): string => `
       WITH done AS (
         DELETE FROM ${t} AS c USING ${claims}
-        WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token AND ${MOVABLE('c')}
+        WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+          AND ${settling ? 'c.schedule_name IS NULL' : MOVABLE('c')}
         RETURNING c.*${result === null ? '' : `, ${result} AS new_result`}
       ), moved AS (
         ${insertFinished(n, result === null ? succeeded : { ...succeeded, result: 'done.new_result' })}
         RETURNING id
       )${kept === undefined ? '' : `, kept AS (${kept})`}
-      SELECT id FROM moved${kept === undefined ? '' : ' UNION ALL SELECT id FROM kept'}`;
+      SELECT id FROM moved${kept === undefined ? '' : ' UNION ALL SELECT id FROM kept'}${
+        settling
+          ? `
+      UNION ALL SELECT NULL FROM (SELECT array_agg(id) AS ids FROM done WHERE has_dependants) AS settling
+        WHERE settling.ids IS NOT NULL AND ${n.fn('settle_succeeded')}(settling.ids) < 0`
+          : ''
+      }`;
   const succeededSet = Object.entries(succeeded)
     .map(([column, value]) => `${column} = ${value}`)
     .join(', ');
@@ -361,26 +370,32 @@ export function buildSql(n: TableNames) {
     ),
 
     /**
-     * complete of the rows that stay in the command table (history.ts MOVABLE): the status update
-     * in place. $1 ids, $2 tokens, $3 results' JSON text (null: none).
+     * complete of the rows the commonest complete left (history.ts MOVABLE): moved with their
+     * dependants settled, a schedule's tick updated in place (its trigger settles what depends on
+     * it). $1 ids, $2 tokens, $3 results' JSON text (null: none).
      */
-    completeInPlace: `
-      UPDATE ${t} AS c SET ${succeededSet}, result = r.result::json
-      FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, token, result)
-      WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
-      RETURNING c.id`,
+    completeSettling: moveSucceeded(
+      'unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, token, result)',
+      'r.result::json',
+      `UPDATE ${t} AS c SET ${succeededSet}, result = r.result::json
+        FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, token, result)
+        WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token AND c.schedule_name IS NOT NULL
+        RETURNING c.id`,
+      true,
+    ),
 
     /**
      * One attempt's SUCCESS in the caller's transaction (transactionalCompletion), its result ($3,
-     * JSON text or null) with it: moved, or updated in place when it must stay. No row back: the
-     * claim was taken away.
+     * JSON text or null) with it: moved with its dependants settled, or updated in place when it is
+     * a schedule's tick. No row back: the claim was taken away.
      */
     completeInTransaction: moveSucceeded(
       '(SELECT $1::bigint AS id, $2::text AS token, $3::text AS result) AS r',
       'r.result::json',
       `UPDATE ${t} AS c SET ${succeededSet}, result = $3::json
-        WHERE c.id = $1 AND c.status = 'RUNNING' AND c.claim_token = $2 AND NOT (${MOVABLE('c')})
+        WHERE c.id = $1 AND c.status = 'RUNNING' AND c.claim_token = $2 AND c.schedule_name IS NOT NULL
         RETURNING c.id`,
+      true,
     ),
 
     /** Whether one claim's command is SUCCESS under it (the claim token stays on the row). */

@@ -385,11 +385,11 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
           })
       : this.connection.hot<{ id: string }>(this.sql.complete, [ids, tokens]);
     const done = (await written).map((r) => r.id);
-    // A command that must stay in the command table (history.ts) is completed in place.
+    // A command with dependants settles them as it moves; a schedule's tick completes in place.
     const stayed = notAmong(checked, done);
     if (stayed.length > 0) {
       const [stayedIds, stayedTokens] = refArrays(stayed);
-      const inPlace = await this.connection.hot<{ id: string }>(this.sql.completeInPlace, [
+      const inPlace = await this.connection.hot<{ id: string }>(this.sql.completeSettling, [
         stayedIds,
         stayedTokens,
         stayed.map((a) => a.resultJson ?? null),

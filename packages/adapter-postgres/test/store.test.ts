@@ -225,6 +225,7 @@ describe('PostgresCommandStore', () => {
       expect(versions).toEqual([
         { version: 20, name: 'flow keys' },
         { version: 21, name: 'finished commands leave the command table' },
+        { version: 22, name: 'dependants settled by the completing statement' },
       ]);
       // Keyed by the flow keys' migration; the finished row moved by the upgrade, unkeyed, reading as before.
       const where = await adminQuery<{ id: string; place: string; k: string | null }>(
@@ -275,8 +276,8 @@ describe('PostgresCommandStore', () => {
       { column_name: 'result', data_type: 'json' },
     ]);
     expect(MIGRATIONS.at(-1)).toMatchObject({
-      version: 21,
-      name: 'finished commands leave the command table',
+      version: 22,
+      name: 'dependants settled by the completing statement',
     });
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
@@ -931,11 +932,12 @@ describe('PostgresCommandStore', () => {
     expect(moved).toEqual([{ k: 'acme' }]);
   });
 
-  it('moves a succeeded command to the history table in the completing statement; one with dependants or a schedule tick stays', async () => {
+  it('moves a succeeded command to the history table in the completing statement, one with dependants too; a schedule tick stays', async () => {
     const ids = await store.transaction((tx) =>
       store.insert(tx, [command('move'), command('move'), command('move'), command('move')]),
     );
-    // Marked as a dependency submit marks it, and as a schedule's tick: both complete in place.
+    // Marked as a dependency submit marks it (it settles its dependants as it moves), and as a
+    // schedule's tick (it completes in place: its once-per-tick key stays with the row).
     await adminQuery(`UPDATE "${schema}".async_command SET has_dependants = TRUE WHERE id = $1::bigint`, [
       ids[1],
     ]);
@@ -969,7 +971,7 @@ describe('PostgresCommandStore', () => {
     );
     expect(Object.fromEntries(where.map((r) => [r.id, r.place]))).toEqual({
       [ids[0]!]: 'history',
-      [ids[1]!]: 'command',
+      [ids[1]!]: 'history',
       [ids[2]!]: 'command',
       [ids[3]!]: 'history',
     });
