@@ -15,6 +15,7 @@ import {
   type DependencyOutcome,
   type ExecutionInterceptor,
   type Logger,
+  type TransactionalCompletion,
 } from '@asynccmd/core';
 import { AttemptTransaction, type ExecutorTransactions } from './attempt-transaction.js';
 import type { IdempotentSubmitOptions, SubmitItem } from './client.js';
@@ -278,7 +279,7 @@ export class CommandRunner implements ExecutionHost {
       );
       end = { kind: 'failed', error };
     } else {
-      end = await this.#transact(execution, completion.complete.bind(completion), client);
+      end = await this.#transact(execution, completion, client);
     }
     if (execution.timer !== null) {
       clearTimeout(execution.timer);
@@ -292,12 +293,13 @@ export class CommandRunner implements ExecutionHost {
 
   async #transact(
     execution: Execution,
-    complete: (tx: unknown, attempt: { id: string; token: string; resultJson?: string }) => Promise<boolean>,
+    completion: TransactionalCompletion,
     client: ExecutorTransactions,
   ): Promise<TransactionEnd> {
     let attempt: AttemptTransaction | null = null;
     let end: TransactionEnd | null = null;
     let completing = false;
+    let completedAtCommit = false;
     // The store's own transaction, or the ORM's through its bridge's opener: then the executor gets
     // the ORM's transaction object, and submits and the SUCCESS go through the SqlExecutor over it
     // (whose commit hooks dispatch what it submitted, as client.transaction does).
@@ -330,7 +332,14 @@ export class CommandRunner implements ExecutionHost {
         // outside it would wait for it to end.
         if (this.#progress.holds(execution)) await this.#progress.settle(execution, false);
         completing = true;
-        if (!(await complete(tx, resultJson === undefined ? ref : { ...ref, resultJson }))) {
+        const completed = resultJson === undefined ? ref : { ...ref, resultJson };
+        // Where the store can, the SUCCESS goes out with the COMMIT, in one round trip: then the
+        // commit tells whether the claim still held.
+        if (completion.claimLost !== undefined && completion.completeAtCommit?.(tx, completed) === true) {
+          completedAtCommit = true;
+          return;
+        }
+        if (!(await completion.complete(tx, completed))) {
           end = { kind: 'fenced' };
           throw ROLL_BACK;
         }
@@ -338,6 +347,7 @@ export class CommandRunner implements ExecutionHost {
       return { kind: 'committed' };
     } catch (error) {
       if (error === ROLL_BACK && end !== null) return end;
+      if (completedAtCommit && completion.claimLost?.(error) === true) return { kind: 'fenced' };
       if (completing && attempt !== null) return { kind: 'uncertain', error, attempt };
       // Nothing was committed: opening the transaction, or a statement before the completion, failed.
       return { kind: 'failed', error };

@@ -307,6 +307,17 @@ export interface TransactionalCompletion<Tx = unknown> {
    */
   complete(tx: Tx | SqlExecutor, attempt: CompletedAttempt): Promise<boolean>;
   /**
+   * Optional: `complete`'s statement sent with `tx`'s COMMIT, in the same round trip, instead of
+   * now. True when it will be: the caller commits as it would after `complete` answered true, and
+   * the commit decides — it lands the SUCCESS with the transaction's other writes, or it fails with
+   * an error `claimLost` recognises (the claim was taken away: nothing was committed), or with any
+   * other error as a COMMIT can. False when it cannot for this `tx` (not a transaction this store's
+   * `transaction()` opened and holds statements for): then call `complete`. Nothing is sent either way.
+   */
+  completeAtCommit?(tx: Tx | SqlExecutor, attempt: CompletedAttempt): boolean;
+  /** Whether `error`, from the COMMIT of a transaction `completeAtCommit` answered true for, means the claim was taken away. */
+  claimLost?(error: unknown): boolean;
+  /**
    * `complete` takes an SqlExecutor over an ORM's transaction on the store's database, so
    * executors whose transaction an ORM bridge opens can run on this store. Absent: it does not.
    */

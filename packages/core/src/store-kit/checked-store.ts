@@ -91,6 +91,8 @@ export interface ScheduleEngine {
 /** TransactionalCompletion of an adapter, given a checked attempt or claim. */
 export interface TransactionalCompletionEngine<Tx> {
   complete(tx: Tx | SqlExecutor, attempt: CheckedCompletedAttempt): Promise<boolean>;
+  completeAtCommit?(tx: Tx | SqlExecutor, attempt: CheckedCompletedAttempt): boolean;
+  claimLost?(error: unknown): boolean;
   readonly throughSqlExecutor?: boolean;
   succeededUnder(ref: ClaimRef): Promise<boolean>;
   isTransient(error: unknown): boolean;
@@ -370,6 +372,8 @@ function checkedCompletion<Tx>(
   engine: TransactionalCompletionEngine<Tx>,
   input: StoreInput,
 ): TransactionalCompletion<Tx> {
+  const atCommit = engine.completeAtCommit?.bind(engine);
+  const claimLost = engine.claimLost?.bind(engine);
   return {
     async complete(tx, attempt) {
       const [checked] = input.completedAttempts([attempt]);
@@ -383,6 +387,15 @@ function checkedCompletion<Tx>(
     },
     isTransient: (error) => engine.isTransient(error),
     ...(engine.throughSqlExecutor !== undefined && { throughSqlExecutor: engine.throughSqlExecutor }),
+    ...(atCommit !== undefined &&
+      claimLost !== undefined && {
+        completeAtCommit: (tx, attempt) => {
+          const [checked] = input.completedAttempts([attempt]);
+          if (checked === undefined) throw new InvalidArgumentError('completeAtCommit takes one attempt');
+          return atCommit(tx, checked);
+        },
+        claimLost,
+      }),
   };
 }
 
