@@ -24,6 +24,9 @@ import type { TableNames } from './names.js';
 
 const NOW = `date_trunc('milliseconds', now())`;
 
+/** The SQLSTATE of claim_lost() (migration 22): a completion sent with its COMMIT found its claim gone. */
+export const CLAIM_LOST = 'ACF01';
+
 /**
  * The update of the dependants listed by `from` (a FROM item aliased s, with s.dependant_id and
  * the changes to their counters s.dw, s.db): each takes its new counters and, in the same write,
@@ -158,6 +161,15 @@ export function settleSucceededDdl(n: TableNames): string[] {
   const d = n.dependencies;
   const dependants = moveDependantsSql(n, 'settle_locked AS s', 'RETURNING c.status');
   return [
+    // What a completion sent with its COMMIT raises when the claim was taken away (sql.ts
+    // completeAtCommit): the transaction fails, so the stale attempt's writes never commit.
+    `CREATE OR REPLACE FUNCTION ${n.fn('claim_lost')}() RETURNS bigint
+     LANGUAGE plpgsql
+     AS $fn$
+     BEGIN
+       RAISE EXCEPTION 'the claim was taken away' USING ERRCODE = '${CLAIM_LOST}';
+     END
+     $fn$`,
     `CREATE OR REPLACE FUNCTION ${n.fn('settle_succeeded')}(succeeded_ids bigint[]) RETURNS integer
      LANGUAGE plpgsql
      SET search_path = pg_catalog, pg_temp

@@ -118,7 +118,13 @@ export function buildSql(n: TableNames) {
    * settling one; `settling` moves those too and settles their dependants in the same statement
    * (settle_succeeded, dependencies.ts), leaving only a schedule's ticks, which `kept` completes in place.
    */
-  const moveSucceeded = (claims: string, result: string | null, kept?: string, settling = false): string => `
+  const moveSucceeded = (
+    claims: string,
+    result: string | null,
+    kept?: string,
+    settling = false,
+    raiseUnlessDone = false,
+  ): string => `
       WITH done AS (
         DELETE FROM ${t} AS c USING ${claims}
         WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
@@ -129,6 +135,12 @@ export function buildSql(n: TableNames) {
         RETURNING id
       )${kept === undefined ? '' : `, kept AS (${kept})`}
       SELECT id FROM moved${kept === undefined ? '' : ' UNION ALL SELECT id FROM kept'}${
+        raiseUnlessDone
+          ? `
+      UNION ALL SELECT ${n.fn('claim_lost')}()
+        WHERE NOT EXISTS (SELECT 1 FROM moved)${kept === undefined ? '' : ' AND NOT EXISTS (SELECT 1 FROM kept)'}`
+          : ''
+      }${
         settling
           ? `
       UNION ALL SELECT NULL FROM (SELECT array_agg(id) AS ids FROM done WHERE has_dependants) AS settling
@@ -386,15 +398,39 @@ export function buildSql(n: TableNames) {
 
     /**
      * One attempt's SUCCESS in the caller's transaction (transactionalCompletion), its result ($3,
-     * JSON text or null) with it: moved with its dependants settled, or updated in place when it is
-     * a schedule's tick. No row back: the claim was taken away.
+     * JSON text or null) with it: moved when it has no dependants and is no schedule's tick (the
+     * commonest case, one statement). No row back: it is one of those, or the claim was taken away.
      */
     completeInTransaction: moveSucceeded(
+      '(SELECT $1::bigint AS id, $2::text AS token, $3::text AS result) AS r',
+      'r.result::json',
+    ),
+
+    /**
+     * The same attempt's SUCCESS when the statement above left its row: moved with its dependants
+     * settled, or updated in place when it is a schedule's tick. No row back: the claim was taken away.
+     */
+    completeInTransactionSettling: moveSucceeded(
       '(SELECT $1::bigint AS id, $2::text AS token, $3::text AS result) AS r',
       'r.result::json',
       `UPDATE ${t} AS c SET ${succeededSet}, result = $3::json
         WHERE c.id = $1 AND c.status = 'RUNNING' AND c.claim_token = $2 AND c.schedule_name IS NOT NULL
         RETURNING c.id`,
+      true,
+    ),
+
+    /**
+     * The same attempt's SUCCESS as one statement for every case, sent with the transaction's
+     * COMMIT (transactionalCompletion.completeAtCommit): when the claim was taken away it raises
+     * CLAIM_LOST (migration 22), so the transaction fails and nothing of it commits.
+     */
+    completeAtCommit: moveSucceeded(
+      '(SELECT $1::bigint AS id, $2::text AS token, $3::text AS result) AS r',
+      'r.result::json',
+      `UPDATE ${t} AS c SET ${succeededSet}, result = $3::json
+        WHERE c.id = $1 AND c.status = 'RUNNING' AND c.claim_token = $2 AND c.schedule_name IS NOT NULL
+        RETURNING c.id`,
+      true,
       true,
     ),
 

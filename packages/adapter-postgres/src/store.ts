@@ -125,29 +125,38 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   readonly cleanupHorizon?: Port.CleanupHorizonProbe;
   readonly dependencies: DependencyEngine<Tx>;
 
-  readonly transactionalCompletion: TransactionalCompletionEngine<Tx> = {
-    complete: async (tx, checked) => {
-      const params = [checked.id, checked.token, checked.resultJson ?? null];
-      // On the caller's client (or its ORM's transaction): the row lock it takes holds until that
-      // transaction ends.
-      const written = isSqlExecutor(tx)
-        ? runThroughExecutor(tx, this.sql.completeInTransaction, params, 'numbered')
-        : this.connection.preparedIn<{ id: string }>(tx, this.sql.completeInTransaction, params);
-      const rows = await written.catch((e: unknown) => {
-        if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
-          throw new InvalidArgumentError('a result must be JSON text');
-        }
-        throw e;
-      });
-      return rows.length === 1;
-    },
-    succeededUnder: async (checked) => {
-      const rows = await this.query(this.sql.succeededUnder, [checked.id, checked.token]);
-      return rows.length === 1;
-    },
-    isTransient: (error) => this.connection.isTransient(error),
-    throughSqlExecutor: true,
-  };
+  readonly transactionalCompletion: TransactionalCompletionEngine<Tx> = this.completionEngine();
+
+  /** The engine's transactionalCompletion; an engine that can send it with the COMMIT adds completeAtCommit. */
+  protected completionEngine(): TransactionalCompletionEngine<Tx> {
+    return {
+      complete: async (tx, checked) => {
+        const params = [checked.id, checked.token, checked.resultJson ?? null];
+        // On the caller's client (or its ORM's transaction): the row lock it takes holds until that
+        // transaction ends.
+        const write = async (text: string): Promise<boolean> => {
+          const written = isSqlExecutor(tx)
+            ? runThroughExecutor(tx, text, params, 'numbered')
+            : this.connection.preparedIn<{ id: string }>(tx, text, params);
+          const rows = await written.catch((e: unknown) => {
+            if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
+              throw new InvalidArgumentError('a result must be JSON text');
+            }
+            throw e;
+          });
+          return rows.length === 1;
+        };
+        // A command with dependants (or a schedule's tick) is left by the commonest statement.
+        return (await write(this.sql.completeInTransaction)) || write(this.sql.completeInTransactionSettling);
+      },
+      succeededUnder: async (checked) => {
+        const rows = await this.query(this.sql.succeededUnder, [checked.id, checked.token]);
+        return rows.length === 1;
+      },
+      isTransient: (error) => this.connection.isTransient(error),
+      throughSqlExecutor: true,
+    };
+  }
 
   constructor(parts: PostgresEngineParts<Tx>) {
     const connection = parts.connection;
