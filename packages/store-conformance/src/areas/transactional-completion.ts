@@ -236,6 +236,50 @@ export function transactionalCompletionArea<Tx>(factory: StoreHarnessFactory<Tx>
       expect((await store.get(row.id))?.status).toBe('RUNNING');
     });
 
+    it('completeAtCommit, where offered: the SUCCESS lands with the COMMIT, and a claim taken away fails the COMMIT with claimLost and commits nothing', async () => {
+      const store = ctx.store();
+      const completion = completionOf(store);
+      // Offered as a pair, or not at all; a store without it completes with complete() (above).
+      expect(completion.completeAtCommit === undefined).toBe(completion.claimLost === undefined);
+      const atCommit = completion.completeAtCommit?.bind(completion);
+      const claimLost = completion.claimLost?.bind(completion);
+      if (atCommit === undefined || claimLost === undefined) return;
+      // An SqlExecutor or any handle that is not a store transaction: not held, nothing written.
+      const { row, followUpType } = await claimedCommand(store);
+      expect(
+        atCommit({ execute: async () => ({ rows: [], rowCount: 0 }) } as never, {
+          id: row.id,
+          token: row.claimToken,
+        }),
+      ).toBe(false);
+      let followUp: CommandId | null = null;
+      await store.transaction(async (tx) => {
+        followUp = (await store.insert(tx, [newCommand(followUpType)]))[0] ?? null;
+        expect(atCommit(tx, { id: row.id, token: row.claimToken, resultJson: '{"at":"commit"}' })).toBe(true);
+      });
+      expect(await store.get(row.id)).toMatchObject({ status: 'SUCCESS', result: { at: 'commit' } });
+      expect(await store.get(followUp!)).not.toBeNull();
+      expect(await completion.succeededUnder({ id: row.id, token: row.claimToken })).toBe(true);
+      // The claim taken away before the COMMIT: it fails, claimLost says why, nothing of it stays.
+      const stale = await claimedCommand(store);
+      expect(E.isRight(await store.requeue(stale.row.id, new Date()))).toBe(true);
+      let staleFollowUp: CommandId | null = null;
+      const failed = await store
+        .transaction(async (tx) => {
+          staleFollowUp = (await store.insert(tx, [newCommand(stale.followUpType)]))[0] ?? null;
+          expect(atCommit(tx, { id: stale.row.id, token: stale.row.claimToken })).toBe(true);
+        })
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
+      expect(failed).not.toBeNull();
+      expect(claimLost(failed)).toBe(true);
+      expect(claimLost(new Error('connection terminated'))).toBe(false);
+      expect(await store.get(staleFollowUp!)).toBeNull();
+      expect((await store.get(stale.row.id))?.status).toBe('PENDING');
+    });
+
     it('succeededUnder is false for a RUNNING command, an unknown token and an unknown id', async () => {
       const store = ctx.store();
       const { row } = await claimedCommand(store);
