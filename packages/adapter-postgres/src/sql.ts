@@ -150,6 +150,12 @@ export function buildSql(n: TableNames) {
   const succeededSet = Object.entries(succeeded)
     .map(([column, value]) => `${column} = ${value}`)
     .join(', ');
+  /** One attempt in the caller's transaction: $1 id, $2 token, $3 its result's JSON text or null. */
+  const oneAttempt = '(SELECT $1::bigint AS id, $2::text AS token, $3::text AS result) AS r';
+  /** That attempt's SUCCESS in place, when it is a schedule's tick (its key stays with the row). */
+  const oneTickInPlace = `UPDATE ${t} AS c SET ${succeededSet}, result = $3::json
+        WHERE c.id = $1 AND c.status = 'RUNNING' AND c.claim_token = $2 AND c.schedule_name IS NOT NULL
+        RETURNING c.id`;
   /** The claim's write: RUNNING under a fresh token for `instance`, started and leased on the database clock. */
   const claimSet = (token: string, leaseMs: string, instance: string): string =>
     `status = 'RUNNING', claim_token = ${token}, claimed_by = ${instance}, started_at = ${NOW},
@@ -401,38 +407,20 @@ export function buildSql(n: TableNames) {
      * JSON text or null) with it: moved when it has no dependants and is no schedule's tick (the
      * commonest case, one statement). No row back: it is one of those, or the claim was taken away.
      */
-    completeInTransaction: moveSucceeded(
-      '(SELECT $1::bigint AS id, $2::text AS token, $3::text AS result) AS r',
-      'r.result::json',
-    ),
+    completeInTransaction: moveSucceeded(oneAttempt, 'r.result::json'),
 
     /**
      * The same attempt's SUCCESS when the statement above left its row: moved with its dependants
      * settled, or updated in place when it is a schedule's tick. No row back: the claim was taken away.
      */
-    completeInTransactionSettling: moveSucceeded(
-      '(SELECT $1::bigint AS id, $2::text AS token, $3::text AS result) AS r',
-      'r.result::json',
-      `UPDATE ${t} AS c SET ${succeededSet}, result = $3::json
-        WHERE c.id = $1 AND c.status = 'RUNNING' AND c.claim_token = $2 AND c.schedule_name IS NOT NULL
-        RETURNING c.id`,
-      true,
-    ),
+    completeInTransactionSettling: moveSucceeded(oneAttempt, 'r.result::json', oneTickInPlace, true),
 
     /**
      * The same attempt's SUCCESS as one statement for every case, sent with the transaction's
      * COMMIT (transactionalCompletion.completeAtCommit): when the claim was taken away it raises
      * CLAIM_LOST (migration 22), so the transaction fails and nothing of it commits.
      */
-    completeAtCommit: moveSucceeded(
-      '(SELECT $1::bigint AS id, $2::text AS token, $3::text AS result) AS r',
-      'r.result::json',
-      `UPDATE ${t} AS c SET ${succeededSet}, result = $3::json
-        WHERE c.id = $1 AND c.status = 'RUNNING' AND c.claim_token = $2 AND c.schedule_name IS NOT NULL
-        RETURNING c.id`,
-      true,
-      true,
-    ),
+    completeAtCommit: moveSucceeded(oneAttempt, 'r.result::json', oneTickInPlace, true, true),
 
     /** Whether one claim's command is SUCCESS under it (the claim token stays on the row). */
     succeededUnder: `
