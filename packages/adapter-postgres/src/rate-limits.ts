@@ -1,5 +1,5 @@
 import type { RateLimitStatements } from '@asynccmd/core/store-kit';
-import type { PostgresStatements } from './connection.js';
+import type { PostgresConnection, PostgresStatements } from './connection.js';
 import type { TableNames } from './names.js';
 
 /** `<table>_rate_limits`, quoted and qualified (migration 15). */
@@ -73,7 +73,10 @@ function rateLimitSql(n: TableNames) {
 }
 
 /** The `<table>_rate_limits` rows on the store's connection; every number read back is text. */
-export function postgresRateLimitStatements(on: PostgresStatements, n: TableNames): RateLimitStatements {
+export function postgresRateLimitStatements(
+  on: PostgresStatements & Pick<PostgresConnection<unknown>, 'hot'>,
+  n: TableNames,
+): RateLimitStatements {
   const sql = rateLimitSql(n);
   return {
     write: (limits) =>
@@ -89,15 +92,18 @@ export function postgresRateLimitStatements(on: PostgresStatements, n: TableName
           sql.list,
         )
       ).rows.map((r) => ({ type: r.type, ...numbers(r, ['maxStarts', 'periodMs', 'burst', 'tokens']) })),
+    // A take is part of a claim round, and a give-back of its end: both go the way of the claim,
+    // prepared, on the hot path (whose commits do not wait for the WAL flush: a server crash may
+    // forget the last fraction of a second of takes, as it forgets those claims).
     take: async (type, want, now) => {
-      const [row] = (
-        await on.query<
-          Record<'granted' | 'tokens' | 'takenAtMs' | 'maxStarts' | 'periodMs' | 'burst', string>
-        >(sql.take, [type, want, now])
-      ).rows;
+      const [row] = await on.hot<
+        Record<'granted' | 'tokens' | 'takenAtMs' | 'maxStarts' | 'periodMs' | 'burst', string>
+      >(sql.take, [type, want, now]);
       return row ? numbers(row, ['granted', 'tokens', 'takenAtMs', 'maxStarts', 'periodMs', 'burst']) : null;
     },
-    giveBack: (type, n, takenAt) => on.query(sql.giveBack, [type, n, takenAt]),
+    giveBack: async (type, n, takenAt) => {
+      await on.hot(sql.giveBack, [type, n, takenAt]);
+    },
   };
 }
 
