@@ -59,6 +59,21 @@ export interface PostgresConnection<Tx> extends PostgresStatements {
   close(): Promise<void>;
 }
 
+/**
+ * A claim's statement in a transaction of the store's, prepared where the connection keeps
+ * statements (`preparedIn`), answering as `queryIn` does: the keyed and limited claims run the same
+ * few statements every round, and planning them each time cost more than running them.
+ */
+export async function preparedRows<Tx, R>(
+  connection: PostgresConnection<Tx>,
+  tx: Tx,
+  text: string,
+  values: readonly unknown[],
+): Promise<TextRows<R>> {
+  const rows = await connection.preparedIn<R>(tx, text, values);
+  return { rows, rowCount: rows.length };
+}
+
 /** SQLSTATE 25P02: a statement sent after an error in the transaction, refused. */
 const IN_FAILED_TRANSACTION = '25P02';
 

@@ -1,5 +1,5 @@
 import type { KeyLimitStatements } from '@asynccmd/core/store-kit';
-import type { PostgresConnection, PostgresStatements } from './connection.js';
+import { preparedRows, type PostgresConnection, type PostgresStatements } from './connection.js';
 import type { TableNames } from './names.js';
 import { postgresKeyedReader, type FlowKeySql } from './flow-keys.js';
 
@@ -43,7 +43,12 @@ export function withinKeyLimit<Tx, Row>(
   claim: (tx: Tx, keyField: string, maxRunning: number) => Promise<Row[]>,
 ): Promise<Row[]> {
   return connection.transaction(async (tx) => {
-    const locked = await connection.queryIn<{ key_field: string; max_running: string }>(tx, sql.lock, [type]);
+    const locked = await preparedRows<Tx, { key_field: string; max_running: string }>(
+      connection,
+      tx,
+      sql.lock,
+      [type],
+    );
     const row = locked.rows[0];
     return row === undefined ? [] : claim(tx, row.key_field, Number(row.max_running));
   });

@@ -42,7 +42,7 @@ import type {
   TypePauseStatements,
 } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
-import type { PostgresConnection } from './connection.js';
+import { preparedRows, type PostgresConnection } from './connection.js';
 import {
   insertIdempotentThroughExecutor,
   insertEachThroughExecutor,
@@ -270,7 +270,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
               max,
               (row: Port.ClaimedCommand) => row.id,
               keyRateStatements(
-                (text, params) => connection.queryIn(tx, text, params),
+                (text, params) => preparedRows(connection, tx, text, params ?? []),
                 this.sql.keyRate,
                 this.sql.flow,
                 {
@@ -280,7 +280,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
                   claimValues: values.slice(3),
                   claim: async (text, claimValues) =>
                     claimedRecords(
-                      (await connection.queryIn<ClaimedRow>(tx, text, claimValues)).rows,
+                      (await preparedRows<Tx, ClaimedRow>(connection, tx, text, claimValues)).rows,
                       values,
                     ),
                 },
@@ -292,7 +292,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
           withinKeyLimit(connection, this.keyLimitSql, type, async (tx, keyField, maxRunning) => {
             const picked = await keyedCandidates(
               postgresKeyedReader(
-                { query: (text, params) => connection.queryIn(tx, text, params) },
+                { query: (text, params) => preparedRows(connection, tx, text, params ?? []) },
                 this.sql.flow,
                 type,
                 values[0] as string,
@@ -300,7 +300,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
               { cap: maxRunning, limit: max, nowMs: p.now.getTime(), countRunning: true },
             );
             if (picked.length === 0) return [];
-            const claimed = await connection.queryIn<ClaimedRow>(tx, this.sql.keyRate.claim, [
+            const claimed = await preparedRows<Tx, ClaimedRow>(connection, tx, this.sql.keyRate.claim, [
               picked.map((c) => c.id),
               ...values.slice(3),
             ]);
@@ -314,7 +314,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
     return claimWithinLimits(types, p.limitedTypes, limit, {
       claimLimited: (type, max) =>
         withinTypeLimit(connection, this.limitSql, type, max, async (tx, free) => {
-          const claimed = await connection.queryIn<ClaimedRow>(tx, this.sql.claimDue, [
+          const claimed = await preparedRows<Tx, ClaimedRow>(connection, tx, this.sql.claimDue, [
             values[0],
             [type],
             free,

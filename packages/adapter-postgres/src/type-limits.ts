@@ -1,5 +1,5 @@
 import type { TypeLimitStatements } from '@asynccmd/core/store-kit';
-import type { PostgresConnection, PostgresStatements } from './connection.js';
+import { preparedRows, type PostgresConnection, type PostgresStatements } from './connection.js';
 import type { TableNames } from './names.js';
 
 /** The statements of the type limits (migration 10). */
@@ -38,10 +38,10 @@ export function withinTypeLimit<Tx, Row>(
   claim: (tx: Tx, free: number) => Promise<Row[]>,
 ): Promise<Row[]> {
   return connection.transaction(async (tx) => {
-    const locked = await connection.queryIn<{ max_running: string }>(tx, sql.lock, [type]);
+    const locked = await preparedRows<Tx, { max_running: string }>(connection, tx, sql.lock, [type]);
     const limit = locked.rows[0]?.max_running;
     if (limit === undefined) return [];
-    const counted = await connection.queryIn<{ running: string }>(tx, sql.running, [type]);
+    const counted = await preparedRows<Tx, { running: string }>(connection, tx, sql.running, [type]);
     const free = Math.min(max, Number(limit) - Number(counted.rows[0]?.running ?? 0));
     return free > 0 ? claim(tx, free) : [];
   });
