@@ -46,6 +46,11 @@ export class PgliteConnection implements PostgresConnection<Transaction> {
     return textRows<R>(await this.run(this.db, text, values));
   }
 
+  /** One connection, one kind of transaction. */
+  claimTransaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.transaction(fn);
+  }
+
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     try {
       return await this.db.transaction(fn);

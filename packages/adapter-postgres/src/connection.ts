@@ -39,6 +39,12 @@ export interface PostgresConnection<Tx> extends PostgresStatements {
   ): Promise<TextRows<R>>;
   /** Runs `fn` in a READ COMMITTED transaction: commits, or rolls back and rethrows. */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * As `transaction`, for a claim that needs one of its own (within a type limit, a key limit, a
+   * key's rate): on the hot path's connections where claims commit without waiting for the WAL
+   * flush, as a plain claim does; elsewhere the same as `transaction`.
+   */
+  claimTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** A statement in `tx`, a transaction of the store's own or the caller's. */
   queryIn<R extends object = Record<string, string | null>>(
     tx: Tx,

@@ -42,7 +42,7 @@ export function withinKeyLimit<Tx, Row>(
   type: string,
   claim: (tx: Tx, keyField: string, maxRunning: number) => Promise<Row[]>,
 ): Promise<Row[]> {
-  return connection.transaction(async (tx) => {
+  return connection.claimTransaction(async (tx) => {
     const locked = await preparedRows<Tx, { key_field: string; max_running: string }>(
       connection,
       tx,

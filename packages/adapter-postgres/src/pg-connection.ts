@@ -88,6 +88,11 @@ export class PgConnection implements PostgresConnection<PoolClient> {
     return runInTransaction(this.pool, fn);
   }
 
+  claimTransaction<T>(fn: (tx: PoolClient) => Promise<T>): Promise<T> {
+    // Through a transaction pooler the hot pool's sessions have no fast commit of their own.
+    return runInTransaction(this.named ? this.hotPool : this.pool, fn);
+  }
+
   async queryIn<R extends object>(
     tx: PoolClient,
     text: string,

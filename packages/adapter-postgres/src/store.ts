@@ -265,7 +265,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
     if (namesKeyLimits(p)) {
       return claimWithinKeyLimits(types, p, limit, {
         claimKeyRated: (type, max) =>
-          connection.transaction((tx) =>
+          connection.claimTransaction((tx) =>
             claimWithinKeyRate(
               max,
               (row: Port.ClaimedCommand) => row.id,

@@ -37,7 +37,7 @@ export function withinTypeLimit<Tx, Row>(
   max: number,
   claim: (tx: Tx, free: number) => Promise<Row[]>,
 ): Promise<Row[]> {
-  return connection.transaction(async (tx) => {
+  return connection.claimTransaction(async (tx) => {
     const locked = await preparedRows<Tx, { max_running: string }>(connection, tx, sql.lock, [type]);
     const limit = locked.rows[0]?.max_running;
     if (limit === undefined) return [];
