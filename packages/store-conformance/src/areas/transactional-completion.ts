@@ -1,7 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import * as E from 'fp-ts/lib/Either.js';
-import type { ClaimedCommand, CommandId, CommandStore, TransactionalCompletion } from '@asynccmd/core';
+import type {
+  ClaimedCommand,
+  CommandId,
+  CommandStore,
+  SqlExecutor,
+  TransactionalCompletion,
+} from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
 import {
   claim,
@@ -244,14 +250,19 @@ export function transactionalCompletionArea<Tx>(factory: StoreHarnessFactory<Tx>
       const atCommit = completion.completeAtCommit?.bind(completion);
       const claimLost = completion.claimLost?.bind(completion);
       if (atCommit === undefined || claimLost === undefined) return;
-      // An SqlExecutor or any handle that is not a store transaction: not held, nothing written.
+      // An SqlExecutor (an ORM's transaction) is not held: nothing is run on it, nothing written.
       const { row, followUpType } = await claimedCommand(store);
-      expect(
-        atCommit({ execute: async () => ({ rows: [], rowCount: 0 }) } as never, {
-          id: row.id,
-          token: row.claimToken,
-        }),
-      ).toBe(false);
+      let ran = 0;
+      const orm: SqlExecutor = {
+        kind: 'sql-executor',
+        run: async () => {
+          ran += 1;
+          return [];
+        },
+      };
+      expect(atCommit(orm, { id: row.id, token: row.claimToken })).toBe(false);
+      expect(ran).toBe(0);
+      expect((await store.get(row.id))?.status).toBe('RUNNING');
       let followUp: CommandId | null = null;
       await store.transaction(async (tx) => {
         followUp = (await store.insert(tx, [newCommand(followUpType)]))[0] ?? null;
