@@ -116,14 +116,17 @@ export function buildSql(n: TableNames) {
    * statement; `result` the result column's new value. Answers the moved ids. The commonest
    * complete moves only rows without dependants (MOVABLE) and leaves the rest RUNNING for the
    * settling one; `settling` moves those too and settles their dependants in the same statement
-   * (settle_succeeded, dependencies.ts), leaving only a schedule's ticks, which `kept` completes in place.
+   * (settle_succeeded, dependencies.ts), leaving only a schedule's ticks, which `kept` completes in
+   * place; `raiseUnlessDone` makes a statement that completed nothing raise CLAIM_LOST.
    */
   const moveSucceeded = (
     claims: string,
     result: string | null,
-    kept?: string,
-    settling = false,
-    raiseUnlessDone = false,
+    {
+      kept,
+      settling = false,
+      raiseUnlessDone = false,
+    }: { readonly kept?: string; readonly settling?: boolean; readonly raiseUnlessDone?: boolean } = {},
   ): string => `
       WITH done AS (
         DELETE FROM ${t} AS c USING ${claims}
@@ -395,11 +398,13 @@ export function buildSql(n: TableNames) {
     completeSettling: moveSucceeded(
       'unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, token, result)',
       'r.result::json',
-      `UPDATE ${t} AS c SET ${succeededSet}, result = r.result::json
+      {
+        kept: `UPDATE ${t} AS c SET ${succeededSet}, result = r.result::json
         FROM unnest($1::bigint[], $2::text[], $3::text[]) AS r(id, token, result)
         WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token AND c.schedule_name IS NOT NULL
         RETURNING c.id`,
-      true,
+        settling: true,
+      },
     ),
 
     /**
@@ -413,14 +418,21 @@ export function buildSql(n: TableNames) {
      * The same attempt's SUCCESS when the statement above left its row: moved with its dependants
      * settled, or updated in place when it is a schedule's tick. No row back: the claim was taken away.
      */
-    completeInTransactionSettling: moveSucceeded(oneAttempt, 'r.result::json', oneTickInPlace, true),
+    completeInTransactionSettling: moveSucceeded(oneAttempt, 'r.result::json', {
+      kept: oneTickInPlace,
+      settling: true,
+    }),
 
     /**
      * The same attempt's SUCCESS as one statement for every case, sent with the transaction's
      * COMMIT (transactionalCompletion.completeAtCommit): when the claim was taken away it raises
      * CLAIM_LOST (migration 22), so the transaction fails and nothing of it commits.
      */
-    completeAtCommit: moveSucceeded(oneAttempt, 'r.result::json', oneTickInPlace, true, true),
+    completeAtCommit: moveSucceeded(oneAttempt, 'r.result::json', {
+      kept: oneTickInPlace,
+      settling: true,
+      raiseUnlessDone: true,
+    }),
 
     /** Whether one claim's command is SUCCESS under it (the claim token stays on the row). */
     succeededUnder: `
