@@ -5,6 +5,7 @@ import type { CommandStore } from '@asynccmd/core';
 import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
+import Database from 'better-sqlite3';
 import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 
@@ -21,6 +22,11 @@ export interface FaultTarget {
   readonly store: CommandStore;
   /** The store a worker opens; `port` routes it through a proxy on 127.0.0.1 instead of the server. */
   workerStore(port?: number): WorkerStoreSpec;
+  /**
+   * SQLite only: whether another connection holds the database's one write lock right now (a
+   * `BEGIN IMMEDIATE` with no busy wait is refused). Never blocks the caller.
+   */
+  writeLocked?(): boolean;
   dispose(): Promise<void>;
 }
 
@@ -141,10 +147,23 @@ export const sqlite: FaultDatabase = {
     const options = { filename };
     const store = createSqliteStore(options);
     await store.migrate();
+    let probe: Database.Database | null = null;
     return {
       store,
       workerStore: () => ({ module: '@asynccmd/adapter-sqlite', factory: 'createSqliteStore', options }),
+      writeLocked() {
+        probe ??= new Database(filename, { timeout: 0 });
+        try {
+          probe.exec('BEGIN IMMEDIATE');
+          probe.exec('ROLLBACK');
+          return false;
+        } catch (error) {
+          if ((error as { code?: unknown }).code === 'SQLITE_BUSY') return true;
+          throw error;
+        }
+      },
       async dispose() {
+        probe?.close();
         await store.close().catch(() => undefined);
         await Promise.all(['', '-wal', '-shm'].map((suffix) => rm(filename + suffix, { force: true })));
       },
