@@ -91,28 +91,34 @@ function submit(store: PostgresCommandStore, type: string): Promise<void> {
 
 describe('PostgreSQL wake-up delivery', () => {
   it('sends a commit announcement folded into the window only once that COMMIT has returned', async () => {
-    const sender = await openStore(schema, { wakeupWindowMs: 200 });
+    // The window is long enough for 'held' to be submitted inside it on a loaded machine.
+    const windowMs = 3_000;
+    const sender = await openStore(schema, { wakeupWindowMs: windowMs });
     const { claimed, stop } = await consumer(receiver, ['free', 'held']);
     const holder = new pg.Client({ connectionString: DATABASE_URL });
     await holder.connect();
     try {
       await holder.query('SELECT pg_advisory_lock($1)', [HOLD_KEY]);
-      await submit(sender, 'free'); // its NOTIFY rides on its COMMIT and opens a 200 ms window
+      await submit(sender, 'free'); // its NOTIFY rides on its COMMIT and opens the window
+      const windowOpened = Date.now();
       await claimedSoon(claimed, 'free');
+      expect(Date.now() - windowOpened, "'held' is submitted inside the window").toBeLessThan(windowMs / 2);
       const held = submit(sender, 'held'); // within the window: folded
-      for (let i = 0; i < 1_000; i++) {
+      let waiting = false;
+      for (const until = Date.now() + 20_000; !waiting && Date.now() < until;) {
         // (The statement shown is the batch's INSERT: BEGIN, INSERT and COMMIT go out together.)
-        const [waiting] = await adminQuery(
+        const rows = await adminQuery(
           `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'
              AND query LIKE '%' || $1 || '%'`,
           [schema],
         );
-        if (waiting) break;
-        await sleep(10);
+        waiting = rows.length > 0;
+        if (!waiting) await sleep(10);
       }
+      expect(waiting, "'held' waits in its COMMIT").toBe(true);
       // The window ends while that COMMIT waits: a NOTIFY sent now would wake the consumer for a
       // row it cannot see yet, and nothing would wake it again.
-      await sleep(400);
+      await sleep(Math.max(0, windowOpened + windowMs + 400 - Date.now()));
       expect(claimed).not.toContain('held');
       await holder.query('SELECT pg_advisory_unlock($1)', [HOLD_KEY]);
       await held;
