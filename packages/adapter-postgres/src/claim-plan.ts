@@ -3,6 +3,9 @@ import type { TableNames } from './names.js';
 /** The function that picks the ids a claim takes (schema-qualified, quoted). */
 export const dueIdsFunction = (n: TableNames): string => `${n.schema}.${n.index('claim_due')}`;
 
+/** The same pick, starting at a position of the claim order instead of its head (head-skip.ts). */
+export const dueIdsFromFunction = (n: TableNames): string => `${n.schema}.${n.index('claim_due_from')}`;
+
 /**
  * The claim's pick of due ids, as a function whose planner settings are its own.
  *
@@ -31,15 +34,25 @@ export function dueIdsFunctionDdl(
   claimable: string,
   order: string,
   language: 'sql' | 'plpgsql',
+  from = false,
 ): string {
+  // `from`: the scan starts at (from_priority, from_at, from_id) of the claim order, a start key of
+  // the claim index, so the index entries before it are never read (head-skip.ts).
   const pick = `
       SELECT id FROM ${n.table}
-      WHERE status = 'PENDING' AND next_run_at <= due_by AND type = ANY(claim_types) AND ${claimable}
+      WHERE status = 'PENDING' AND next_run_at <= due_by AND type = ANY(claim_types) AND ${claimable}${
+        from
+          ? `
+        AND (${order}) >= (from_priority, from_at, from_id)`
+          : ''
+      }
       ORDER BY ${order}
       LIMIT max_rows
       FOR UPDATE SKIP LOCKED`;
+  const name = from ? dueIdsFromFunction(n) : dueIdsFunction(n);
+  const startAt = from ? ', from_priority smallint, from_at timestamptz, from_id bigint' : '';
   return `
-    CREATE OR REPLACE FUNCTION ${dueIdsFunction(n)}(due_by timestamptz, claim_types text[], max_rows integer)
+    CREATE OR REPLACE FUNCTION ${name}(due_by timestamptz, claim_types text[], max_rows integer${startAt})
     RETURNS SETOF bigint
     LANGUAGE ${language} VOLATILE
     SET enable_sort = off

@@ -2,6 +2,7 @@ import { InvalidArgumentError, requireInt, silentLogger } from '@asynccmd/core';
 import type { Logger } from '@asynccmd/core';
 import pg from 'pg';
 import type { ClientConfig, Pool, PoolConfig } from 'pg';
+import { HEAD_SKIP_DEFAULTS, type HeadSkipSettings } from './head-skip.js';
 import { tableNames } from './names.js';
 import { postgresStore, type PostgresCommandStore } from './pg-store.js';
 import { PostgresWakeups } from './wakeups.js';
@@ -69,6 +70,17 @@ export interface PostgresStoreOptions {
    * transaction pooler. Default: the store's own connection settings (none through a transaction pooler).
    */
   readonly listenConnection?: string | ClientConfig;
+  /**
+   * Claims that start past a slow head of the claim index: while a snapshot held elsewhere keeps
+   * vacuum from removing the entries claimed rows leave there, a claim from the head reads all of
+   * them. When one takes `slowMs` (plus 0.1 ms per row it claimed) or more, the next claims start
+   * at the last row claimed, and one from the head every `headEveryMs` (or 20 times its own
+   * length, if longer) finds what was committed behind it (a higher priority, a late commit): such
+   * a command waits up to that long, and only then. The reclaim of lapsed leases does the same:
+   * while a full scan is that slow, the next ones read only the leases lapsed since the scan
+   * before. Default `{ slowMs: 50, headEveryMs: 1000 }`; `false` always reads from the head.
+   */
+  readonly slowHeadSkip?: { readonly slowMs?: number; readonly headEveryMs?: number } | false;
   readonly logger?: Logger;
 }
 
@@ -98,6 +110,7 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     reconnectMinMs,
   );
   const logger = options.logger ?? silentLogger;
+  const headSkip = headSkipSettings(options.slowHeadSkip);
   const pooled = transactionPooler(options.pooler);
   const ownsPool = options.pool === undefined;
   const fast = options.durableClaims !== true;
@@ -149,7 +162,23 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     logger,
     maxPayloadBytes: options.maxPayloadBytes,
     transactionPooler: pooled,
+    headSkip,
   });
+}
+
+function headSkipSettings(given: PostgresStoreOptions['slowHeadSkip']): HeadSkipSettings | null {
+  if (given === false) return null;
+  if (given !== undefined && (typeof given !== 'object' || given === null)) {
+    throw new InvalidArgumentError('slowHeadSkip must be false or { slowMs?, headEveryMs? }');
+  }
+  return {
+    slowMs: requireInt('slowHeadSkip.slowMs', given?.slowMs ?? HEAD_SKIP_DEFAULTS.slowMs, 0),
+    headEveryMs: requireInt(
+      'slowHeadSkip.headEveryMs',
+      given?.headEveryMs ?? HEAD_SKIP_DEFAULTS.headEveryMs,
+      1,
+    ),
+  };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { isSqlExecutor } from '@asynccmd/core';
+import type { HeadSkipSettings } from './head-skip.js';
 import type * as Port from '@asynccmd/core';
 import type {
   CheckedClaimById,
@@ -15,7 +16,7 @@ import { IdReserve } from './pipeline/id-reserve.js';
 import { runInTransaction } from './pipeline/transaction.js';
 import { toRecord } from './rows.js';
 import type { ClaimedRow } from './rows.js';
-import { claimedRecords, PostgresEngine, postgresEngineStore } from './store.js';
+import { PostgresEngine, postgresEngineStore } from './store.js';
 import type { PostgresWakeups } from './wakeups.js';
 
 export interface PostgresCommandStoreParts {
@@ -30,6 +31,8 @@ export interface PostgresCommandStoreParts {
   readonly names: TableNames;
   readonly wakeups: PostgresWakeups;
   readonly logger: Port.Logger;
+  /** Claims past a slow head (head-skip.ts); null: always from the head. Default its defaults. */
+  readonly headSkip?: HeadSkipSettings | null;
   /** Largest payload accepted; migrations write it into the SQL submit functions' check too. */
   readonly maxPayloadBytes?: number;
   /**
@@ -104,6 +107,7 @@ export class PgEngine extends PostgresEngine<PoolClient> {
       wakeups: parts.wakeups,
       maxPayloadBytes: parts.maxPayloadBytes,
       cleanupHorizon: true,
+      headSkip: parts.headSkip,
     });
     this.pg = pg;
     this.pool = pg.pool;
@@ -177,10 +181,12 @@ export class PgEngine extends PostgresEngine<PoolClient> {
   protected override async claimUnlimited(values: unknown[]): Promise<Port.ClaimedCommand[]> {
     // The claim that follows a notification runs on the LISTEN connection that just delivered it.
     // That connection is always a direct one: its statements may be prepared.
-    const lent = this.wakeups.lendAfterWake((on) =>
-      this.pg.prepared<ClaimedRow>(on, this.sql.claimDue, values, true),
+    return this.claimFromHeadOrPast(
+      values,
+      (text, v) =>
+        this.wakeups.lendAfterWake((on) => this.pg.prepared<ClaimedRow>(on, text, v, true)) ??
+        this.pg.hot<ClaimedRow>(text, v),
     );
-    return claimedRecords(await (lent ?? this.pg.hot<ClaimedRow>(this.sql.claimDue, values)), values);
   }
 
   /**

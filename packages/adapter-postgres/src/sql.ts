@@ -1,5 +1,5 @@
 import { ACTIVE_STATUSES } from '@asynccmd/core';
-import { dueIdsFunction } from './claim-plan.js';
+import { dueIdsFromFunction, dueIdsFunction } from './claim-plan.js';
 import { flowKeyOf, flowKeySql } from './flow-keys.js';
 import { insertFinished, MOVABLE } from './history.js';
 import { keyRateLimitSql } from './key-rate-limits.js';
@@ -59,6 +59,15 @@ const withAttempt = (outcome: string, error: string): string =>
  */
 export const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${NOW})`;
 
+/**
+ * The RUNNING commands as lease_idx holds them (migration 23): every RUNNING row has a lease, and
+ * a statement must say so to read that index. The fenced writes by id say only `status =
+ * 'RUNNING'`, so they cannot pick it: statistics taken while nothing ran made a generic plan scan
+ * it and compare every RUNNING row with every ref (0.4 s for a 1,000-ref heartbeat, on a soak);
+ * now they read their rows by primary key (fenced-write-plan.test.ts).
+ */
+export const RUNNING_BY_LEASE = `status = 'RUNNING' AND lease_until IS NOT NULL`;
+
 /** Statuses in which a command holds its ordering key against every later command of the key. */
 export const KEY_HOLDING = `('PENDING', 'RUNNING', 'DEAD')`;
 
@@ -110,6 +119,36 @@ export function buildSql(n: TableNames) {
     updated_at: NOW,
     last_error: 'NULL',
   };
+  /**
+   * The refs of `source` (a FROM item aliased `alias`, with an id column) whose command row meets
+   * `where` (over the row aliased c and the ref), as a FROM item aliased `alias` again; `lock` locks
+   * those rows. Each ref looks its row up by primary key on its own (a LATERAL subquery with LIMIT
+   * is planned per ref, never merged into a join), so the cost is one index probe per ref whatever
+   * the statistics say. Used by the heartbeat, whose two reads of the same rows it keeps at one
+   * probe each; the completions keep their join (a probe and a lock per ref cost the drain ~10 %).
+   */
+  const refRows = (source: string, alias: string, where: string, lock = 'FOR UPDATE OF c'): string =>
+    `(SELECT ${alias}.* FROM ${source} CROSS JOIN LATERAL (
+          SELECT 1 FROM ${t} AS c WHERE c.id = ${alias}.id AND ${where} LIMIT 1 ${lock}) AS row_of_ref
+        ) AS ${alias}`;
+  /** The hung reclaim, `within` narrowing the lapsed leases it reads (see reclaimHung below). */
+  const reclaimHung = (within: string): string => `
+      WITH hung AS (
+        SELECT id FROM ${t}
+        WHERE status = 'RUNNING' AND lease_until < ${NOW}${within}
+        ORDER BY lease_until, id
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE ${t} AS c SET
+        rescue_count = c.rescue_count + 1,
+        status = CASE WHEN ${pastRescueLimit} THEN 'DEAD' ELSE 'PENDING' END,
+        last_error = CASE WHEN ${pastRescueLimit} THEN $3 ELSE c.last_error END,
+        finished_at = CASE WHEN ${pastRescueLimit} THEN ${NOW} END,
+        history = ${withAttempt(`CASE WHEN ${pastRescueLimit} THEN 'dead' ELSE 'lease_expired' END`, `CASE WHEN ${pastRescueLimit} THEN $3::text END`)},
+        claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
+      FROM hung WHERE c.id = hung.id AND c.status = 'RUNNING' AND c.lease_until < ${NOW}
+      RETURNING c.id, c.type, c.status`;
   /**
    * The move of the RUNNING rows `claims` (a FROM item aliased r, with r.id and r.token) that
    * succeed: deleted from the command table and inserted, finished, into the history, in one
@@ -332,6 +371,18 @@ export function buildSql(n: TableNames) {
       FROM due WHERE c.id = due.id
       ${returningClaimed}`,
 
+    /**
+     * claimDue starting at a position of the claim order instead of its head (head-skip.ts):
+     * $7 priority, $8 due time, $9 id of the position; the rest as claimDue.
+     */
+    claimDueFrom: `
+      WITH due AS (
+        SELECT id FROM ${dueIdsFromFunction(n)}($1::timestamptz, $2::text[], $3::integer,
+                                                  $7::smallint, $8::timestamptz, $9::bigint) AS id)
+      UPDATE ${t} AS c SET ${claimSet('$4', '$5', '$6')}
+      FROM due WHERE c.id = due.id
+      ${returningClaimed}`,
+
     /** The keys of keyed types' commands: their declaration and the keyed claims' reads (flow-keys.ts). */
     flow: flowKeySql(n),
     /** The statements of the per-key rate limits (key-rate-limits.ts). */
@@ -363,12 +414,30 @@ export function buildSql(n: TableNames) {
       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
       RETURNING c.id`,
 
-    /** Fenced batch writes: $1 ids, $2 tokens (parallel arrays). */
+    /**
+     * Fenced batch writes: $1 ids, $2 tokens (parallel arrays).
+     *
+     * The heartbeat answers which claims are still held (read, not locked) and renews the leases of
+     * those no other statement has locked. It never waits: a claim whose outcome is being written
+     * meanwhile is done with its lease, and a heartbeat that waited for that write while the write
+     * waited for a row the heartbeat had locked was a deadlock, found only after deadlock_timeout.
+     * A claim whose row was locked is renewed by the next heartbeat, well before its lease ends.
+     */
     heartbeat: `
-      UPDATE ${t} AS c SET lease_until = ${lease('$3')}, updated_at = ${NOW}
-      FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
-      WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
-      RETURNING c.id, c.claim_token`,
+      WITH held AS (
+        SELECT r.id, r.token FROM ${refRows(
+          'unnest($1::bigint[], $2::text[]) AS r(id, token)',
+          'r',
+          `c.status = 'RUNNING' AND c.claim_token = r.token`,
+          '',
+        )}
+      ), free AS (
+        SELECT r.id FROM ${refRows('held AS r', 'r', `c.status = 'RUNNING' AND c.claim_token = r.token`, 'FOR UPDATE OF c SKIP LOCKED')}
+      ), renewed AS (
+        UPDATE ${t} AS c SET lease_until = ${lease('$3')}, updated_at = ${NOW}
+        FROM free WHERE c.id = free.id
+      )
+      SELECT id, token AS claim_token FROM held`,
 
     /**
      * Done: an earlier attempt's error stays in the attempt history, not in last_error. The
@@ -490,23 +559,9 @@ export function buildSql(n: TableNames) {
      * as the reason). The UPDATE repeats the status and lease guard, so a row that completed or
      * heartbeat meanwhile is left alone. $1 limit.
      */
-    reclaimHung: `
-      WITH hung AS (
-        SELECT id FROM ${t}
-        WHERE status = 'RUNNING' AND lease_until < ${NOW}
-        ORDER BY lease_until, id
-        LIMIT $1
-        FOR UPDATE SKIP LOCKED
-      )
-      UPDATE ${t} AS c SET
-        rescue_count = c.rescue_count + 1,
-        status = CASE WHEN ${pastRescueLimit} THEN 'DEAD' ELSE 'PENDING' END,
-        last_error = CASE WHEN ${pastRescueLimit} THEN $3 ELSE c.last_error END,
-        finished_at = CASE WHEN ${pastRescueLimit} THEN ${NOW} END,
-        history = ${withAttempt(`CASE WHEN ${pastRescueLimit} THEN 'dead' ELSE 'lease_expired' END`, `CASE WHEN ${pastRescueLimit} THEN $3::text END`)},
-        claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
-      FROM hung WHERE c.id = hung.id AND c.status = 'RUNNING' AND c.lease_until < ${NOW}
-      RETURNING c.id, c.type, c.status`,
+    reclaimHung: reclaimHung(''),
+    /** reclaimHung of the leases that lapsed within $4 ms of now only (head-skip.ts ReclaimWindow). */
+    reclaimHungWithin: reclaimHung(` AND lease_until >= ${NOW} - $4::float8 * interval '1 millisecond'`),
 
     /**
      * Admin transitions: one guarded UPDATE each; $1 id, $2 allowed source statuses. A retry keeps

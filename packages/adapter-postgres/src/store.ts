@@ -60,6 +60,7 @@ import { postgresRateLimitStatements } from './rate-limits.js';
 import type { TableNames } from './names.js';
 import type { NotifyWakeups } from './notify-wakeups.js';
 import { claimedRecord, rowParams, toDate, toRecord } from './rows.js';
+import { HeadSkip, ReclaimWindow, type HeadSkipSettings } from './head-skip.js';
 import type { ClaimedRow, CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
@@ -78,6 +79,8 @@ export interface PostgresEngineParts<Tx> {
    * back (never with one connection and nothing else on the database, as PGlite).
    */
   readonly cleanupHorizon: boolean;
+  /** Claims past a slow head (head-skip.ts); null: always from the head. Default its defaults. */
+  readonly headSkip?: HeadSkipSettings | null;
 }
 
 const UNIQUE_VIOLATION = '23505';
@@ -124,6 +127,10 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   private readonly keyLimitSql: ReturnType<typeof keyLimitSql>;
   readonly cleanupHorizon?: Port.CleanupHorizonProbe;
   readonly dependencies: DependencyEngine<Tx>;
+  /** Where each set of types' next plain claim starts: the head, or past it while that is slow. */
+  protected readonly headSkip: HeadSkip | null;
+  /** The window of the next hung reclaim: every lapsed lease, or those lapsed lately while that is slow. */
+  private readonly reclaimWindow: ReclaimWindow | null;
 
   readonly transactionalCompletion: TransactionalCompletionEngine<Tx> = this.completionEngine();
 
@@ -165,6 +172,8 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
     this.transactionHandle = connection.transactionHandle;
     this.names = parts.names;
     this.wakeups = parts.wakeups;
+    this.headSkip = parts.headSkip === null ? null : new HeadSkip(parts.headSkip);
+    this.reclaimWindow = parts.headSkip === null ? null : new ReclaimWindow(parts.headSkip);
     const delivers = this.wakeups.delivers;
     if (delivers) {
       this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
@@ -328,7 +337,30 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
 
   /** claimDue's values: now, types, limit, token, lease ms, instance. */
   protected async claimUnlimited(values: unknown[]): Promise<Port.ClaimedCommand[]> {
-    return claimedRecords(await this.connection.hot<ClaimedRow>(this.sql.claimDue, values), values);
+    return this.claimFromHeadOrPast(values, (text, v) => this.connection.hot<ClaimedRow>(text, v));
+  }
+
+  /**
+   * claimDue's statement run by `run`, from the head of the claim order, or past it while claims
+   * from the head are slow (head-skip.ts). `values` are claimDue's.
+   */
+  protected async claimFromHeadOrPast(
+    values: unknown[],
+    run: (text: string, values: unknown[]) => Promise<ClaimedRow[]>,
+  ): Promise<Port.ClaimedCommand[]> {
+    const headSkip = this.headSkip;
+    if (headSkip === null) return claimedRecords(await run(this.sql.claimDue, values), values);
+    const types = values[1] as string[];
+    const began = performance.now();
+    const start = headSkip.startOf(types, began);
+    const rows =
+      start === null
+        ? await run(this.sql.claimDue, values)
+        : await run(this.sql.claimDueFrom, [...values, start.priority, start.dueAt.toISOString(), start.id]);
+    const claimed = claimedRecords(rows, values);
+    const ended = performance.now();
+    headSkip.claimed(types, start, ended - began, claimed, ended);
+    return claimed;
   }
 
   async claimById(v: CheckedClaimById): Promise<Port.ClaimedCommand | null> {
@@ -445,10 +477,15 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   }
 
   async reclaimHung(reclaim: CheckedReclaim): Promise<Port.ReclaimedCommand[]> {
+    const values: unknown[] = [reclaim.limit, reclaim.maxRescues, reclaim.deadError];
+    const window = this.reclaimWindow;
+    const startedAt = performance.now();
+    const windowMs = window?.windowOf(startedAt) ?? null;
     const rows = await this.query<{ id: string; type: string; status: 'PENDING' | 'DEAD' }>(
-      this.sql.reclaimHung,
-      [reclaim.limit, reclaim.maxRescues, reclaim.deadError],
+      windowMs === null ? this.sql.reclaimHung : this.sql.reclaimHungWithin,
+      windowMs === null ? values : [...values, windowMs],
     );
+    window?.scanned(windowMs, startedAt, performance.now() - startedAt, rows.length, reclaim.limit);
     return rows
       .map((r) => ({ id: r.id, type: r.type, status: r.status }))
       .sort((a, b) => compareIds(a.id, b.id));

@@ -5,16 +5,8 @@ import { tableNames } from '../src/names.js';
 import { buildSql } from '../src/sql.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import { adminQuery, DATABASE_URL, dropSchema, openStore, uniqueSchema } from './helpers.js';
+import { explainEverything, nodes, plansOf, type PlanNode } from './plans.js';
 
-/** A node of EXPLAIN (FORMAT JSON). */
-interface PlanNode {
-  readonly 'Node Type': string;
-  readonly 'Index Name'?: string;
-  readonly 'Actual Rows'?: number;
-  readonly Plans?: readonly PlanNode[];
-}
-
-const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 const FORBIDDEN = /Sort|Bitmap|Seq Scan/;
 
 const opened: { schema: string; store: PostgresCommandStore }[] = [];
@@ -63,15 +55,8 @@ async function claimPlans(schema: string, limit: number): Promise<{ outer: PlanN
   const sql = buildSql(tableNames(schema, 'async_command'));
   const client = new pg.Client({ connectionString: DATABASE_URL });
   await client.connect();
-  const logged: string[] = [];
-  client.on('notice', (notice) => logged.push(notice.message ?? ''));
   try {
-    await client.query(`LOAD 'auto_explain'`);
-    await client.query(`SET auto_explain.log_min_duration = 0`);
-    await client.query(`SET auto_explain.log_nested_statements = on`);
-    await client.query(`SET auto_explain.log_analyze = on`);
-    await client.query(`SET auto_explain.log_format = json`);
-    await client.query(`SET client_min_messages = log`);
+    const logged = await explainEverything(client);
     await client.query(`PREPARE claim(timestamptz, text[], integer, text, float8, text) AS ${sql.claimDue}`);
     const plans: { outer: PlanNode; pick: PlanNode }[] = [];
     for (const mode of ['force_custom_plan', 'force_generic_plan']) {
@@ -81,9 +66,7 @@ async function claimPlans(schema: string, limit: number): Promise<{ outer: PlanN
       // EXECUTE takes no bound values: the limit is a number and the token a UUID, both safe to splice.
       await client.query(`EXECUTE claim(now(), '{noop}', ${limit}, '${randomUUID()}', 30000, 'plan-test')`);
       await client.query('ROLLBACK');
-      const explained = logged
-        .map((m) => m.slice(m.indexOf('{')))
-        .map((json) => JSON.parse(json) as { 'Query Text': string; Plan: PlanNode });
+      const explained = plansOf(logged);
       const isPick = (e: { 'Query Text': string }): boolean => e['Query Text'].includes('LIMIT max_rows');
       const pick = explained.find(isPick);
       const outer = explained.find((e) => !isPick(e));

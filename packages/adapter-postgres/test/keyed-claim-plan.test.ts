@@ -7,15 +7,7 @@ import { flowKeyOf, flowKeySql, postgresKeyedReader } from '../src/flow-keys.js'
 import { tableNames } from '../src/names.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import { adminQuery, command, DATABASE_URL, dropSchema, openStore, uniqueSchema } from './helpers.js';
-
-/** A node of EXPLAIN (FORMAT JSON). */
-interface PlanNode {
-  readonly 'Node Type': string;
-  readonly 'Relation Name'?: string;
-  readonly 'Index Name'?: string;
-  readonly Plans?: readonly PlanNode[];
-}
-const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+import { nodes, type PlanNode } from './plans.js';
 
 const BIG = 200_000;
 const SMALL_KEYS = 20;

@@ -61,10 +61,16 @@ describe('PostgreSQL wake-ups', () => {
   });
 
   it('delivers a notify from one store to a subscriber of another on the same table', async () => {
-    const woken = nextWake(receiver);
-    await sleep(20); // let LISTEN start
-    sender.wakeups.notify();
-    await woken;
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    // subscribe() resolves once LISTEN runs: a NOTIFY sent after that is heard.
+    const stop = await receiver.wakeups.subscribe(() => wake());
+    try {
+      sender.wakeups.notify();
+      await woken;
+    } finally {
+      await stop();
+    }
     expect(receiver.wakeups.listening).toBe(false);
   });
 
