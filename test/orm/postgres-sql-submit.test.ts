@@ -737,7 +737,7 @@ describe('PostgreSQL: submitting from SQL', () => {
               [20, 'flow keys'],
               [21, 'finished commands leave the command table'],
               [22, 'dependants settled by the completing statement'],
-              [23, 'claims past a slow head; fenced writes by primary key'],
+              [23, 'claims past a slow head'],
             ]);
             await inTransaction(async () => {
               for (const version of script.versions)

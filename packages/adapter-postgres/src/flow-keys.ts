@@ -3,7 +3,7 @@ import type { KeyedCandidate, KeyedClaimReader, KeyPriorityHead } from '@asynccm
 import { runningPerKey } from '@asynccmd/core/store-kit';
 import type { PostgresStatements } from './connection.js';
 import type { TableNames } from './names.js';
-import { firstOfKey, NOT_HELD_BACK, RUNNING_BY_LEASE } from './sql.js';
+import { firstOfKey, NOT_HELD_BACK } from './sql.js';
 
 /*
  * The key of each command of a keyed type (key limits, fair share, rate limits per key) in a column
@@ -90,7 +90,7 @@ export function flowKeySql(n: TableNames) {
       SELECT 'head' AS kind, k AS key, p AS priority, ${ms('due')} AS "nextRunAtMs", id::text AS id FROM pairs
       UNION ALL
       SELECT 'running', r.flow_key, count(*)::integer, NULL, NULL
-      FROM (SELECT type, flow_key FROM ${t} WHERE ${RUNNING_BY_LEASE} OFFSET 0) AS r
+      FROM (SELECT type, flow_key FROM ${t} WHERE status = 'RUNNING' OFFSET 0) AS r
       WHERE $2::boolean AND r.type = $1::text AND r.flow_key <> '' GROUP BY r.flow_key`,
     /**
      * $1 type, $2 keys, $3 priorities, $4 how many, $5 now: of each (key, priority), the first due

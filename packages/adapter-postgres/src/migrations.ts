@@ -11,7 +11,7 @@ import { keyLimitsDdl } from './key-limits.js';
 import { keyRateLimitsDdl } from './key-rate-limits.js';
 import { flowKeysDdl } from './flow-keys.js';
 import { schedulesTable } from './schedules.js';
-import { firstOfKey, KEY_HOLDING, NOT_HELD_BACK, RUNNING_BY_LEASE } from './sql.js';
+import { firstOfKey, KEY_HOLDING, NOT_HELD_BACK } from './sql.js';
 import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './submit-function.js';
 
 /*
@@ -268,17 +268,10 @@ export const MIGRATIONS: readonly Migration<TableNames>[] = [
   },
   {
     version: 23,
-    name: 'claims past a slow head; fenced writes by primary key',
-    statements: (n) => [
-      // The claim's pick from a position of the claim order, for when the head of the claim index
-      // is dead entries vacuum may not remove yet (head-skip.ts).
-      dueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n), CLAIM_ORDER_SINCE_8, 'plpgsql', true),
-      // The lease index again, with a predicate only the statements that read it state
-      // (RUNNING_BY_LEASE): the reclaim, the RUNNING counts. Small: it holds RUNNING rows only.
-      `DROP INDEX IF EXISTS ${n.schema}.${n.index('lease_idx')}`,
-      `CREATE INDEX IF NOT EXISTS ${n.index('lease_idx')} ON ${n.table} (lease_until)
-         WHERE ${RUNNING_BY_LEASE}`,
-    ],
+    name: 'claims past a slow head',
+    // The claim's pick from a position of the claim order, for when the head of the claim index
+    // is dead entries vacuum may not remove yet (head-skip.ts).
+    statements: (n) => [dueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n), CLAIM_ORDER_SINCE_8, 'plpgsql', true)],
   },
 ];
 

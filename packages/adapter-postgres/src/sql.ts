@@ -59,15 +59,6 @@ const withAttempt = (outcome: string, error: string): string =>
  */
 export const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${NOW})`;
 
-/**
- * The RUNNING commands as lease_idx holds them (migration 23): every RUNNING row has a lease, and
- * a statement must say so to read that index. The fenced writes by id say only `status =
- * 'RUNNING'`, so they cannot pick it: statistics taken while nothing ran made a generic plan scan
- * it and compare every RUNNING row with every ref (0.4 s for a 1,000-ref heartbeat, on a soak);
- * now they read their rows by primary key (fenced-write-plan.test.ts).
- */
-export const RUNNING_BY_LEASE = `status = 'RUNNING' AND lease_until IS NOT NULL`;
-
 /** Statuses in which a command holds its ordering key against every later command of the key. */
 export const KEY_HOLDING = `('PENDING', 'RUNNING', 'DEAD')`;
 
@@ -120,16 +111,23 @@ export function buildSql(n: TableNames) {
     last_error: 'NULL',
   };
   /**
-   * The refs of `source` (a FROM item aliased `alias`, with an id column) whose command row meets
-   * `where` (over the row aliased c and the ref), as a FROM item aliased `alias` again; `lock` locks
-   * those rows. Each ref looks its row up by primary key on its own (a LATERAL subquery with LIMIT
-   * is planned per ref, never merged into a join), so the cost is one index probe per ref whatever
-   * the statistics say. Used by the heartbeat, whose two reads of the same rows it keeps at one
-   * probe each; the completions keep their join (a probe and a lock per ref cost the drain ~10 %).
+   * The refs of `source` (a FROM item aliased `alias`, with id and token columns), each looked up
+   * by primary key on its own (a LATERAL subquery with LIMIT is planned per ref, never merged into
+   * a join, and names no status, so no partial index of RUNNING rows can serve it), with a column
+   * `running`: the text 'RUNNING'
+   * if its command is RUNNING under that token, else NULL (never a constant the planner could carry
+   * over to the command table), for the fenced writes' `c.status = r.running`. That condition
+   * still fences (a row changed meanwhile is checked again against it), but it is a join condition
+   * on a column only the refs give: the planner can reach the command table only from them, by
+   * primary key or a hash join. Written as `c.status = 'RUNNING'`, it was a condition on the table
+   * alone, statistics taken while few commands ran said it left one row, and the planner scanned
+   * those rows (through lease_idx, or the table) and compared each with every ref: 0.15–1.1 s for a
+   * completion of 500–1,000 refs on a soak (fenced-write-plan.test.ts).
    */
-  const refRows = (source: string, alias: string, where: string, lock = 'FOR UPDATE OF c'): string =>
-    `(SELECT ${alias}.* FROM ${source} CROSS JOIN LATERAL (
-          SELECT 1 FROM ${t} AS c WHERE c.id = ${alias}.id AND ${where} LIMIT 1 ${lock}) AS row_of_ref
+  const fencedRefs = (source: string, alias: string): string =>
+    `(SELECT ${alias}.*, running_ref.running FROM ${source} CROSS JOIN LATERAL (
+          SELECT CASE WHEN c.status = 'RUNNING' THEN c.status END AS running FROM ${t} AS c
+          WHERE c.id = ${alias}.id AND c.claim_token = ${alias}.token LIMIT 1) AS running_ref
         ) AS ${alias}`;
   /** The hung reclaim, `within` narrowing the lapsed leases it reads (see reclaimHung below). */
   const reclaimHung = (within: string): string => `
@@ -168,8 +166,8 @@ export function buildSql(n: TableNames) {
     }: { readonly kept?: string; readonly settling?: boolean; readonly raiseUnlessDone?: boolean } = {},
   ): string => `
       WITH done AS (
-        DELETE FROM ${t} AS c USING ${claims}
-        WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+        DELETE FROM ${t} AS c USING ${fencedRefs(claims, 'r')}
+        WHERE c.id = r.id AND c.status = r.running AND c.claim_token = r.token
           AND ${settling ? 'c.schedule_name IS NULL' : MOVABLE('c')}
         RETURNING c.*${result === null ? '' : `, ${result} AS new_result`}
       ), moved AS (
@@ -425,14 +423,12 @@ export function buildSql(n: TableNames) {
      */
     heartbeat: `
       WITH held AS (
-        SELECT r.id, r.token FROM ${refRows(
-          'unnest($1::bigint[], $2::text[]) AS r(id, token)',
-          'r',
-          `c.status = 'RUNNING' AND c.claim_token = r.token`,
-          '',
-        )}
+        SELECT r.id, r.token, r.running FROM ${fencedRefs('unnest($1::bigint[], $2::text[]) AS r(id, token)', 'r')}
+        WHERE r.running IS NOT NULL
       ), free AS (
-        SELECT r.id FROM ${refRows('held AS r', 'r', `c.status = 'RUNNING' AND c.claim_token = r.token`, 'FOR UPDATE OF c SKIP LOCKED')}
+        SELECT r.id FROM held AS r CROSS JOIN LATERAL (
+          SELECT 1 FROM ${t} AS c WHERE c.id = r.id AND c.status = r.running AND c.claim_token = r.token
+          LIMIT 1 FOR UPDATE OF c SKIP LOCKED) AS unlocked
       ), renewed AS (
         UPDATE ${t} AS c SET lease_until = ${lease('$3')}, updated_at = ${NOW}
         FROM free WHERE c.id = free.id
@@ -521,8 +517,8 @@ export function buildSql(n: TableNames) {
 
     release: `
       UPDATE ${t} AS c SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
-      FROM unnest($1::bigint[], $2::text[]) AS r(id, token)
-      WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+      FROM ${fencedRefs('unnest($1::bigint[], $2::text[]) AS r(id, token)', 'r')}
+      WHERE c.id = r.id AND c.status = r.running AND c.claim_token = r.token
       RETURNING c.id`,
 
     /** A requeued command's old claim lets go: claimable at once. */
@@ -542,9 +538,12 @@ export function buildSql(n: TableNames) {
         last_error = f.last_error, lease_until = NULL,
         finished_at = CASE WHEN f.status = 'DEAD' THEN ${NOW} END, updated_at = ${NOW},
         history = ${withAttempt(`CASE WHEN f.status = 'DEAD' THEN 'dead' ELSE 'failed' END`, 'f.last_error')}
-      FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::timestamptz[], $6::text[])
-        AS f(id, token, status, retry_count, next_run_at, last_error)
-      WHERE c.id = f.id AND c.status = 'RUNNING' AND c.claim_token = f.token
+      FROM ${fencedRefs(
+        `unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::timestamptz[], $6::text[])
+          AS f(id, token, status, retry_count, next_run_at, last_error)`,
+        'f',
+      )}
+      WHERE c.id = f.id AND c.status = f.running AND c.claim_token = f.token
       RETURNING c.id`,
 
     /** Of these attempts (ids, tokens, statuses, retry counts), those whose outcome is already on the row under the same claim. */

@@ -1,7 +1,6 @@
 import type { TypeLimitStatements } from '@asynccmd/core/store-kit';
 import { preparedRows, type PostgresConnection, type PostgresStatements } from './connection.js';
 import type { TableNames } from './names.js';
-import { RUNNING_BY_LEASE } from './sql.js';
 
 /** The statements of the type limits (migration 10). */
 export function typeLimitSql(n: TableNames, t: string) {
@@ -16,7 +15,7 @@ export function typeLimitSql(n: TableNames, t: string) {
      * type's whole history.
      */
     running: `SELECT count(*)::integer AS running
-      FROM (SELECT type FROM ${t} WHERE ${RUNNING_BY_LEASE} OFFSET 0) AS r WHERE type = $1`,
+      FROM (SELECT type FROM ${t} WHERE status = 'RUNNING' OFFSET 0) AS r WHERE type = $1`,
     typeOf: `SELECT type FROM ${t} WHERE id = $1::bigint`,
     declare: `INSERT INTO ${n.typeLimits} (type, max_running)
       SELECT * FROM unnest($1::text[], $2::integer[])

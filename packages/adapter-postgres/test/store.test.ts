@@ -226,7 +226,7 @@ describe('PostgresCommandStore', () => {
         { version: 20, name: 'flow keys' },
         { version: 21, name: 'finished commands leave the command table' },
         { version: 22, name: 'dependants settled by the completing statement' },
-        { version: 23, name: 'claims past a slow head; fenced writes by primary key' },
+        { version: 23, name: 'claims past a slow head' },
       ]);
       // Keyed by the flow keys' migration; the finished row moved by the upgrade, unkeyed, reading as before.
       const where = await adminQuery<{ id: string; place: string; k: string | null }>(
@@ -278,7 +278,7 @@ describe('PostgresCommandStore', () => {
     ]);
     expect(MIGRATIONS.at(-1)).toMatchObject({
       version: 23,
-      name: 'claims past a slow head; fenced writes by primary key',
+      name: 'claims past a slow head',
     });
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
