@@ -16,11 +16,11 @@ import type { ClaimedCommand } from '@asynccmd/core';
  * claimable then; what can still appear there is a command committed after the claims passed its
  * position — a higher priority, or a due time more than a second older than its commit (a submit's
  * due time is its transaction's start: the second covers the usual commits) — and a claim another
- * claimer rolled back. A claim from the
- * head every `headEveryMs` finds those, so they wait at most that long, and only while claims
- * from the head are slow: the first one that is fast again ends the skipping. A claim from the head
- * that takes longer than a twentieth of `headEveryMs` spaces the next one out to twenty times its
- * own length, so reading the dead head never takes more than about 5 % of the claimer's time.
+ * claimer rolled back. A claim from the head every `headEveryMs` finds those, so they wait at
+ * most that long, and only while claims from the head are slow: the first one that is fast again
+ * ends the skipping. A claim from the head that takes longer than a twentieth of `headEveryMs`
+ * spaces the next one out to twenty times its own length, so reading the dead head never takes
+ * more than about 5 % of the claimer's time.
  *
  * The reclaim of lapsed leases reads lease_idx from its oldest lease, and the entries heartbeats
  * and completions leave there pile up the same way. ReclaimWindow does for it what HeadSkip does
@@ -105,7 +105,7 @@ export class HeadSkip {
     else if (skipping) Object.assign(skipping, { headReadAt: now, headAfterMs });
   }
 
-  /** Whether claims of `types` skip the head now (for stats and tests). */
+  /** Whether claims of `types` skip the head now. */
   isSkipping(types: readonly string[]): boolean {
     return this.#skipping.has(key(types));
   }
