@@ -114,9 +114,9 @@ export function buildSql(n: TableNames) {
    * The refs of `source` (a FROM item aliased `alias`, with id and token columns), each looked up
    * by primary key on its own (a LATERAL subquery with LIMIT is planned per ref, never merged into
    * a join, and names no status, so no partial index of RUNNING rows can serve it), with a column
-   * `running`: the text 'RUNNING'
-   * if its command is RUNNING under that token, else NULL (never a constant the planner could carry
-   * over to the command table), for the fenced writes' `c.status = r.running`. That condition
+   * `running`: the text 'RUNNING' if its command is RUNNING under that token, else NULL (never a
+   * constant the planner could carry over to the command table), for the fenced writes'
+   * `c.status = r.running`. That condition
    * still fences (a row changed meanwhile is checked again against it), but it is a join condition
    * on a column only the refs give: the planner can reach the command table only from them, by
    * primary key or a hash join. Written as `c.status = 'RUNNING'`, it was a condition on the table
