@@ -11,7 +11,14 @@ import { describe, expect, it } from 'vitest';
 const ROOT = join(import.meta.dirname, '..', '..');
 const ADAPTERS = ['adapter-sqlite', 'adapter-postgres', 'adapter-mysql', 'adapter-pglite'];
 /** The factories' own options, which they check themselves (they are no store call's input). */
-const FACTORY_OPTIONS = ['busyTimeoutMs', 'wakeupWindowMs', 'listenReconnectMinMs', 'listenReconnectMaxMs'];
+const FACTORY_OPTIONS = [
+  'busyTimeoutMs',
+  'wakeupWindowMs',
+  'listenReconnectMinMs',
+  'listenReconnectMaxMs',
+  'slowHeadSkip.slowMs',
+  'slowHeadSkip.headEveryMs',
+];
 const CHECK_CALL =
   /\b(require[A-Z]\w*|optional[A-Z]\w*|refuseNul|StoreInput|typeLimitStore|typePauseStore|rateLimitStore)\s*\(\s*('[^']*')?/g;
 

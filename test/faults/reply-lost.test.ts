@@ -64,7 +64,7 @@ const postgres: ReplyLostTarget = {
     try {
       const { rows } = await client.query<{ n: string }>(
         `SELECT count(*) AS n FROM pg_stat_activity
-         WHERE wait_event_type = 'Lock' AND query LIKE '%''SUCCESS''%' AND query LIKE $1`,
+         WHERE wait_event_type = 'Lock' AND query LIKE '%WITH done AS%DELETE FROM%' AND query LIKE $1`,
         [`%${NAMESPACE}%`],
       );
       return Number(rows[0]?.n) > 0;
