@@ -113,7 +113,8 @@ export class HotStatements {
       if ((error as { code?: unknown }).code === undefined) broken ??= error;
       return error;
     } finally {
-      client.removeListener('error', onError);
+      // A broken client is destroyed on release; what its server still sends must be heard.
+      if (broken === undefined) client.removeListener('error', onError);
       client.release(broken);
     }
   }

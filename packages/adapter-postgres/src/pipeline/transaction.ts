@@ -166,7 +166,9 @@ export async function runInTransaction<T>(
   } finally {
     deferred.restore();
     companion?.ended(client, outcome);
-    client.removeListener('error', onError);
+    // A broken client is destroyed on release, and the server's last words (a FATAL as it shuts
+    // down) can still arrive after that: the listener stays with it, or they would crash the process.
+    if (broken === undefined) client.removeListener('error', onError);
     client.release(broken);
   }
 }
