@@ -60,7 +60,8 @@ export const HEAD_SKIP_DEFAULTS: HeadSkipSettings = { slowMs: 50, headEveryMs: 1
 export const SLOW_PER_ROW_MS = 0.1;
 
 interface Skipping {
-  position: ClaimPosition;
+  /** The last row claimed: its priority and due time (its id is never needed: see startOf). */
+  last: Pick<ClaimPosition, 'priority' | 'dueAt'>;
   headReadAt: number;
   /** How long before the next claim from the head (ms). */
   headAfterMs: number;
@@ -76,7 +77,7 @@ export class HeadSkip {
   startOf(types: readonly string[], now: number): ClaimPosition | null {
     const skipping = this.#skipping.get(key(types));
     if (skipping === undefined || now - skipping.headReadAt >= skipping.headAfterMs) return null;
-    const { priority, dueAt } = skipping.position;
+    const { priority, dueAt } = skipping.last;
     return { priority, dueAt: new Date(dueAt.getTime() - LATE_COMMIT_MS), id: '0' };
   }
 
@@ -93,15 +94,15 @@ export class HeadSkip {
   ): void {
     const k = key(types);
     const last = claimed.at(-1);
-    const position = last ? { priority: last.priority, dueAt: last.nextRunAt, id: last.id } : null;
+    const position = last ? { priority: last.priority, dueAt: last.nextRunAt } : null;
     const skipping = this.#skipping.get(k);
     if (start !== null) {
-      if (skipping && position) skipping.position = position;
+      if (skipping && position) skipping.last = position;
       return;
     }
     const headAfterMs = Math.max(this.settings.headEveryMs, SPACING * tookMs);
     if (tookMs < this.settings.slowMs + SLOW_PER_ROW_MS * claimed.length) this.#skipping.delete(k);
-    else if (position) this.#skipping.set(k, { position, headReadAt: now, headAfterMs });
+    else if (position) this.#skipping.set(k, { last: position, headReadAt: now, headAfterMs });
     else if (skipping) Object.assign(skipping, { headReadAt: now, headAfterMs });
   }
 
