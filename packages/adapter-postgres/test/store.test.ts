@@ -704,6 +704,72 @@ describe('PostgresCommandStore', () => {
     await adminQuery(`DROP TRIGGER refuse_boom ON "${schema}".async_command`);
   });
 
+  it("sends BEGIN and what is held in the same write and round trip as the caller's first statement", async () => {
+    await adminQuery(`CREATE TABLE IF NOT EXISTS "${schema}".riding (id int PRIMARY KEY, note text)`);
+    await warmIdReserve();
+    const rows = async () =>
+      (await adminQuery<{ id: number }>(`SELECT id FROM "${schema}".riding ORDER BY id`)).map((r) => r.id);
+    // BEGIN rides with a statement with values: one Sync for both, and the transaction is open after it.
+    let syncs = 0;
+    let statusAfter: string | null = '';
+    let returned: unknown[] = [];
+    await store.transaction(async (tx) => {
+      countSyncs(tx, () => (syncs += 1));
+      const result = await tx.query<{ id: number; note: string }>(
+        `INSERT INTO "${schema}".riding VALUES ($1, $2) RETURNING id, note`,
+        [1, 'first'],
+      );
+      returned = result.rows;
+      statusAfter = tx.getTransactionStatus();
+      await tx.query(`INSERT INTO "${schema}".riding VALUES ($1, $2)`, [2, 'second']);
+    });
+    restoreSyncs();
+    expect(returned).toEqual([{ id: 1, note: 'first' }]); // the caller's rows, parsed by pg as ever
+    expect(statusAfter).toBe('T');
+    expect(syncs).toBe(3); // BEGIN + first INSERT, the second INSERT, COMMIT
+    expect(await rows()).toEqual([1, 2]);
+    // A held submit rides too; the caller's failing statement rolls both back.
+    await expect(
+      store.transaction(async (tx) => {
+        await store.insert(tx, [command('riding.rolled-back')]);
+        await tx.query(`INSERT INTO "${schema}".riding VALUES ($1, $2)`, [1, 'duplicate']);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect((await store.list({ type: 'riding.rolled-back' })).items).toEqual([]);
+    // A held submit that fails ahead of it: the caller's statement never runs and reports that failure.
+    await adminQuery(`CREATE OR REPLACE FUNCTION "${schema}".refuse_riding() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.type = 'riding.boom' THEN RAISE EXCEPTION 'riding refused'; END IF; RETURN NEW; END $$`);
+    await adminQuery(`CREATE OR REPLACE TRIGGER refuse_riding BEFORE INSERT ON "${schema}".async_command
+      FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_riding()`);
+    try {
+      await expect(
+        store.transaction(async (tx) => {
+          await store.insert(tx, [command('riding.boom')]);
+          await tx.query(`INSERT INTO "${schema}".riding VALUES ($1, $2)`, [3, 'never']);
+        }),
+      ).rejects.toThrow('riding refused');
+    } finally {
+      await adminQuery(`DROP TRIGGER refuse_riding ON "${schema}".async_command`);
+    }
+    expect(await rows()).toEqual([1, 2]);
+    // Callback style, and a statement pg sends by the simple protocol (no values): both still work.
+    await store.transaction(async (tx) => {
+      await new Promise<void>((resolve, reject) =>
+        tx.query(`INSERT INTO "${schema}".riding VALUES ($1, $2)`, [4, 'callback'], (err) =>
+          err ? reject(err) : resolve(),
+        ),
+      );
+    });
+    await store.transaction(async (tx) => {
+      await tx.query(`INSERT INTO "${schema}".riding VALUES (5, 'simple')`);
+    });
+    expect(await rows()).toEqual([1, 2, 4, 5]);
+    // The connections went back usable.
+    for (let i = 0; i < 5; i++) {
+      await store.transaction((tx) => tx.query(`SELECT id FROM "${schema}".riding WHERE id = $1`, [i]));
+    }
+  });
+
   it('takes ids ahead without handing one out twice, across stores and concurrent transactions', async () => {
     const other = await openStore(schema);
     try {

@@ -44,12 +44,22 @@ export class Batch implements Submittable {
   }
 
   submit(connection: Connection): void {
-    const messages: Buffer[] = [];
-    for (const step of this.steps) this.#encode(connection, step, messages);
-    messages.push(SYNC);
     // One write of one buffer: what pg's own methods would send as a dozen small writes.
     // A connection that can no longer write drops it, as pg's own sends do; its error ends the batch.
-    if (connection.stream.writable) connection.stream.write(Buffer.concat(messages));
+    if (connection.stream.writable) connection.stream.write(this.encode(connection, true));
+  }
+
+  /** The batch's messages, ending with a Sync or not (then what follows in the write ends it). */
+  encode(connection: Connection, sync: boolean): Buffer {
+    const messages: Buffer[] = [];
+    for (const step of this.steps) this.#encode(connection, step, messages);
+    if (sync) messages.push(SYNC);
+    return Buffer.concat(messages);
+  }
+
+  /** How many statements it runs: one CommandComplete each when all goes well. */
+  get size(): number {
+    return this.steps.length;
   }
 
   handleCommandComplete(msg: { text?: string }): void {
@@ -74,6 +84,7 @@ export class Batch implements Submittable {
     this.#end(err);
   }
 
+  /** The end of its round trip, or (ahead of another query) its last statement complete. */
   handleReadyForQuery(): void {
     this.#end(null);
   }

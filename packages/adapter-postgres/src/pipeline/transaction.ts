@@ -1,7 +1,8 @@
 import type { ClientBase, Pool, PoolClient } from 'pg';
-import { Batch, type BatchAnswer, type BatchStep } from './batch.js';
+import { Batch, type BatchStep } from './batch.js';
 import { commit, runBatch, type AfterCommit, type CommitOutcome } from './commit.js';
 import { rolledBackIfAborted } from '../connection.js';
+import { queryBehind } from './query-behind-batch.js';
 import { transactionSteps, type TransactionSteps } from './transaction-statements.js';
 
 /** Takes part in the store's own transactions: may add statements sent with their COMMIT. */
@@ -17,9 +18,9 @@ export interface CommitCompanion {
  * What a store transaction holds back until something must go out, so that it shares a round trip
  * with what follows: its BEGIN, and single-row inserts whose ids are already known (store.ts
  * takes them from an IdReserve). A statement of the store's own goes out in the same batch
- * (`run()`); any other statement on the client first sends what is held, as one batch queued just
- * ahead of it; COMMIT takes the rest along (`commit()`), so a transaction that only submits is
- * one round trip. A transaction that runs no statement never begins at all.
+ * (`run()`); any other statement on the client takes what is held along in its own write and round
+ * trip (or, where it cannot, behind a batch queued just ahead of it); COMMIT takes the rest along
+ * (`commit()`), so a transaction that only submits is one round trip. A transaction that runs no statement never begins at all.
  */
 export class DeferredStatements {
   #sent = false;
@@ -31,13 +32,25 @@ export class DeferredStatements {
     private readonly steps: TransactionSteps,
   ) {
     const send = (...args: unknown[]): unknown => {
-      const flushed = this.#flush();
-      const result = (this.query as (...a: unknown[]) => unknown).apply(client, args);
+      const query = this.query as (...a: unknown[]) => unknown;
+      if (this.#sent && this.#held.length === 0) return query.apply(client, args);
+      const batch = new Batch(this.#takeAll());
+      // Where it can, the caller's statement goes out in the same write as what was held: one
+      // round trip for both.
+      const riding = queryBehind(client, batch, args);
+      if (riding !== null) {
+        query.call(client, riding.submittable);
+        return riding.result;
+      }
+      // Otherwise the batch is queued just ahead of it: should it fail, that statement fails too,
+      // and so does the transaction.
+      query.call(client, batch);
+      const result = query.apply(client, args);
       // A held insert that failed aborted the transaction: the statement behind it then fails
       // with "current transaction is aborted"; report the insert's own error instead.
-      if (flushed === null || !(result instanceof Promise)) return result;
+      if (!(result instanceof Promise)) return result;
       return result.catch(async (err: unknown) => {
-        throw (await flushed).error ?? err;
+        throw (await batch.done).error ?? err;
       });
     };
     // An own property over pg's prototype method, for the transaction's duration (see restore).
@@ -106,17 +119,6 @@ export class DeferredStatements {
     this.#sent = true;
     this.#held = [];
     return steps;
-  }
-
-  /** Sends BEGIN and the held statements ahead of a statement of the caller's; null when nothing was held. */
-  #flush(): Promise<BatchAnswer> | null {
-    if (this.#sent && this.#held.length === 0) return null;
-    const steps = this.#takeAll();
-    // Queued ahead of the statement that triggered it: should it fail, that statement fails too,
-    // and so does the transaction.
-    const batch = new Batch(steps);
-    (this.query as (submittable: Batch) => unknown).call(this.client, batch);
-    return batch.done;
   }
 }
 
