@@ -108,6 +108,7 @@ export class PgEngine extends PostgresEngine<PoolClient> {
       maxPayloadBytes: parts.maxPayloadBytes,
       cleanupHorizon: true,
       headSkip: parts.headSkip,
+      logger: parts.logger,
     });
     this.pg = pg;
     this.pool = pg.pool;

@@ -1,5 +1,5 @@
 import type * as E from 'fp-ts/lib/Either.js';
-import { InvalidArgumentError, isSqlExecutor, LIMITS } from '@asynccmd/core';
+import { InvalidArgumentError, isSqlExecutor, LIMITS, silentLogger, type Logger } from '@asynccmd/core';
 import {
   byClaimOrder,
   claimWithinKeyLimits,
@@ -61,6 +61,7 @@ import type { TableNames } from './names.js';
 import type { NotifyWakeups } from './notify-wakeups.js';
 import { claimedRecord, rowParams, toDate, toRecord } from './rows.js';
 import { HeadSkip, ReclaimWindow, type HeadSkipSettings } from './head-skip.js';
+import { STALE_PLAN_DEFAULTS, StalePlanWatch, type StalePlanSettings } from './stale-plans.js';
 import type { ClaimedRow, CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
@@ -81,6 +82,9 @@ export interface PostgresEngineParts<Tx> {
   readonly cleanupHorizon: boolean;
   /** Claims past a slow head (head-skip.ts); null: always from the head. Default its defaults. */
   readonly headSkip?: HeadSkipSettings | null;
+  /** When a fenced write is slow enough to point at a stale cached plan (stale-plans.ts); null: never analyze. */
+  readonly stalePlans?: StalePlanSettings | null;
+  readonly logger?: Logger;
 }
 
 const UNIQUE_VIOLATION = '23505';
@@ -131,6 +135,8 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   protected readonly headSkip: HeadSkip | null;
   /** The window of the next hung reclaim: every lapsed lease, or those lapsed lately while that is slow. */
   private readonly reclaimWindow: ReclaimWindow | null;
+  /** Has the table analyzed when a fenced write is slow enough to point at a stale cached plan. */
+  private readonly stalePlans: StalePlanWatch | null;
 
   readonly transactionalCompletion: TransactionalCompletionEngine<Tx> = this.completionEngine();
 
@@ -154,7 +160,11 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
           return rows.length === 1;
         };
         // A command with dependants (or a schedule's tick) is left by the commonest statement.
-        return (await write(this.sql.completeInTransaction)) || write(this.sql.completeInTransactionSettling);
+        return this.timed(
+          1,
+          async () =>
+            (await write(this.sql.completeInTransaction)) || write(this.sql.completeInTransactionSettling),
+        );
       },
       succeededUnder: async (checked) => {
         const rows = await this.query(this.sql.succeededUnder, [checked.id, checked.token]);
@@ -174,6 +184,24 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
     this.wakeups = parts.wakeups;
     this.headSkip = parts.headSkip === null ? null : new HeadSkip(parts.headSkip);
     this.reclaimWindow = parts.headSkip === null ? null : new ReclaimWindow(parts.headSkip);
+    const logger = parts.logger ?? silentLogger;
+    this.stalePlans =
+      parts.stalePlans === null
+        ? null
+        : new StalePlanWatch(
+            async () => {
+              await this.connection.query(`ANALYZE ${parts.names.table}`);
+            },
+            {
+              analyzing: (ms, rows) =>
+                logger.info(
+                  { ms: Math.round(ms), rows, table: parts.names.table },
+                  'asynccmd: a fenced write took long enough to point at a plan cached while the table was small; analyzing the table so that plans are made again',
+                ),
+              failed: (err) => logger.warn({ err }, 'asynccmd: analyzing the command table failed'),
+            },
+            parts.stalePlans ?? STALE_PLAN_DEFAULTS,
+          );
     const delivers = this.wakeups.delivers;
     if (delivers) {
       this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
@@ -382,7 +410,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
 
   async heartbeat(refs: readonly Port.ClaimRef[], leaseMs: number): Promise<Port.ClaimRef[]> {
     const [ids, tokens] = refArrays(refs);
-    const rows = await this.connection.hot<{ id: string; claim_token: string }>(this.sql.heartbeat, [
+    const rows = await this.fenced<{ id: string; claim_token: string }>(this.sql.heartbeat, [
       ids,
       tokens,
       leaseMs,
@@ -411,26 +439,24 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
     // write stays as it was.
     const withResults = checked.some((a) => a.resultJson !== undefined);
     const written = withResults
-      ? this.connection
-          .hot<{ id: string }>(this.sql.completeWithResults, [
-            ids,
-            tokens,
-            checked.map((a) => a.resultJson ?? null),
-          ])
-          .catch((e: unknown) => {
-            // The statement wrote nothing; the driver's text stays out of the error.
-            if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
-              throw new InvalidArgumentError('a result must be JSON text');
-            }
-            throw e;
-          })
-      : this.connection.hot<{ id: string }>(this.sql.complete, [ids, tokens]);
+      ? this.fenced<{ id: string }>(this.sql.completeWithResults, [
+          ids,
+          tokens,
+          checked.map((a) => a.resultJson ?? null),
+        ]).catch((e: unknown) => {
+          // The statement wrote nothing; the driver's text stays out of the error.
+          if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
+            throw new InvalidArgumentError('a result must be JSON text');
+          }
+          throw e;
+        })
+      : this.fenced<{ id: string }>(this.sql.complete, [ids, tokens]);
     const done = (await written).map((r) => r.id);
     // A command with dependants settles them as it moves; a schedule's tick completes in place.
     const stayed = notAmong(checked, done);
     if (stayed.length > 0) {
       const [stayedIds, stayedTokens] = refArrays(stayed);
-      const inPlace = await this.connection.hot<{ id: string }>(this.sql.completeSettling, [
+      const inPlace = await this.fenced<{ id: string }>(this.sql.completeSettling, [
         stayedIds,
         stayedTokens,
         stayed.map((a) => a.resultJson ?? null),
@@ -463,7 +489,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
       checked.map((a) => a.retryCount),
     ];
     const done = (
-      await this.connection.hot<{ id: string }>(this.sql.fail, [
+      await this.fenced<{ id: string }>(this.sql.fail, [
         ...claims,
         checked.map((a) => a.nextRunAt.toISOString()),
         checked.map((a) => a.lastError),
@@ -605,9 +631,19 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
     return this.closing;
   }
 
+  /** A fenced write by id (its first value the ids) on the hot path, watched for a stale plan. */
+  private fenced<R>(text: string, values: readonly unknown[]): Promise<R[]> {
+    const rows = Array.isArray(values[0]) ? values[0].length : 1;
+    return this.timed(rows, () => this.connection.hot<R>(text, values));
+  }
+
+  private timed<T>(rows: number, write: () => Promise<T>): Promise<T> {
+    return this.stalePlans === null ? write() : this.stalePlans.timed(rows, write);
+  }
+
   private async fencedBatch(text: string, refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {
     const [ids, tokens] = refArrays(refs);
-    const rows = await this.connection.hot<{ id: string }>(text, [ids, tokens]);
+    const rows = await this.fenced<{ id: string }>(text, [ids, tokens]);
     return inCallersOrder(
       ids,
       rows.map((r) => r.id),
