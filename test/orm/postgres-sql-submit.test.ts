@@ -738,6 +738,7 @@ describe('PostgreSQL: submitting from SQL', () => {
               [21, 'finished commands leave the command table'],
               [22, 'dependants settled by the completing statement'],
               [23, 'claims past a slow head'],
+              [24, 'creation index without the id'],
             ]);
             await inTransaction(async () => {
               for (const version of script.versions)
@@ -747,7 +748,7 @@ describe('PostgreSQL: submitting from SQL', () => {
             await v11.migrate();
           }
           expect(await versionsOf(name)).toEqual([
-            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
           ]);
           // Replaced, not added beside the function of version 8.
           const functions = await submitOnceFunctions(name);

@@ -273,6 +273,18 @@ export const MIGRATIONS: readonly Migration<TableNames>[] = [
     // is dead entries vacuum may not remove yet (head-skip.ts).
     statements: (n) => [dueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n), CLAIM_ORDER_SINCE_8, 'plpgsql', true)],
   },
+  {
+    version: 24,
+    name: 'creation index without the id',
+    // With the id as its second column, a plan could read the whole (created_at, id) index for a
+    // row by id: with statistics taken while a held snapshot kept the table's dead entries (few
+    // live rows counted, every entry still in the index), that scan looked cheaper than the primary
+    // key and took seconds per fenced write. Lists still read newest first from created_at.
+    statements: (n) => [
+      `CREATE INDEX IF NOT EXISTS ${n.index('created_at_idx')} ON ${n.table} (created_at)`,
+      `DROP INDEX IF EXISTS ${n.schema}.${n.index('created_idx')}`,
+    ],
+  },
 ];
 
 export interface MigrateSettings {

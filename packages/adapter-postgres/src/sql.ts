@@ -609,7 +609,8 @@ export function buildSql(n: TableNames) {
         WHERE ($1::text[] IS NULL OR status = ANY($1::text[]))${more}
           AND ($2::text IS NULL OR type = $2)
           AND ($3::text IS NULL OR biz_key = $3)
-          AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::bigint))
+          AND ($4::timestamptz IS NULL OR (created_at <= $4::timestamptz
+            AND (created_at, id) < ($4::timestamptz, $5::bigint)))
         ORDER BY created_at DESC, id DESC
         LIMIT $6)`;
       // Each table's page from its own index, then the newest of both. The history holds SUCCESS

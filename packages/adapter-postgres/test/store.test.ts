@@ -227,6 +227,7 @@ describe('PostgresCommandStore', () => {
         { version: 21, name: 'finished commands leave the command table' },
         { version: 22, name: 'dependants settled by the completing statement' },
         { version: 23, name: 'claims past a slow head' },
+        { version: 24, name: 'creation index without the id' },
       ]);
       // Keyed by the flow keys' migration; the finished row moved by the upgrade, unkeyed, reading as before.
       const where = await adminQuery<{ id: string; place: string; k: string | null }>(
@@ -277,8 +278,8 @@ describe('PostgresCommandStore', () => {
       { column_name: 'result', data_type: 'json' },
     ]);
     expect(MIGRATIONS.at(-1)).toMatchObject({
-      version: 23,
-      name: 'claims past a slow head',
+      version: 24,
+      name: 'creation index without the id',
     });
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
@@ -288,7 +289,7 @@ describe('PostgresCommandStore', () => {
       [
         'async_command_active_key',
         'async_command_claim_idx',
-        'async_command_created_idx',
+        'async_command_created_at_idx',
         'async_command_dead_idx',
         'async_command_dependant_idx',
         'async_command_dependencies_pkey',
@@ -1276,7 +1277,7 @@ describe('PostgresCommandStore', () => {
         51,
       ]).then((rows) => rows.map((r) => r['QUERY PLAN']).join('\n'));
     const all = await list(null);
-    expect(all).toContain('async_command_created_idx');
+    expect(all).toContain('async_command_created_at_idx');
     expect(all).toContain('async_command_h_created_idx');
     expect(all).not.toContain('Seq Scan');
     // PENDING only: the history is never scanned (folded away, or its scan never executed).
