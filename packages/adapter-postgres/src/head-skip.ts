@@ -43,8 +43,8 @@ export interface ClaimPosition {
 
 export interface HeadSkipSettings {
   /**
-   * A claim from the head that takes this long (ms), plus SLOW_PER_ROW_MS for each row it claimed,
-   * starts the skipping.
+   * A claim from the head that takes this long (ms), and as long again for every SLOW_ROWS rows it
+   * claimed, starts the skipping (0: every claim from the head does).
    */
   readonly slowMs: number;
   /** While skipping, a claim reads from the head again after this long (ms). */
@@ -57,7 +57,8 @@ export interface HeadSkipSettings {
  * 0.1 ms per row: 100 ms for 500 rows.
  */
 export const HEAD_SKIP_DEFAULTS: HeadSkipSettings = { slowMs: 50, headEveryMs: 1_000 };
-export const SLOW_PER_ROW_MS = 0.1;
+/** The rows a claim may take in another `slowMs` (the default's 0.1 ms per row). */
+export const SLOW_ROWS = 500;
 
 interface Skipping {
   /** The last row claimed: its priority and due time (its id is never needed: see startOf). */
@@ -101,7 +102,7 @@ export class HeadSkip {
       return;
     }
     const headAfterMs = Math.max(this.settings.headEveryMs, SPACING * tookMs);
-    if (tookMs < this.settings.slowMs + SLOW_PER_ROW_MS * claimed.length) this.#skipping.delete(k);
+    if (tookMs < this.settings.slowMs * (1 + claimed.length / SLOW_ROWS)) this.#skipping.delete(k);
     else if (position) this.#skipping.set(k, { last: position, headReadAt: now, headAfterMs });
     else if (skipping) Object.assign(skipping, { headReadAt: now, headAfterMs });
   }

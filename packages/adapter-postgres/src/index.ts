@@ -73,10 +73,10 @@ export interface PostgresStoreOptions {
   /**
    * Claims that start past a slow head of the claim index: while a snapshot held elsewhere keeps
    * vacuum from removing the entries claimed rows leave there, a claim from the head reads all of
-   * them. When one takes `slowMs` (plus 0.1 ms per row it claimed) or more, the next claims start
-   * at the last row claimed, and one from the head every `headEveryMs` (or 20 times its own
-   * length, if longer) finds what was committed behind it (a higher priority, a late commit): such
-   * a command waits up to that long, and only then. The reclaim of lapsed leases does the same:
+   * them. When one takes `slowMs` (plus a 500th of it per row it claimed: 0.1 ms at the default)
+   * or more, the next claims start at the last row claimed, and one from the head every
+   * `headEveryMs` (or 20 times its own length, if longer) finds what was committed behind it (a
+   * higher priority, a late commit): such a command waits up to that long, and only then. The reclaim of lapsed leases does the same:
    * while a full scan is that slow, the next ones read only the leases lapsed since the scan
    * before. Default `{ slowMs: 50, headEveryMs: 1000 }`; `false` always reads from the head.
    */
