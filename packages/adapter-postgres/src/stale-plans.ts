@@ -18,23 +18,15 @@
  * autovacuum's does the same later.
  */
 
-/** A fenced write slower than this (ms), plus SLOW_PER_ROW_MS per row it names, points at a stale plan. */
-export const SLOW_FENCED_WRITE_MS = 50;
-export const SLOW_PER_ROW_MS = 0.2;
-/** At most one ANALYZE this often (ms) per store. */
-export const ANALYZE_EVERY_MS = 60_000;
-
 export interface StalePlanSettings {
+  /** A fenced write slower than this (ms), plus `perRowMs` per row it names, points at a stale plan. */
   readonly slowMs: number;
   readonly perRowMs: number;
+  /** At most one ANALYZE this often (ms) per store. */
   readonly everyMs: number;
 }
 
-export const STALE_PLAN_DEFAULTS: StalePlanSettings = {
-  slowMs: SLOW_FENCED_WRITE_MS,
-  perRowMs: SLOW_PER_ROW_MS,
-  everyMs: ANALYZE_EVERY_MS,
-};
+const STALE_PLAN_DEFAULTS: StalePlanSettings = { slowMs: 50, perRowMs: 0.2, everyMs: 60_000 };
 
 /** Times fenced writes and has the table analyzed when one was slow (see above). */
 export class StalePlanWatch {
@@ -42,7 +34,7 @@ export class StalePlanWatch {
   #analyzing = false;
 
   constructor(
-    /** Analyzes the command table; its failure is reported through `onFailed`. */
+    /** Analyzes the command table; its failure goes to `report.failed`. */
     private readonly analyze: () => Promise<void>,
     private readonly report: {
       readonly analyzing: (ms: number, rows: number) => void;

@@ -61,7 +61,7 @@ import type { TableNames } from './names.js';
 import type { NotifyWakeups } from './notify-wakeups.js';
 import { claimedRecord, rowParams, toDate, toRecord } from './rows.js';
 import { HeadSkip, ReclaimWindow, type HeadSkipSettings } from './head-skip.js';
-import { STALE_PLAN_DEFAULTS, StalePlanWatch, type StalePlanSettings } from './stale-plans.js';
+import { StalePlanWatch } from './stale-plans.js';
 import type { ClaimedRow, CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
@@ -82,8 +82,7 @@ export interface PostgresEngineParts<Tx> {
   readonly cleanupHorizon: boolean;
   /** Claims past a slow head (head-skip.ts); null: always from the head. Default its defaults. */
   readonly headSkip?: HeadSkipSettings | null;
-  /** When a fenced write is slow enough to point at a stale cached plan (stale-plans.ts); null: never analyze. */
-  readonly stalePlans?: StalePlanSettings | null;
+  /** Where the store says it analyzed its table (stale-plans.ts). Default silent. */
   readonly logger?: Logger;
 }
 
@@ -136,7 +135,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   /** The window of the next hung reclaim: every lapsed lease, or those lapsed lately while that is slow. */
   private readonly reclaimWindow: ReclaimWindow | null;
   /** Has the table analyzed when a fenced write is slow enough to point at a stale cached plan. */
-  private readonly stalePlans: StalePlanWatch | null;
+  private readonly stalePlans: StalePlanWatch;
 
   readonly transactionalCompletion: TransactionalCompletionEngine<Tx> = this.completionEngine();
 
@@ -160,7 +159,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
           return rows.length === 1;
         };
         // A command with dependants (or a schedule's tick) is left by the commonest statement.
-        return this.timed(
+        return this.stalePlans.timed(
           1,
           async () =>
             (await write(this.sql.completeInTransaction)) || write(this.sql.completeInTransactionSettling),
@@ -185,23 +184,19 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
     this.headSkip = parts.headSkip === null ? null : new HeadSkip(parts.headSkip);
     this.reclaimWindow = parts.headSkip === null ? null : new ReclaimWindow(parts.headSkip);
     const logger = parts.logger ?? silentLogger;
-    this.stalePlans =
-      parts.stalePlans === null
-        ? null
-        : new StalePlanWatch(
-            async () => {
-              await this.connection.query(`ANALYZE ${parts.names.table}`);
-            },
-            {
-              analyzing: (ms, rows) =>
-                logger.info(
-                  { ms: Math.round(ms), rows, table: parts.names.table },
-                  'asynccmd: a fenced write took long enough to point at a plan cached while the table was small; analyzing the table so that plans are made again',
-                ),
-              failed: (err) => logger.warn({ err }, 'asynccmd: analyzing the command table failed'),
-            },
-            parts.stalePlans ?? STALE_PLAN_DEFAULTS,
-          );
+    this.stalePlans = new StalePlanWatch(
+      async () => {
+        await this.connection.query(`ANALYZE ${parts.names.table}`);
+      },
+      {
+        analyzing: (ms, rows) =>
+          logger.info(
+            { ms: Math.round(ms), rows, table: parts.names.table },
+            'asynccmd: a fenced write took long enough to point at a plan cached while the table was small; analyzing the table so that plans are made again',
+          ),
+        failed: (err) => logger.warn({ err }, 'asynccmd: analyzing the command table failed'),
+      },
+    );
     const delivers = this.wakeups.delivers;
     if (delivers) {
       this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
@@ -634,11 +629,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   /** A fenced write by id (its first value the ids) on the hot path, watched for a stale plan. */
   private fenced<R>(text: string, values: readonly unknown[]): Promise<R[]> {
     const rows = Array.isArray(values[0]) ? values[0].length : 1;
-    return this.timed(rows, () => this.connection.hot<R>(text, values));
-  }
-
-  private timed<T>(rows: number, write: () => Promise<T>): Promise<T> {
-    return this.stalePlans === null ? write() : this.stalePlans.timed(rows, write);
+    return this.stalePlans.timed(rows, () => this.connection.hot<R>(text, values));
   }
 
   private async fencedBatch(text: string, refs: readonly Port.ClaimRef[]): Promise<Port.CommandId[]> {

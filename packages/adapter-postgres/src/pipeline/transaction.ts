@@ -20,7 +20,8 @@ export interface CommitCompanion {
  * takes them from an IdReserve). A statement of the store's own goes out in the same batch
  * (`run()`); any other statement on the client takes what is held along in its own write and round
  * trip (or, where it cannot, behind a batch queued just ahead of it); COMMIT takes the rest along
- * (`commit()`), so a transaction that only submits is one round trip. A transaction that runs no statement never begins at all.
+ * (`commit()`), so a transaction that only submits is one round trip. A transaction that runs no
+ * statement never begins at all.
  */
 export class DeferredStatements {
   #sent = false;
