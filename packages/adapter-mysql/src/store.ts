@@ -17,6 +17,7 @@ import {
   statsRowsFromRows,
   runThroughExecutor,
   checkedStore,
+  completeEach,
 } from '@asynccmd/core/store-kit';
 import type {
   CheckedClaimById,
@@ -301,6 +302,17 @@ class MysqlEngine implements StoreEngine<Connection> {
     },
     isTransient: (error) => isConnectionLost(error) || isLockConflict(error),
     throughSqlExecutor: true,
+    // Names are checked identifiers (core checked-store). InnoDB keeps the row locks taken after a
+    // savepoint it rolls back to until the transaction ends.
+    savepoints: {
+      open: async (tx, name) => {
+        await write(tx, `SAVEPOINT ${name}`);
+      },
+      rollbackTo: async (tx, name) => {
+        await write(tx, `ROLLBACK TO SAVEPOINT ${name}`);
+      },
+      completeAll: (tx, checked) => completeEach(this.transactionalCompletion.complete, tx, checked),
+    },
   };
 
   async transaction<T>(fn: (tx: Connection) => Promise<T>): Promise<T> {

@@ -143,10 +143,29 @@ export class PgEngine extends PostgresEngine<PoolClient> {
    * in one write and one round trip (a statement's round trip fewer per attempt).
    */
   protected override completionEngine(): TransactionalCompletionEngine<PoolClient> {
+    const engine = super.completionEngine();
+    const direct = engine.savepoints;
     return {
-      ...super.completionEngine(),
+      ...engine,
       completeAtCommit: (tx, checked) => this.holdCompletion(tx, checked),
       claimLost: (error) => (error as { code?: unknown } | null)?.code === CLAIM_LOST,
+      // On a store transaction a savepoint waits to go out with the next statement (the attempt's
+      // own first one): an attempt that shares the transaction costs no round trip of its own.
+      ...(direct && {
+        savepoints: {
+          open: async (tx, name) => {
+            const deferred = this.riders.deferred(tx);
+            if (deferred === undefined) return direct.open(tx, name);
+            deferred.hold({ text: `SAVEPOINT ${name}` });
+          },
+          rollbackTo: async (tx, name) => {
+            const deferred = this.riders.deferred(tx);
+            if (deferred === undefined) return direct.rollbackTo(tx, name);
+            await deferred.run({ text: `ROLLBACK TO SAVEPOINT ${name}` });
+          },
+          completeAll: (tx, checked) => direct.completeAll(tx, checked),
+        },
+      }),
     };
   }
 

@@ -141,29 +141,43 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
 
   /** The engine's transactionalCompletion; an engine that can send it with the COMMIT adds completeAtCommit. */
   protected completionEngine(): TransactionalCompletionEngine<Tx> {
+    const complete = async (
+      tx: Tx | Port.SqlExecutor,
+      checked: CheckedCompletedAttempt,
+    ): Promise<boolean> => {
+      const params = [checked.id, checked.token, checked.resultJson ?? null];
+      // On the caller's client (or its ORM's transaction): the row lock it takes holds until that
+      // transaction ends.
+      const write = async (text: string): Promise<boolean> => {
+        const written = isSqlExecutor(tx)
+          ? runThroughExecutor(tx, text, params, 'numbered')
+          : this.connection.preparedIn<{ id: string }>(tx, text, params);
+        const rows = await written.catch((e: unknown) => {
+          if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
+            throw new InvalidArgumentError('a result must be JSON text');
+          }
+          throw e;
+        });
+        return rows.length === 1;
+      };
+      // A command with dependants (or a schedule's tick) is left by the commonest statement.
+      return this.stalePlans.timed(
+        1,
+        async () =>
+          (await write(this.sql.completeInTransaction)) || write(this.sql.completeInTransactionSettling),
+      );
+    };
     return {
-      complete: async (tx, checked) => {
-        const params = [checked.id, checked.token, checked.resultJson ?? null];
-        // On the caller's client (or its ORM's transaction): the row lock it takes holds until that
-        // transaction ends.
-        const write = async (text: string): Promise<boolean> => {
-          const written = isSqlExecutor(tx)
-            ? runThroughExecutor(tx, text, params, 'numbered')
-            : this.connection.preparedIn<{ id: string }>(tx, text, params);
-          const rows = await written.catch((e: unknown) => {
-            if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
-              throw new InvalidArgumentError('a result must be JSON text');
-            }
-            throw e;
-          });
-          return rows.length === 1;
-        };
-        // A command with dependants (or a schedule's tick) is left by the commonest statement.
-        return this.stalePlans.timed(
-          1,
-          async () =>
-            (await write(this.sql.completeInTransaction)) || write(this.sql.completeInTransactionSettling),
-        );
+      complete,
+      // Names are checked identifiers (core checked-store).
+      savepoints: {
+        open: async (tx, name) => {
+          await this.connection.queryIn(tx, `SAVEPOINT ${name}`);
+        },
+        rollbackTo: async (tx, name) => {
+          await this.connection.queryIn(tx, `ROLLBACK TO SAVEPOINT ${name}`);
+        },
+        completeAll: (tx, checked) => this.completeAllIn(tx, checked),
       },
       succeededUnder: async (checked) => {
         const rows = await this.query(this.sql.succeededUnder, [checked.id, checked.token]);
@@ -426,6 +440,43 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
       ids,
       rows.map((r) => r.id),
     );
+  }
+
+  /**
+   * The SUCCESS of attempts that shared `tx` (a store transaction), fenced, in one statement: the
+   * commonest (moved, no dependants) first, then those it left (dependants settled, ticks in place).
+   */
+  private async completeAllIn(
+    tx: Tx,
+    checked: readonly CheckedCompletedAttempt[],
+  ): Promise<Port.CommandId[]> {
+    const [ids, tokens] = refArrays(checked);
+    const results = checked.map((a) => a.resultJson ?? null);
+    const withResults = results.some((r) => r !== null);
+    const inTx = (text: string, values: unknown[]): Promise<{ id: string }[]> =>
+      this.stalePlans.timed(checked.length, () =>
+        this.connection.preparedIn<{ id: string }>(tx, text, values).catch((e: unknown) => {
+          if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
+            throw new InvalidArgumentError('a result must be JSON text');
+          }
+          throw e;
+        }),
+      );
+    const moved = withResults
+      ? await inTx(this.sql.completeWithResults, [ids, tokens, results])
+      : await inTx(this.sql.complete, [ids, tokens]);
+    const done = moved.map((r) => r.id);
+    const stayed = notAmong(checked, done);
+    if (stayed.length > 0) {
+      const [stayedIds, stayedTokens] = refArrays(stayed);
+      const settled = await inTx(this.sql.completeSettling, [
+        stayedIds,
+        stayedTokens,
+        stayed.map((a) => a.resultJson ?? null),
+      ]);
+      done.push(...settled.map((r) => r.id));
+    }
+    return inCallersOrder(ids, done);
   }
 
   async complete(checked: readonly CheckedCompletedAttempt[]): Promise<Port.CommandId[]> {

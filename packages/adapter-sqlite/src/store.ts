@@ -32,6 +32,7 @@ import {
   listPage,
   outcomeCountsFromRows,
   checkedStore,
+  completeEach,
   runMigrations,
   TRANSITION_SOURCES,
   validateIdentifier,
@@ -254,7 +255,27 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
     // the transaction meets a deadlock: the one loss is a BEGIN that did not get the lock within
     // the busy timeout (other writers held it), before any of the attempt's statements ran.
     isTransient: (error) => isBusy(error),
+    // Names are checked identifiers (core checked-store); the write lock is the transaction's.
+    savepoints: {
+      open: async (tx, name) => {
+        this.requireOwnTransaction(tx);
+        tx.exec(`SAVEPOINT ${name}`);
+      },
+      rollbackTo: async (tx, name) => {
+        this.requireOwnTransaction(tx);
+        tx.exec(`ROLLBACK TO SAVEPOINT ${name}`);
+      },
+      completeAll: (tx, checked) => completeEach(this.transactionalCompletion.complete, tx, checked),
+    },
   };
+
+  private requireOwnTransaction(tx: SqliteDatabase): void {
+    if (tx !== this.db || !tx.inTransaction) {
+      throw new InvalidArgumentError(
+        "a savepoint needs an open transaction on the store's own database handle",
+      );
+    }
+  }
 
   constructor(options: SqliteStoreOptions) {
     const table = validateIdentifier('table', options.table ?? DEFAULT_TABLE);

@@ -115,6 +115,7 @@ export {
   type StoreCapabilities,
   type StoreStats,
   type TransactionalCompletion,
+  type AttemptSavepoints,
   type TypeLimit,
   type TypeLimitStore,
   type TypePauseStore,

@@ -337,6 +337,29 @@ export interface TransactionalCompletion<Tx = unknown> {
    * failure. Never true for an error of a statement itself (a constraint, bad SQL).
    */
   isTransient(error: unknown): boolean;
+  /**
+   * Optional: savepoints in a transaction this store's `transaction()` opened, so that several
+   * attempts share one transaction and one COMMIT, each undone alone. Absent: one transaction per
+   * attempt.
+   */
+  readonly savepoints?: AttemptSavepoints<Tx>;
+}
+
+/**
+ * Savepoints for attempts that share a store transaction (TransactionalCompletion.savepoints).
+ * Names are SQL identifiers the caller makes up: lower-case letters, digits and underscores.
+ */
+export interface AttemptSavepoints<Tx = unknown> {
+  /** Opens savepoint `name` in `tx`; it may go out with `tx`'s next statement. */
+  open(tx: Tx, name: string): Promise<void>;
+  /** Undoes `tx` back to savepoint `name`: every write since, and every savepoint opened after it. */
+  rollbackTo(tx: Tx, name: string): Promise<void>;
+  /**
+   * `complete` of each attempt in `tx`, fenced by its claim token, as few statements as the store
+   * can: the ids completed, in the attempts' order. An attempt left out was fenced out (its claim
+   * taken away): the caller must undo it before `tx` commits.
+   */
+  completeAll(tx: Tx, attempts: readonly CompletedAttempt[]): Promise<CommandId[]>;
 }
 
 /** A failed attempt to record: the claim it ran under and what it turns into. */

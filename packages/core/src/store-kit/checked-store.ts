@@ -16,6 +16,7 @@ import {
 import type { SqlExecutor } from '../ports/sql-executor.js';
 import type {
   AdminError,
+  AttemptSavepoints,
   CommandStore,
   HealthProbe,
   HealthProbeParams,
@@ -96,6 +97,29 @@ export interface TransactionalCompletionEngine<Tx> {
   readonly throughSqlExecutor?: boolean;
   succeededUnder(ref: ClaimRef): Promise<boolean>;
   isTransient(error: unknown): boolean;
+  readonly savepoints?: SavepointsEngine<Tx>;
+}
+
+/** AttemptSavepoints of an adapter: names already checked, attempts checked. */
+export interface SavepointsEngine<Tx> {
+  open(tx: Tx, name: string): Promise<void>;
+  rollbackTo(tx: Tx, name: string): Promise<void>;
+  /** At least one attempt. */
+  completeAll(tx: Tx, attempts: readonly CheckedCompletedAttempt[]): Promise<CommandId[]>;
+}
+
+/**
+ * completeAll for a store whose completions go one by one: `complete` of each attempt in turn (a
+ * transaction runs one statement at a time anyway).
+ */
+export async function completeEach<Tx>(
+  complete: (tx: Tx, attempt: CheckedCompletedAttempt) => Promise<boolean>,
+  tx: Tx,
+  attempts: readonly CheckedCompletedAttempt[],
+): Promise<CommandId[]> {
+  const done: CommandId[] = [];
+  for (const attempt of attempts) if (await complete(tx, attempt)) done.push(attempt.id);
+  return done;
 }
 
 /** CommitRiding of an adapter: its claimById takes checked parameters. */
@@ -396,6 +420,28 @@ function checkedCompletion<Tx>(
         },
         claimLost,
       }),
+    ...(engine.savepoints !== undefined && { savepoints: checkedSavepoints(engine.savepoints, input) }),
+  };
+}
+
+/** A savepoint's name as the runtime makes them: an identifier no quoting can be needed for. */
+const SAVEPOINT_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+function requireSavepointName(name: string): string {
+  if (typeof name !== 'string' || !SAVEPOINT_NAME.test(name)) {
+    throw new InvalidArgumentError('a savepoint name is lower-case letters, digits and underscores');
+  }
+  return name;
+}
+
+function checkedSavepoints<Tx>(engine: SavepointsEngine<Tx>, input: StoreInput): AttemptSavepoints<Tx> {
+  return {
+    open: async (tx, name) => engine.open(tx, requireSavepointName(name)),
+    rollbackTo: async (tx, name) => engine.rollbackTo(tx, requireSavepointName(name)),
+    async completeAll(tx, attempts) {
+      const checked = input.completedAttempts(attempts);
+      return checked.length === 0 ? [] : engine.completeAll(tx, checked);
+    },
   };
 }
 

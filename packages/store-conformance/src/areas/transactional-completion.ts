@@ -73,6 +73,17 @@ async function completeWithFollowUp<Tx>(
   }
 }
 
+/** Three claimed commands of a fresh type and the store's savepoints; null where it offers none. */
+async function threeClaimed<Tx>(store: CommandStore<Tx>) {
+  const savepoints = completionOf(store).savepoints;
+  if (savepoints === undefined) return null;
+  const type = uniqueType('txs');
+  for (let i = 0; i < 3; i++) await submitOne(store, newCommand(type));
+  const rows = await claim(store, type, { limit: 3 });
+  expect(rows).toHaveLength(3);
+  return { savepoints, type, rows };
+}
+
 export function transactionalCompletionArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string): void {
   describe('completion in a transaction', () => {
     const ctx = useArea(factory, adapter, 'txc');
@@ -289,6 +300,74 @@ export function transactionalCompletionArea<Tx>(factory: StoreHarnessFactory<Tx>
       expect(claimLost(new Error('connection terminated'))).toBe(false);
       expect(await store.get(staleFollowUp!)).toBeNull();
       expect((await store.get(stale.row.id))?.status).toBe('PENDING');
+    });
+
+    it('savepoints, where offered: attempts sharing one transaction, one undone to its savepoint, the others committed with one completeAll', async () => {
+      const store = ctx.store();
+      const claimed = await threeClaimed(store);
+      if (claimed === null) return;
+      const { savepoints, type, rows } = claimed;
+      const followUps: CommandId[] = [];
+      let completed: CommandId[] = [];
+      await store.transaction(async (tx) => {
+        for (let i = 0; i < rows.length; i++) {
+          const name = `attempt_${i}`;
+          await savepoints.open(tx, name);
+          followUps.push((await store.insert(tx, [newCommand(`${type}.next`)]))[0]!);
+          // The middle attempt fails after its write: undone alone.
+          if (i === 1) await savepoints.rollbackTo(tx, name);
+        }
+        completed = await savepoints.completeAll(tx, [
+          { id: rows[0]!.id, token: rows[0]!.claimToken },
+          { id: rows[2]!.id, token: rows[2]!.claimToken, resultJson: '{"n":2}' },
+        ]);
+      });
+      expect(completed).toEqual([rows[0]!.id, rows[2]!.id]);
+      const after = await store.getMany(rows.map((r) => r.id));
+      expect(after.map((c) => c.status)).toEqual(['SUCCESS', 'RUNNING', 'SUCCESS']);
+      expect(after[2]?.result).toEqual({ n: 2 });
+      // By count, not by id: a store may give the undone row's id to the next insert (SQLite).
+      const next = (await store.list({ type: `${type}.next` })).items;
+      expect(next.map((c) => c.status)).toEqual(['PENDING', 'PENDING']);
+      expect(next.map((c) => c.id)).toContain(followUps[0]);
+    });
+
+    it('completeAll, where offered: a claim taken away is left out, and undoing its savepoint undoes its writes and every completion after it', async () => {
+      const store = ctx.store();
+      const claimed = await threeClaimed(store);
+      if (claimed === null) return;
+      const { savepoints, type, rows } = claimed;
+      expect(E.isRight(await store.requeue(rows[1]!.id, new Date()))).toBe(true);
+      const refs = rows.map((r) => ({ id: r.id, token: r.claimToken }));
+      let first: CommandId[] = [];
+      let again: CommandId[] = [];
+      await store.transaction(async (tx) => {
+        for (let i = 0; i < rows.length; i++) {
+          await savepoints.open(tx, `attempt_${i}`);
+          await store.insert(tx, [newCommand(`${type}.next`)]);
+        }
+        first = await savepoints.completeAll(tx, refs);
+        // The runtime's answer to a fenced attempt: back to its savepoint, the ones before it again.
+        await savepoints.rollbackTo(tx, 'attempt_1');
+        again = await savepoints.completeAll(tx, refs.slice(0, 1));
+      });
+      expect(first).toEqual([rows[0]!.id, rows[2]!.id]);
+      expect(again).toEqual([rows[0]!.id]);
+      const after = await store.getMany(rows.map((r) => r.id));
+      expect(after.map((c) => c.status)).toEqual(['SUCCESS', 'PENDING', 'RUNNING']);
+      expect((await store.list({ type: `${type}.next` })).items).toHaveLength(1);
+    });
+
+    it('savepoints, where offered: a name that is not a plain identifier is INVALID_ARGUMENT, and nothing is sent', async () => {
+      const store = ctx.store();
+      const savepoints = completionOf(store).savepoints;
+      if (savepoints === undefined) return;
+      await store.transaction(async (tx) => {
+        for (const name of ['a; DROP TABLE x', 'A', '', '1st', 'x'.repeat(64)]) {
+          expect(await rejectionCode(savepoints.open(tx, name))).toBe('INVALID_ARGUMENT');
+          expect(await rejectionCode(savepoints.rollbackTo(tx, name))).toBe('INVALID_ARGUMENT');
+        }
+      });
     });
 
     it('succeededUnder is false for a RUNNING command, an unknown token and an unknown id', async () => {
