@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import * as E from 'fp-ts/lib/Either.js';
 import { immediateBackoff, type CommandEvent, type CommandStore } from '@asynccmd/core';
 import {
   createAsyncCommands,
@@ -160,6 +161,140 @@ export function describeTransactionalE2E<Tx>(
       expect([...parents].sort()).toEqual([...ids].sort());
       expect(kinds(events, 'fenced')).toEqual([]);
     });
+
+    /** A transactional ASYNC_POOL executor: one effect row, then `then` with the payload's `n`. */
+    function effectThen(then: (n: number, ctx: Apply) => Promise<void> | void) {
+      return defineTransactionalExecutor<Tx>()<'etx.apply', { n: number }>({
+        type: applyType,
+        transactional: true,
+        mode: 'ASYNC_POOL',
+        async execute({ n }, ctx) {
+          await effects.insert(ctx.tx, storeOf(ctx), ctx.id, ctx.attempt);
+          await then(n, ctx);
+        },
+      });
+    }
+
+    /**
+     * Commands 0…count-1 of `executors`' apply type, submitted before the runtime that runs them
+     * starts (one slot, a queue of 20: its first claim queues them behind the slot), then that
+     * runtime, with `options`.
+     */
+    async function queuedBehindOneSlot(
+      executors: readonly AnyExecutor[],
+      count: number,
+      options: Partial<AsyncCommandsOptions<Tx>> = {},
+    ) {
+      const store = await openStore();
+      currentStore = store;
+      const { runtime: submitter } = await instance(executors, { store });
+      await submitter.stop({ timeoutMs: 2_000, closeStore: false });
+      const ids = await submitter.client.transaction(async (tx) =>
+        submitter.client.submitMany(
+          tx,
+          Array.from({ length: count }, (_, n) => ({ type: applyType, payload: { n } })),
+        ),
+      );
+      const { events } = await instance(executors, {
+        store,
+        sharedPool: { concurrency: 1, queueSize: 20 },
+        ...options,
+      });
+      return { store, ids, events };
+    }
+
+    it('attempts waiting in the pool share one transaction, each undone alone: a throwing one leaves nothing, the others commit once', async () => {
+      const parents: string[] = [];
+      const failing = (n: number): boolean => n % 5 === 2;
+      const executor = effectThen(async (n, ctx) => {
+        await ctx.submit('etx.next', { parent: ctx.id });
+        if (failing(n) && ctx.attempt === 1) throw new Error('fails after its writes');
+      });
+      const n = 60;
+      const { store, ids, events } = await queuedBehindOneSlot([executor, followUpExecutor(parents)], n);
+      await waitFor('every follow-up', () => parents.length === n, 30_000);
+      const done = await store.getMany(ids);
+      expect(done.map((c) => c.status)).toEqual(Array(n).fill('SUCCESS'));
+      const failed = ids.filter((_, i) => failing(i));
+      expect(
+        done
+          .filter((c) => c.retryCount === 1)
+          .map((c) => c.id)
+          .sort(),
+      ).toEqual([...failed].sort());
+      const counts = await countEffects(store);
+      expect([...counts.keys()].sort()).toEqual([...ids].sort());
+      expect([...counts.values()].every((c) => c === 1)).toBe(true);
+      expect([...parents].sort()).toEqual([...ids].sort());
+      expect((await store.list({ type: 'etx.next', limit: 500 })).items).toHaveLength(n);
+      expect(kinds(events, 'retried')).toHaveLength(failed.length);
+      expect(kinds(events, 'fenced')).toEqual([]);
+    });
+
+    // Another connection's reads and writes wait for an open transaction where there is one writer.
+    if (!features.oneWriter) {
+      /** An executor whose command `at` (first attempt only) waits, inside its transaction, for `held`. */
+      function holdingAt(at: number) {
+        const running = gate();
+        const held = gate();
+        const started: number[] = [];
+        const executor = effectThen(async (n, ctx) => {
+          started.push(n);
+          if (n === at && ctx.attempt === 1) {
+            running.open();
+            await held.promise;
+          }
+        });
+        return { executor, running, held, started };
+      }
+
+      it('an attempt that joined a transaction commits with it: the first one’s row is not seen from outside until the second has returned', async () => {
+        const { executor, running, held, started } = holdingAt(1);
+        const { store, ids } = await queuedBehindOneSlot([executor], 2);
+        await running.promise;
+        // The first attempt returned and its successor runs in the same transaction: nothing of
+        // either is committed yet.
+        expect(started).toEqual([0, 1]);
+        expect((await countEffects(store)).size).toBe(0);
+        expect((await store.getMany(ids)).map((c) => c.status)).toEqual(['RUNNING', 'RUNNING']);
+        held.open();
+        await waitFor('both committed', async () =>
+          (await store.getMany(ids)).every((c) => c.status === 'SUCCESS'),
+        );
+        const counts = await countEffects(store);
+        expect(ids.map((id) => counts.get(id))).toEqual([1, 1]);
+      });
+
+      it('transactionGroupSize 1: an attempt never joins another’s transaction (its row is committed before the next one runs)', async () => {
+        const { executor, running, held } = holdingAt(1);
+        const { store, ids } = await queuedBehindOneSlot([executor], 2, { transactionGroupSize: 1 });
+        await running.promise;
+        expect((await store.get(ids[0]!))?.status).toBe('SUCCESS');
+        expect((await countEffects(store)).get(ids[0]!)).toBe(1);
+        held.open();
+        await waitFor('the second committed', async () => (await store.get(ids[1]!))?.status === 'SUCCESS');
+      });
+
+      it('an attempt of a shared transaction whose claim was taken away is undone with those after it: each command still commits exactly once', async () => {
+        const { executor, running, held } = holdingAt(2);
+        const { store, ids, events } = await queuedBehindOneSlot([executor], 3);
+        await running.promise;
+        // The second attempt has returned and waits for the shared COMMIT: its claim goes.
+        expect(E.isRight(await store.requeue(ids[1]!, new Date()))).toBe(true);
+        held.open();
+        await waitFor('all three committed', async () =>
+          (await store.getMany(ids)).every((c) => c.status === 'SUCCESS'),
+        );
+        const counts = await countEffects(store);
+        expect(ids.map((id) => counts.get(id))).toEqual([1, 1, 1]);
+        expect(kinds(events, 'fenced').map((e) => (e as { command?: { id: string } }).command?.id)).toEqual([
+          ids[1],
+        ]);
+        // The third ran again: released uncounted, not failed.
+        expect((await store.get(ids[2]!))?.retryCount).toBe(0);
+        expect(kinds(events, 'retried')).toEqual([]);
+      });
+    }
 
     it('reports progress from inside its transaction: the last report is stored with the SUCCESS, never waited for by it', async () => {
       const parents: string[] = [];

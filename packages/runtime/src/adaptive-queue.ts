@@ -1,4 +1,8 @@
 import { adaptiveQueueSize, movingAverage } from '@asynccmd/core';
+import { GROUP_MS } from './transaction-group.js';
+
+/** How long a slot's shared transaction may take to fill for the queue to feed it (its time limit). */
+const SHARED_TRANSACTION_MS = GROUP_MS;
 
 /** Largest adaptive queue of one pool: claimed rows held in memory stay bounded. */
 export const DEFAULT_ADAPTIVE_QUEUE_LIMIT = 500;
@@ -19,11 +23,25 @@ export class AdaptiveQueue {
   #executionMs: number | null = null;
   #claimMs: number | null = null;
   #size = 0;
+  /** The most commands one slot ran one after another in its last job (attempts sharing a transaction). */
+  #shared = 1;
 
   constructor(readonly concurrency: number) {}
 
+  /**
+   * The queue's size now. While slots take queued attempts into their own transactions (up to
+   * `shared` each) and those attempts are quick, enough wait for every slot's transaction to fill:
+   * otherwise each slot would find one or two and commit for each of them.
+   */
   get size(): number {
-    return this.#size;
+    if (this.#shared <= 1 || this.#executionMs === null) return this.#size;
+    if (this.#executionMs * this.#shared > SHARED_TRANSACTION_MS) return this.#size;
+    return Math.min(DEFAULT_ADAPTIVE_QUEUE_LIMIT, Math.max(this.#size, this.concurrency * this.#shared));
+  }
+
+  /** A slot's job could take up to `most` commands one after another (1: only its own). */
+  sharedUpTo(most: number): void {
+    this.#shared = Math.max(1, Math.floor(most));
   }
 
   /** One command ran for `ms` (wall time). */

@@ -19,6 +19,7 @@ import type { ExecutorTransactions } from './attempt-transaction.js';
 import { AsyncCommandClient } from './client.js';
 import { CommandEvents } from './command-events.js';
 import { CommandRunner } from './command-runner.js';
+import { Execution } from './execution.js';
 import { Dispatcher } from './dispatcher.js';
 import type { CommandTypeMap } from './executor.js';
 import { ExecutorRegistry } from './executor-registry.js';
@@ -155,6 +156,23 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
     this.#runner = new CommandRunner({
       ...shared,
       transactions: () => this.client as unknown as ExecutorTransactions,
+      ...(options.transactionGroupSize === undefined
+        ? {}
+        : { transactionGroupSize: options.transactionGroupSize }),
+      nextTransactional: (after) => {
+        if (after.poolName === null) return null;
+        const now = performance.now();
+        return this.#pools
+          .get(after.poolName)
+          .take(
+            (job): job is Execution =>
+              job instanceof Execution &&
+              job.state === 'claimed' &&
+              job.entry.transactional &&
+              job.entry.opener === null &&
+              !this.#leases.mayLapse(job, now),
+          );
+      },
       logger: this.logger,
       interceptors: options.interceptors ?? [],
       leases: this.#leases,

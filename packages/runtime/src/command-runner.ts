@@ -16,6 +16,8 @@ import {
   type ExecutionInterceptor,
   type Logger,
   type TransactionalCompletion,
+  type AttemptSavepoints,
+  type CompletedAttempt,
 } from '@asynccmd/core';
 import { AttemptTransaction, type ExecutorTransactions } from './attempt-transaction.js';
 import type { IdempotentSubmitOptions, SubmitItem } from './client.js';
@@ -29,6 +31,7 @@ import { outageDelayMs, pause, type StoreOutage } from './store-outage.js';
 import type { DependentSubmitOptions } from './submit-validation.js';
 import type { PoolJobTail } from './work-pool.js';
 import { ProgressWriter } from './progress-writer.js';
+import { DEFAULT_TRANSACTION_GROUP, GROUP_MS } from './transaction-group.js';
 import type { AttemptWorkflow } from './workflow.js';
 
 export interface CommandRunnerDeps {
@@ -56,6 +59,14 @@ export interface CommandRunnerDeps {
    * runner of test kits): a transactional attempt then fails.
    */
   readonly transactions: (() => ExecutorTransactions) | null;
+  /**
+   * A claimed transactional command waiting in the same pool as `after` that may join its
+   * transaction now (not started, its lease with time to spare), taken out of the queue; null when
+   * there is none. Absent: every transactional attempt has a transaction of its own.
+   */
+  readonly nextTransactional?: (after: Execution) => Execution | null;
+  /** Most attempts one transaction takes (1: none joins another); default DEFAULT_TRANSACTION_GROUP. */
+  readonly transactionGroupSize?: number;
 }
 
 /** How a transactional attempt's transaction ended. */
@@ -66,7 +77,22 @@ type TransactionEnd =
   /** Rolled back (the executor threw or was given up on, or a statement failed before the completion). */
   | { readonly kind: 'failed'; readonly error: unknown }
   /** The completion or COMMIT failed: committed or not, the row tells. */
-  | { readonly kind: 'uncertain'; readonly error: unknown; readonly attempt: AttemptTransaction };
+  | { readonly kind: 'uncertain'; readonly error: unknown; readonly attempt: AttemptTransaction }
+  /** Undone with an attempt that shared its transaction (fenced out, or failed): it runs again. */
+  | { readonly kind: 'displaced' };
+
+/** One attempt of a transaction that several share, each in a savepoint of its own. */
+interface GroupMember {
+  readonly execution: Execution;
+  readonly started: number;
+  /** Its savepoint; null for the first, undone only with the whole transaction. */
+  readonly savepoint: string | null;
+  scope: AttemptTransaction | null;
+  end: TransactionEnd | null;
+  /** What its SUCCESS writes once it has returned; null when it failed. */
+  completed: CompletedAttempt | null;
+  durationMs: number;
+}
 
 /** Thrown inside a transactional attempt's transaction to roll it back. */
 const ROLL_BACK: unique symbol = Symbol('roll back');
@@ -146,21 +172,8 @@ export class CommandRunner implements ExecutionHost {
     // A claim that waited (a slow claim round, a long queue, heartbeats held up) may have too
     // little lease left: started now, it could be reclaimed and run elsewhere while it runs here.
     if (this.deps.leases.mayLapse(execution, started)) return this.#renewThenRun(execution, runner);
-    const { command, entry } = execution;
-    execution.state = 'running';
-    const { events } = this.deps;
-    if (events.listensTo('started')) {
-      const where = runner ?? `pool:${execution.poolName ?? '?'}`;
-      events.emit({ kind: 'started', command, mode: entry.mode, runner: where });
-    }
-    if (entry.timeoutMs !== undefined) {
-      const ms = entry.timeoutMs;
-      execution.timer = setTimeout(
-        () => execution.abort('timeout', namedError('TimeoutError', `command timed out after ${ms} ms`)),
-        ms,
-      );
-    }
-    if (entry.transactional) return this.#runInTransaction(execution, started);
+    this.#begin(execution, runner);
+    if (execution.entry.transactional) return this.#runInTransaction(execution, started);
     let ran: unknown;
     try {
       ran = this.#invoke(execution, new AttemptContext(execution, this.#contextSettings));
@@ -187,6 +200,24 @@ export class CommandRunner implements ExecutionHost {
         (error: unknown) => finish({ error }),
       );
     });
+  }
+
+  /** The executor is about to run: say so, and start its timeout. */
+  #begin(execution: Execution, runner: string | null): void {
+    const { command, entry } = execution;
+    execution.state = 'running';
+    const { events } = this.deps;
+    if (events.listensTo('started')) {
+      const where = runner ?? `pool:${execution.poolName ?? '?'}`;
+      events.emit({ kind: 'started', command, mode: entry.mode, runner: where });
+    }
+    if (entry.timeoutMs !== undefined) {
+      const ms = entry.timeoutMs;
+      execution.timer = setTimeout(
+        () => execution.abort('timeout', namedError('TimeoutError', `command timed out after ${ms} ms`)),
+        ms,
+      );
+    }
   }
 
   /**
@@ -278,6 +309,13 @@ export class CommandRunner implements ExecutionHost {
         'a transactional executor needs a runtime whose store completes in transactions',
       );
       end = { kind: 'failed', error };
+    } else if (
+      completion.savepoints !== undefined &&
+      execution.entry.opener === null &&
+      this.deps.nextTransactional !== undefined &&
+      (this.deps.transactionGroupSize ?? DEFAULT_TRANSACTION_GROUP) > 1
+    ) {
+      return this.#runGroup(execution, started, completion, completion.savepoints, client);
     } else {
       end = await this.#transact(execution, completion, client);
     }
@@ -312,17 +350,7 @@ export class CommandRunner implements ExecutionHost {
       await transaction(async (tx, exposed) => {
         const scope = new AttemptTransaction(tx, client, execution.command.id, exposed);
         attempt = scope;
-        let failure: { error: unknown } | null;
-        try {
-          // Aborted while the transaction was being opened (SQLite: waiting for the write lock).
-          failure =
-            execution.abortCause !== null
-              ? { error: execution.signal.reason }
-              : await this.#untilSettled(execution, scope);
-        } finally {
-          scope.close();
-        }
-        if (failure === null && execution.abortCause !== null) failure = { error: execution.signal.reason };
+        const failure = await this.#attemptIn(execution, scope);
         if (failure !== null) {
           end = { kind: 'failed', error: failure.error };
           throw ROLL_BACK;
@@ -352,6 +380,222 @@ export class CommandRunner implements ExecutionHost {
       // Nothing was committed: opening the transaction, or a statement before the completion, failed.
       return { kind: 'failed', error };
     }
+  }
+
+  /**
+   * Runs transactional attempts one after another in one transaction, each in a savepoint of its
+   * own, while more wait in the pool (up to `transactionGroupSize`, for up to GROUP_MS): one BEGIN, one
+   * fenced SUCCESS statement and one COMMIT for all of them. With nothing waiting behind it, the
+   * first attempt runs as it would alone (no savepoint, its SUCCESS with the COMMIT). An attempt
+   * that fails is undone back to its savepoint and recorded outside, as alone; one whose completion
+   * is fenced out is undone with every attempt after it, and those run again (released, nothing
+   * counted). Resolves once the transaction is over, with the writes of every outcome in the tail.
+   */
+  async #runGroup(
+    first: Execution,
+    started: number,
+    completion: TransactionalCompletion,
+    savepoints: AttemptSavepoints,
+    client: ExecutorTransactions,
+  ): Promise<PoolJobTail> {
+    const members: GroupMember[] = [];
+    const opened = performance.now();
+    let committing = false;
+    let atCommit = false;
+    try {
+      await client.transaction(async (tx) => {
+        let next: Execution | null = first;
+        let nextStarted = started;
+        while (next !== null) {
+          const member = await this.#runMember(tx, next, nextStarted, members, savepoints, client);
+          next = this.#joining(first, opened, members.length);
+          if (next !== null) {
+            nextStarted = performance.now();
+            this.#begin(next, null);
+          } else if (members.length === 1 && member.completed !== null) {
+            // Alone after all: its SUCCESS goes out with the COMMIT where the store can, as alone.
+            atCommit =
+              completion.claimLost !== undefined &&
+              completion.completeAtCommit?.(tx, member.completed) === true;
+          }
+        }
+        if (!atCommit) await this.#completeMembers(tx, members, savepoints);
+        committing = true;
+      });
+    } catch (error) {
+      this.#groupFailed(members, error, committing, atCommit, completion);
+    }
+    for (const member of members) member.end ??= { kind: 'committed' };
+    return {
+      recorded: Promise.all(members.map((m) => this.#recordMemberEnd(m))).then(() => undefined),
+      // Each attempt's own time: the next one starts that soon after it, however long the COMMIT.
+      durations: members.map((m) => m.durationMs),
+      upTo: this.deps.transactionGroupSize ?? DEFAULT_TRANSACTION_GROUP,
+    };
+  }
+
+  /**
+   * Runs one attempt of a shared transaction, in a savepoint unless it is the first. One that
+   * fails is undone back to its savepoint (the first: with the whole transaction) and its failure
+   * recorded later, outside it.
+   */
+  async #runMember(
+    tx: unknown,
+    execution: Execution,
+    started: number,
+    members: GroupMember[],
+    savepoints: AttemptSavepoints,
+    client: ExecutorTransactions,
+  ): Promise<GroupMember> {
+    const savepoint = members.length === 0 ? null : `asynccmd_attempt_${members.length}`;
+    const member: GroupMember = {
+      execution,
+      started,
+      savepoint,
+      scope: null,
+      end: null,
+      completed: null,
+      durationMs: 0,
+    };
+    members.push(member);
+    if (savepoint !== null) await savepoints.open(tx, savepoint);
+    const scope = new AttemptTransaction(tx, client, execution.command.id);
+    member.scope = scope;
+    const failure = await this.#attemptIn(execution, scope);
+    if (failure === null) {
+      if (this.#progress.holds(execution)) await this.#progress.settle(execution, false);
+      const { ref, resultJson } = execution;
+      member.completed = resultJson === undefined ? ref : { ...ref, resultJson };
+    }
+    this.#memberOver(member);
+    if (failure !== null) {
+      member.end = { kind: 'failed', error: failure.error };
+      if (savepoint === null) throw ROLL_BACK;
+      await savepoints.rollbackTo(tx, savepoint);
+    }
+    return member;
+  }
+
+  /**
+   * The SUCCESS of every attempt of the transaction that returned, in one go. One fenced out (its
+   * claim taken away) is undone back to its savepoint, with every attempt after it (they run
+   * again) and the completions just written; those before it are completed again.
+   */
+  async #completeMembers(
+    tx: unknown,
+    members: readonly GroupMember[],
+    savepoints: AttemptSavepoints,
+  ): Promise<void> {
+    let waiting = members.filter((m) => m.end === null && m.completed !== null);
+    while (waiting.length > 0) {
+      const done = new Set(
+        await savepoints.completeAll(
+          tx,
+          waiting.map((m) => m.completed!),
+        ),
+      );
+      const k = waiting.findIndex((m) => !done.has(m.execution.command.id));
+      if (k < 0) return;
+      const fenced = waiting[k]!;
+      fenced.end = { kind: 'fenced' };
+      if (fenced.savepoint === null) throw ROLL_BACK;
+      await savepoints.rollbackTo(tx, fenced.savepoint);
+      for (const later of waiting.slice(k + 1)) later.end = { kind: 'displaced' };
+      waiting = waiting.slice(0, k);
+    }
+  }
+
+  /** A waiting transactional command that may join the transaction opened at `opened` now, or null. */
+  #joining(first: Execution, opened: number, members: number): Execution | null {
+    const most = this.deps.transactionGroupSize ?? DEFAULT_TRANSACTION_GROUP;
+    if (members >= most || performance.now() - opened > GROUP_MS) return null;
+    return this.deps.nextTransactional?.(first) ?? null;
+  }
+
+  /** An attempt of a shared transaction has run: its timeout stops, its slot is the transaction's. */
+  #memberOver(member: GroupMember): void {
+    const { execution } = member;
+    if (execution.timer !== null) {
+      clearTimeout(execution.timer);
+      execution.timer = null;
+    }
+    execution.onAbort = null;
+    execution.state = 'finishing';
+    member.durationMs = performance.now() - member.started;
+  }
+
+  /** How each attempt of a shared transaction that did not commit ends. */
+  #groupFailed(
+    members: readonly GroupMember[],
+    error: unknown,
+    committing: boolean,
+    atCommit: boolean,
+    completion: TransactionalCompletion,
+  ): void {
+    const undecided = members.filter((m) => m.end === null);
+    if (error === ROLL_BACK) {
+      // Undone on purpose (the first attempt failed or was fenced out): the others run again.
+      for (const m of undecided) m.end = { kind: 'displaced' };
+    } else if (committing && atCommit && completion.claimLost?.(error) === true) {
+      // The one attempt's SUCCESS, sent with the COMMIT, found its claim taken away.
+      for (const m of undecided) m.end = { kind: 'fenced' };
+    } else if (committing) {
+      // The COMMIT's answer was lost: each attempt's row says whether it landed.
+      for (const m of undecided) m.end = { kind: 'uncertain', error, attempt: m.scope! };
+    } else {
+      // A statement before the COMMIT failed: nothing committed. A lost connection or a deadlock
+      // puts each back uncounted (its transient loss); any other error counts against each.
+      for (const m of undecided) m.end = { kind: 'failed', error };
+    }
+  }
+
+  /** Records how an attempt of a shared transaction ended. Never rejects. */
+  #recordMemberEnd(member: GroupMember): Promise<void> {
+    const { execution, end, durationMs } = member;
+    if (end?.kind === 'displaced') return this.#releaseDisplaced(execution);
+    return this.#recordTransactionEnd(execution, end ?? { kind: 'committed' }, durationMs);
+  }
+
+  /** An attempt undone with another that shared its transaction: back to PENDING, nothing counted. */
+  async #releaseDisplaced(execution: Execution): Promise<void> {
+    if (this.#progress.holds(execution)) await this.#progress.settle(execution);
+    return this.#releaseUncounted(execution);
+  }
+
+  /** Puts a transactional attempt that did not commit back to PENDING, nothing counted. Never rejects. */
+  async #releaseUncounted(execution: Execution): Promise<void> {
+    try {
+      const released = await this.deps.store.release([execution.ref]);
+      this.deps.outage.succeeded('release');
+      if (released.includes(execution.command.id)) {
+        this.deps.events.emit({ kind: 'released', id: execution.command.id, type: execution.command.type });
+        this.deps.onClaimable('released');
+      } else this.#notRecorded(execution, false, 'failed');
+    } catch (releaseError) {
+      // The lease will run out and the hung reclaimer take it back.
+      this.deps.outage.failed('release', releaseError);
+    } finally {
+      this.#forget(execution);
+    }
+  }
+
+  /**
+   * Runs the executor with `scope` as its transaction, then closes it: its failure, or null when it
+   * returned and was not given up on meanwhile.
+   */
+  async #attemptIn(execution: Execution, scope: AttemptTransaction): Promise<{ error: unknown } | null> {
+    let failure: { error: unknown } | null;
+    try {
+      // Aborted while the transaction was being opened (SQLite: waiting for the write lock).
+      failure =
+        execution.abortCause !== null
+          ? { error: execution.signal.reason }
+          : await this.#untilSettled(execution, scope);
+    } finally {
+      scope.close();
+    }
+    if (failure === null && execution.abortCause !== null) failure = { error: execution.signal.reason };
+    return failure;
   }
 
   /** Runs the executor in its transaction; resolves with its failure (null: it returned) or once it was given up on. */
@@ -412,27 +656,15 @@ export class CommandRunner implements ExecutionHost {
     const transient =
       execution.abortCause === null && (this.deps.store.transactionalCompletion?.isTransient(error) ?? false);
     if (!transient) return this.#recordFailure(execution, { error }, durationMs);
-    try {
-      // One loss (a deadlock victim, a connection that died) runs again at once; losses in a row
-      // with no commit between are an outage of the transactions' connections (an ORM's pool that
-      // cannot connect): hold the claim a growing while first, or released commands would be
-      // claimed and lost again as fast as the store answers.
-      this.#transientLosses += 1;
-      if (this.#transientLosses > 1) {
-        await pause(outageDelayMs(this.#transientLosses - 1), this.#givenUp.signal);
-      }
-      const released = await this.deps.store.release([execution.ref]);
-      this.deps.outage.succeeded('release');
-      if (released.includes(execution.command.id)) {
-        this.deps.events.emit({ kind: 'released', id: execution.command.id, type: execution.command.type });
-        this.deps.onClaimable('released');
-      } else this.#notRecorded(execution, false, 'failed');
-    } catch (releaseError) {
-      // The lease will run out and the hung reclaimer take it back.
-      this.deps.outage.failed('release', releaseError);
-    } finally {
-      this.#forget(execution);
+    // One loss (a deadlock victim, a connection that died) runs again at once; losses in a row
+    // with no commit between are an outage of the transactions' connections (an ORM's pool that
+    // cannot connect): hold the claim a growing while first, or released commands would be
+    // claimed and lost again as fast as the store answers.
+    this.#transientLosses += 1;
+    if (this.#transientLosses > 1) {
+      await pause(outageDelayMs(this.#transientLosses - 1), this.#givenUp.signal);
     }
+    return this.#releaseUncounted(execution);
   }
 
   /** Whether the attempt's transaction committed, asked until the store answers; null once shutdown gives up. */

@@ -59,6 +59,15 @@ export interface AsyncCommandsOptions<Tx = unknown> {
    * MAX_RESULT_BYTES (1 MiB). Default: core DEFAULT_MAX_RESULT_BYTES (64 KiB).
    */
   readonly maxResultBytes?: number;
+  /**
+   * Most transactional attempts (executors declared `transactional: true` on the store's own
+   * transactions) that run one after another in one transaction when they wait in the same pool,
+   * each in a savepoint of its own: one BEGIN, one fenced SUCCESS statement and one COMMIT for
+   * all. A transaction takes no further attempt once open 20 ms, and an attempt that fails or loses
+   * its claim is undone alone (those after it run again). 1: every attempt has a transaction of
+   * its own. Default 16, at most 32.
+   */
+  readonly transactionGroupSize?: number;
   /** Retries after the first attempt when neither the submit nor the executor says. Default 5. */
   readonly defaultMaxRetry?: number;
   /**

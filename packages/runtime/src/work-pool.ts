@@ -37,6 +37,14 @@ export const DEFAULT_REFILL_WAIT_MS = 20;
  */
 export interface PoolJobTail {
   readonly recorded: Promise<void>;
+  /**
+   * How long each command the job ran took, where it ran several one after another in its slot
+   * (attempts sharing a transaction, whose COMMIT is shared too): what the adaptive queue counts
+   * instead of the job's whole time.
+   */
+  readonly durations?: readonly number[];
+  /** The most commands the job could have run in its slot (its transaction's limit); default 1. */
+  readonly upTo?: number;
 }
 
 /** A unit of pool work; it must not reject (the command runner catches everything). */
@@ -157,6 +165,17 @@ export class WorkPool {
     return true;
   }
 
+  /**
+   * Takes the first queued job `fits` accepts out of the queue, for a running job to run it in
+   * its own slot (transactional attempts that share a transaction); null when none does.
+   */
+  take<T extends PoolJob>(fits: (job: PoolJob) => job is T): T | null {
+    const i = this.#queue.findIndex(fits);
+    if (i < 0) return null;
+    const [job] = this.#queue.splice(i, 1);
+    return (job as T | undefined) ?? null;
+  }
+
   /** Empties the queue (shutdown): the returned jobs never start. */
   drainQueue(): PoolJob[] {
     return this.#queue.splice(0);
@@ -192,7 +211,11 @@ export class WorkPool {
     const began = adaptive ? performance.now() : 0;
     const done = (tail: void | PoolJobTail): void => {
       this.#active--;
-      adaptive?.executionTook(performance.now() - began);
+      if (adaptive) {
+        if (tail?.durations === undefined) adaptive.executionTook(performance.now() - began);
+        else for (const ms of tail.durations) adaptive.executionTook(ms);
+        adaptive.sharedUpTo(tail?.upTo ?? 1);
+      }
       if (tail) {
         this.#recording++;
         const recorded = (): void => {

@@ -1,0 +1,9 @@
+/** Most transactional attempts one transaction takes by default (options `transactionGroupSize`). */
+export const DEFAULT_TRANSACTION_GROUP = 16;
+/** A savepoint each: PostgreSQL caches 64 subtransactions per session before snapshots get slow. */
+export const MAX_TRANSACTION_GROUP = 32;
+/**
+ * A transaction takes no further attempt once open this long: its first attempts' SUCCESS (and
+ * their row locks) wait for its COMMIT, so only quick attempts share one.
+ */
+export const GROUP_MS = 20;
