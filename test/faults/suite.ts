@@ -527,43 +527,47 @@ export function describeFaults(db: FaultDatabase): void {
         SCENARIO_TIMEOUT_MS,
       );
 
-      it(
-        `SIGKILL of transactional workers in a loop (${s.name}): every command SUCCESS with exactly one effect row and one follow-up`,
-        async () => {
-          const size = SIZES.transactional;
-          run = await Run.open(db, 'txkill');
-          const r = run;
-          const tx = await transactionalSetup(db, r, r.spec(s.timing, s.concurrency));
-          await r.submit(commandsFor(s, size.commands), size.workMs);
-          await underLoad(s, async (load) => {
-            const alive = await Promise.all(Array.from({ length: WORKERS }, () => r.spawn(tx.spec)));
-            for (let k = 0; k < size.kills; k++) {
-              await sleep(size.everyMs);
-              const victim = alive.splice(k % alive.length, 1)[0]!;
-              await killWorker(victim);
-              alive.push(await r.spawn(tx.spec));
-            }
-            await r.drained();
-            const verdict = await r.verdict();
-            const settled = await tx.settle(verdict);
-            results.push(
-              row(
-                `${size.kills} × SIGKILL of a transactional worker (${s.name})`,
-                db,
-                settled.applied,
-                `${settled.summary}; ${verdict.twice.length} ran to their end twice`,
-                `${WORKERS} processes, ${load}; one effect row (no unique constraint) and one follow-up per command, in its transaction; twice = effect rows > 1`,
-              ),
-            );
-            expectHeld(verdict, true, `after ${size.kills} kills`, r.lines());
-            settled.expectOnce();
-            expect(settled.counts.size, 'effect rows of anything but the committed commands').toBe(
-              r.committed.length,
-            );
-          });
-        },
-        SCENARIO_TIMEOUT_MS,
-      );
+      // At the defaults also with attempts that take no time: they queue and share transactions.
+      for (const workMs of s === DEFAULTS ? [SIZES.transactional.workMs, 0] : [SIZES.transactional.workMs]) {
+        const shared = workMs === 0 ? ', 0 ms attempts sharing transactions' : '';
+        it(
+          `SIGKILL of transactional workers in a loop (${s.name}${shared}): every command SUCCESS with exactly one effect row and one follow-up`,
+          async () => {
+            const size = SIZES.transactional;
+            run = await Run.open(db, 'txkill');
+            const r = run;
+            const tx = await transactionalSetup(db, r, r.spec(s.timing, s.concurrency));
+            await r.submit(commandsFor(s, size.commands), workMs);
+            await underLoad(s, async (load) => {
+              const alive = await Promise.all(Array.from({ length: WORKERS }, () => r.spawn(tx.spec)));
+              for (let k = 0; k < size.kills; k++) {
+                await sleep(size.everyMs);
+                const victim = alive.splice(k % alive.length, 1)[0]!;
+                await killWorker(victim);
+                alive.push(await r.spawn(tx.spec));
+              }
+              await r.drained();
+              const verdict = await r.verdict();
+              const settled = await tx.settle(verdict);
+              results.push(
+                row(
+                  `${size.kills} × SIGKILL of a transactional worker (${s.name}${shared})`,
+                  db,
+                  settled.applied,
+                  `${settled.summary}; ${verdict.twice.length} ran to their end twice`,
+                  `${WORKERS} processes, ${load}; one effect row (no unique constraint) and one follow-up per command, in its transaction; twice = effect rows > 1`,
+                ),
+              );
+              expectHeld(verdict, true, `after ${size.kills} kills`, r.lines());
+              settled.expectOnce();
+              expect(settled.counts.size, 'effect rows of anything but the committed commands').toBe(
+                r.committed.length,
+              );
+            });
+          },
+          SCENARIO_TIMEOUT_MS,
+        );
+      }
     }
 
     if (db.server) {

@@ -17,7 +17,6 @@ import {
   statsRowsFromRows,
   runThroughExecutor,
   checkedStore,
-  completeEach,
 } from '@asynccmd/core/store-kit';
 import type {
   CheckedClaimById,
@@ -311,7 +310,7 @@ class MysqlEngine implements StoreEngine<Connection> {
       rollbackTo: async (tx, name) => {
         await write(tx, `ROLLBACK TO SAVEPOINT ${name}`);
       },
-      completeAll: (tx, checked) => completeEach(this.transactionalCompletion.complete, tx, checked),
+      completeAll: (tx, checked) => this.completeAllIn(tx, checked),
     },
   };
 
@@ -609,7 +608,11 @@ class MysqlEngine implements StoreEngine<Connection> {
     );
   }
 
-  async complete(checkedRefs: readonly CheckedCompletedAttempt[]): Promise<Port.CommandId[]> {
+  /**
+   * The statement that completes the refs without dependants (those with them it leaves), with
+   * its values, and the refs' count, tokens and values.
+   */
+  private completeWrite(checkedRefs: readonly CheckedCompletedAttempt[]) {
     const { count, tokens, values } = refValues(checkedRefs);
     const results = checkedRefs.filter((a) => a.resultJson !== undefined);
     // Only attempts that left a result take the statement that writes them: the commonest write
@@ -621,6 +624,32 @@ class MysqlEngine implements StoreEngine<Connection> {
             this.sql.completeWithResults(tokens, results.length),
             [...results.flatMap((a) => [a.id, a.token, a.resultJson]), ...values],
           ];
+    return { sql, bound, count, tokens, values };
+  }
+
+  /**
+   * The SUCCESS of attempts that shared `tx` (a store transaction), fenced: the commonest write,
+   * then those it left (with dependants, settled in `tx`); the ids completed, read in `tx`.
+   */
+  private async completeAllIn(
+    tx: Connection,
+    checked: readonly CheckedCompletedAttempt[],
+  ): Promise<Port.CommandId[]> {
+    const { sql, bound, count, tokens, values } = this.completeWrite(checked);
+    const updated = await write(tx, sql, bound);
+    if (updated.affectedRows < count)
+      await completeMarked(this.table, this.sql.completeHeld, checked, (fn) => fn(tx));
+    const ids = unique(checked.map((r) => r.id));
+    if (updated.affectedRows === count && ids.length === count) return ids;
+    const done = await select<{ id: string }>(tx, this.sql.completedBy(tokens), values);
+    return inCallersOrder(
+      ids,
+      done.map((r) => String(r.id)),
+    );
+  }
+
+  async complete(checkedRefs: readonly CheckedCompletedAttempt[]): Promise<Port.CommandId[]> {
+    const { sql, bound, count, tokens, values } = this.completeWrite(checkedRefs);
     // Completing again after a lost connection is harmless: the read below reports the refs whose
     // command is SUCCESS under their own claim, finished by the first try or the second (which,
     // finding the row SUCCESS, leaves the first try's result as it is).

@@ -258,18 +258,18 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
     // Names are checked identifiers (core checked-store); the write lock is the transaction's.
     savepoints: {
       open: async (tx, name) => {
-        this.requireOwnTransaction(tx);
+        this.refuseUnlessOwnTransaction(tx);
         tx.exec(`SAVEPOINT ${name}`);
       },
       rollbackTo: async (tx, name) => {
-        this.requireOwnTransaction(tx);
+        this.refuseUnlessOwnTransaction(tx);
         tx.exec(`ROLLBACK TO SAVEPOINT ${name}`);
       },
       completeAll: (tx, checked) => completeEach(this.transactionalCompletion.complete, tx, checked),
     },
   };
 
-  private requireOwnTransaction(tx: SqliteDatabase): void {
+  private refuseUnlessOwnTransaction(tx: SqliteDatabase): void {
     if (tx !== this.db || !tx.inTransaction) {
       throw new InvalidArgumentError(
         "a savepoint needs an open transaction on the store's own database handle",

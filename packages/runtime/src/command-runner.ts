@@ -94,6 +94,10 @@ interface GroupMember {
   durationMs: number;
 }
 
+function groupMember(execution: Execution, started: number, savepoint: string | null): GroupMember {
+  return { execution, started, savepoint, scope: null, end: null, completed: null, durationMs: 0 };
+}
+
 /** Thrown inside a transactional attempt's transaction to roll it back. */
 const ROLL_BACK: unique symbol = Symbol('roll back');
 
@@ -423,6 +427,13 @@ export class CommandRunner implements ExecutionHost {
         committing = true;
       });
     } catch (error) {
+      if (members.length === 0) {
+        // The transaction could not be opened (no connection, BEGIN refused): the first attempt
+        // never ran, and ends as that failure (put back uncounted where the store says it was lost).
+        const never = groupMember(first, started, null);
+        this.#memberOver(never);
+        members.push(never);
+      }
       this.#groupFailed(members, error, committing, atCommit, completion);
     }
     for (const member of members) member.end ??= { kind: 'committed' };
@@ -448,15 +459,7 @@ export class CommandRunner implements ExecutionHost {
     client: ExecutorTransactions,
   ): Promise<GroupMember> {
     const savepoint = members.length === 0 ? null : `asynccmd_attempt_${members.length}`;
-    const member: GroupMember = {
-      execution,
-      started,
-      savepoint,
-      scope: null,
-      end: null,
-      completed: null,
-      durationMs: 0,
-    };
+    const member = groupMember(execution, started, savepoint);
     members.push(member);
     if (savepoint !== null) await savepoints.open(tx, savepoint);
     const scope = new AttemptTransaction(tx, client, execution.command.id);
@@ -553,7 +556,9 @@ export class CommandRunner implements ExecutionHost {
   #recordMemberEnd(member: GroupMember): Promise<void> {
     const { execution, end, durationMs } = member;
     if (end?.kind === 'displaced') return this.#releaseDisplaced(execution);
-    return this.#recordTransactionEnd(execution, end ?? { kind: 'committed' }, durationMs);
+    // A transaction lost through no fault of its own is one loss, however many attempts it held.
+    const countsLoss = member.savepoint === null;
+    return this.#recordTransactionEnd(execution, end ?? { kind: 'committed' }, durationMs, countsLoss);
   }
 
   /** An attempt undone with another that shared its transaction: back to PENDING, nothing counted. */
@@ -623,9 +628,14 @@ export class CommandRunner implements ExecutionHost {
   }
 
   /** Reports how a transactional attempt ended, writing its failure when it failed. Never rejects. */
-  async #recordTransactionEnd(execution: Execution, end: TransactionEnd, durationMs: number): Promise<void> {
+  async #recordTransactionEnd(
+    execution: Execution,
+    end: TransactionEnd,
+    durationMs: number,
+    countsLoss = true,
+  ): Promise<void> {
     if (this.#progress.holds(execution)) await this.#progress.settle(execution);
-    if (end.kind === 'failed') return this.#recordRolledBack(execution, end.error, durationMs);
+    if (end.kind === 'failed') return this.#recordRolledBack(execution, end.error, durationMs, countsLoss);
     try {
       if (end.kind === 'uncertain') {
         // The answer to the COMMIT was lost: the row says whether it landed, before anything is
@@ -633,7 +643,7 @@ export class CommandRunner implements ExecutionHost {
         const ref = execution.ref;
         const committed = await this.#settleCommit(ref);
         if (committed === null) return this.#notRecorded(execution, ABANDONED, 'succeeded');
-        if (!committed) return await this.#recordRolledBack(execution, end.error, durationMs);
+        if (!committed) return await this.#recordRolledBack(execution, end.error, durationMs, countsLoss);
         // Committed: what it submitted was never dispatched.
         await this.deps.transactions?.().afterCommit(end.attempt.dispatched);
       }
@@ -651,8 +661,14 @@ export class CommandRunner implements ExecutionHost {
    * A transactional attempt rolled back. Lost through no fault of its own (the store says so: a
    * connection that died, a deadlock victim) and not given up on, it goes back to PENDING at once,
    * nothing counted against it, as at shutdown; otherwise its failure is recorded as any other.
+   * `countsLoss`: false for the later attempts of a shared transaction (its first counts the loss).
    */
-  async #recordRolledBack(execution: Execution, error: unknown, durationMs: number): Promise<void> {
+  async #recordRolledBack(
+    execution: Execution,
+    error: unknown,
+    durationMs: number,
+    countsLoss = true,
+  ): Promise<void> {
     const transient =
       execution.abortCause === null && (this.deps.store.transactionalCompletion?.isTransient(error) ?? false);
     if (!transient) return this.#recordFailure(execution, { error }, durationMs);
@@ -660,8 +676,8 @@ export class CommandRunner implements ExecutionHost {
     // with no commit between are an outage of the transactions' connections (an ORM's pool that
     // cannot connect): hold the claim a growing while first, or released commands would be
     // claimed and lost again as fast as the store answers.
-    this.#transientLosses += 1;
-    if (this.#transientLosses > 1) {
+    if (countsLoss) this.#transientLosses += 1;
+    if (countsLoss && this.#transientLosses > 1) {
       await pause(outageDelayMs(this.#transientLosses - 1), this.#givenUp.signal);
     }
     return this.#releaseUncounted(execution);
