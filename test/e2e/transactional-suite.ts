@@ -24,6 +24,8 @@ export interface EffectTable<Tx> {
   insert(tx: Tx, store: CommandStore<Tx>, commandId: string, attempt: number): Promise<void>;
   /** Rows per command id (in a transaction of the store's, after the fact). */
   count(tx: Tx, store: CommandStore<Tx>): Promise<Map<string, number>>;
+  /** A statement that fails (the executor catches its error), on the executor's handle. */
+  fail(tx: Tx): Promise<void>;
 }
 
 export interface TransactionalE2EFeatures {
@@ -34,6 +36,8 @@ export interface TransactionalE2EFeatures {
   readonly oneWriter: boolean;
   /** The store has connections that can be lost (not embedded SQLite): such a loss is no failure of the attempt. */
   readonly connections: boolean;
+  /** A failed statement leaves the transaction refusing every statement until a rollback (PostgreSQL). */
+  readonly abortsOnError: boolean;
 }
 
 async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000) {
@@ -229,6 +233,25 @@ export function describeTransactionalE2E<Tx>(
       expect((await store.list({ type: 'etx.next', limit: 500 })).items).toHaveLength(n);
       expect(kinds(events, 'retried')).toHaveLength(failed.length);
       expect(kinds(events, 'fenced')).toEqual([]);
+    });
+
+    it('an attempt of a shared transaction that catches a failed statement and returns fails alone where that dooms the transaction; the others commit once', async () => {
+      const executor = effectThen(async (n, ctx) => {
+        if (n === 1 && ctx.attempt === 1) await effects.fail(ctx.tx).catch(() => undefined);
+      });
+      const { store, ids } = await queuedBehindOneSlot([executor], 3);
+      await waitFor('all three committed', async () =>
+        (await store.getMany(ids)).every((c) => c.status === 'SUCCESS'),
+      );
+      const counts = await countEffects(store);
+      expect(ids.map((id) => counts.get(id))).toEqual([1, 1, 1]);
+      // PostgreSQL: the transaction refused everything after the failed statement, so the attempt
+      // that caught it is undone to its savepoint and retried; elsewhere only that statement failed.
+      expect((await store.getMany(ids)).map((c) => c.retryCount)).toEqual([
+        0,
+        features.abortsOnError ? 1 : 0,
+        0,
+      ]);
     });
 
     // Another connection's reads and writes wait for an open transaction where there is one writer.

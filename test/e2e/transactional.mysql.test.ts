@@ -14,6 +14,9 @@ describeTransactionalE2E<Connection>(
     async insert(tx, _store, commandId, attempt) {
       await tx.query('INSERT INTO etx_effect (command_id, attempt) VALUES (?, ?)', [commandId, attempt]);
     },
+    async fail(tx) {
+      await tx.query('SELECT * FROM etx_no_such_table');
+    },
     async count(tx) {
       const [rows] = await tx.query(
         'SELECT CAST(command_id AS CHAR) AS id, COUNT(*) AS n FROM etx_effect GROUP BY command_id',
@@ -21,5 +24,5 @@ describeTransactionalE2E<Connection>(
       return new Map((rows as { id: string; n: number }[]).map((r) => [r.id, Number(r.n)]));
     },
   },
-  { oneWriter: false, connections: true },
+  { oneWriter: false, connections: true, abortsOnError: false },
 );

@@ -24,6 +24,9 @@ describeTransactionalE2E<pg.ClientBase>(
         attempt,
       ]);
     },
+    async fail(tx) {
+      await tx.query('SELECT 1 / 0');
+    },
     async count(tx, store) {
       const { rows } = await tx.query<{ id: string; n: string }>(
         `SELECT command_id::text AS id, COUNT(*) AS n FROM ${effectTable(store)} GROUP BY command_id`,
@@ -31,5 +34,5 @@ describeTransactionalE2E<pg.ClientBase>(
       return new Map(rows.map((r) => [r.id, Number(r.n)]));
     },
   },
-  { oneWriter: false, connections: true },
+  { oneWriter: false, connections: true, abortsOnError: true },
 );

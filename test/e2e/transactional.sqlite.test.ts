@@ -12,6 +12,9 @@ describeTransactionalE2E<SqliteDatabase>(
     async insert(tx, _store, commandId, attempt) {
       tx.prepare('INSERT INTO etx_effect (command_id, attempt) VALUES (?, ?)').run(commandId, attempt);
     },
+    async fail(tx) {
+      tx.prepare('SELECT * FROM etx_no_such_table').all();
+    },
     async count(tx) {
       const rows = tx
         .prepare('SELECT command_id AS id, COUNT(*) AS n FROM etx_effect GROUP BY command_id')
@@ -22,5 +25,5 @@ describeTransactionalE2E<SqliteDatabase>(
       return new Map(rows.map((r) => [r.id, Number(r.n)]));
     },
   },
-  { oneWriter: true, connections: false },
+  { oneWriter: true, connections: false, abortsOnError: false },
 );

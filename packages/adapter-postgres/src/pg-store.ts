@@ -7,13 +7,14 @@ import type {
   TransactionalCompletionEngine,
 } from '@asynccmd/core/store-kit';
 import { CLAIM_LOST } from './dependencies.js';
+import type { EventEmitter } from 'node:events';
 import type { ClientBase, Pool, PoolClient } from 'pg';
 import { arrayLiteral, asText } from './connection.js';
 import type { TableNames } from './names.js';
 import { PgConnection } from './pg-connection.js';
 import { CommitRiders } from './pipeline/commit-riders.js';
 import { IdReserve } from './pipeline/id-reserve.js';
-import { runInTransaction } from './pipeline/transaction.js';
+import { runInTransaction, transactionStatus } from './pipeline/transaction.js';
 import { toRecord } from './rows.js';
 import type { ClaimedRow } from './rows.js';
 import { PostgresEngine, postgresEngineStore } from './store.js';
@@ -164,6 +165,7 @@ export class PgEngine extends PostgresEngine<PoolClient> {
             await deferred.run({ text: `ROLLBACK TO SAVEPOINT ${name}` });
           },
           completeAll: (tx, checked) => direct.completeAll(tx, checked),
+          failed: (tx) => failedTransaction(tx),
         },
       }),
     };
@@ -236,4 +238,33 @@ export class PgEngine extends PostgresEngine<PoolClient> {
     })();
     return this.closing;
   }
+}
+
+/**
+ * Whether `client`'s transaction block has failed ('E'), as of its last ReadyForQuery. A statement's
+ * error reaches its caller before the ReadyForQuery that follows it: while one is still awaited,
+ * the answer waits for it.
+ */
+async function failedTransaction(client: ClientBase): Promise<boolean> {
+  // pg's own flag: false from a query's send until its ReadyForQuery (an error answer comes first).
+  const c = client as ClientBase & {
+    readyForQuery?: boolean;
+    connection?: EventEmitter & { stream?: { destroyed?: boolean } };
+  };
+  const connection = c.connection;
+  // A connection that is gone answers nothing more: the transaction is lost either way.
+  if (c.readyForQuery === false && connection !== undefined && connection.stream?.destroyed !== true) {
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        connection.off('readyForQuery', done);
+        connection.off('end', done);
+        connection.off('error', done);
+        resolve();
+      };
+      connection.on('readyForQuery', done);
+      connection.on('end', done);
+      connection.on('error', done);
+    });
+  }
+  return transactionStatus(client) === 'E';
 }

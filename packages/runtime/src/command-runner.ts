@@ -17,6 +17,7 @@ import {
   type Logger,
   type TransactionalCompletion,
   type AttemptSavepoints,
+  TransactionRolledBackError,
   type CompletedAttempt,
 } from '@asynccmd/core';
 import { AttemptTransaction, type ExecutorTransactions } from './attempt-transaction.js';
@@ -97,6 +98,9 @@ interface GroupMember {
 function groupMember(execution: Execution, started: number, savepoint: string | null): GroupMember {
   return { execution, started, savepoint, scope: null, end: null, completed: null, durationMs: 0 };
 }
+
+const CAUGHT_STATEMENT_FAILURE =
+  'a statement of the attempt failed and its error was caught: the transaction refused everything after it';
 
 /** Thrown inside a transactional attempt's transaction to roll it back. */
 const ROLL_BACK: unique symbol = Symbol('roll back');
@@ -464,7 +468,11 @@ export class CommandRunner implements ExecutionHost {
     if (savepoint !== null) await savepoints.open(tx, savepoint);
     const scope = new AttemptTransaction(tx, client, execution.command.id);
     member.scope = scope;
-    const failure = await this.#attemptIn(execution, scope);
+    let failure = await this.#attemptIn(execution, scope);
+    // It caught a failed statement and returned: the transaction refuses everything after it.
+    if (failure === null && savepoints.failed !== undefined && (await savepoints.failed(tx))) {
+      failure = { error: new TransactionRolledBackError(CAUGHT_STATEMENT_FAILURE) };
+    }
     if (failure === null) {
       if (this.#progress.holds(execution)) await this.#progress.settle(execution, false);
       const { ref, resultJson } = execution;

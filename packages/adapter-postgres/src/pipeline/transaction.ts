@@ -180,7 +180,7 @@ export async function runInTransaction<T>(
  * The session's transaction status from its last ReadyForQuery ('I' idle), or null where the
  * installed pg does not say (getTransactionStatus is newer than the oldest pg this store runs on).
  */
-function transactionStatus(client: ClientBase): string | null {
+export function transactionStatus(client: ClientBase): string | null {
   const read = (client as Partial<Pick<ClientBase, 'getTransactionStatus'>>).getTransactionStatus;
   return typeof read === 'function' ? String(read.call(client)) : null;
 }

@@ -360,6 +360,13 @@ export interface AttemptSavepoints<Tx = unknown> {
    * taken away): the caller must undo it before `tx` commits.
    */
   completeAll(tx: Tx, attempts: readonly CompletedAttempt[]): Promise<CommandId[]>;
+  /**
+   * Optional: whether a statement in `tx` failed and left it refusing every statement until it is
+   * rolled back (PostgreSQL), as far as the store knows now: an attempt that caught such an error
+   * and returned is undone to its savepoint as failed, instead of failing the attempts after it.
+   * Settles once the store has heard the end of what `tx` has sent.
+   */
+  failed?(tx: Tx): Promise<boolean>;
 }
 
 /** A failed attempt to record: the claim it ran under and what it turns into. */

@@ -106,6 +106,7 @@ export interface SavepointsEngine<Tx> {
   rollbackTo(tx: Tx, name: string): Promise<void>;
   /** At least one attempt. */
   completeAll(tx: Tx, attempts: readonly CheckedCompletedAttempt[]): Promise<CommandId[]>;
+  failed?(tx: Tx): Promise<boolean>;
 }
 
 /**
@@ -442,6 +443,7 @@ function checkedSavepoints<Tx>(engine: SavepointsEngine<Tx>, input: StoreInput):
       const checked = input.completedAttempts(attempts);
       return checked.length === 0 ? [] : engine.completeAll(tx, checked);
     },
+    ...(engine.failed !== undefined && { failed: engine.failed.bind(engine) }),
   };
 }
 
