@@ -443,72 +443,68 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   }
 
   /**
-   * The SUCCESS of attempts that shared `tx` (a store transaction), fenced, in one statement: the
-   * commonest (moved, no dependants) first, then those it left (dependants settled, ticks in place).
+   * The SUCCESS of attempts that shared `tx` (a store transaction), fenced, in the statements of
+   * `complete`, run in `tx`.
    */
   private async completeAllIn(
     tx: Tx,
     checked: readonly CheckedCompletedAttempt[],
   ): Promise<Port.CommandId[]> {
+    const done = await this.completeBy(
+      (text, values) =>
+        this.stalePlans.timed(checked.length, () =>
+          this.connection.preparedIn<{ id: string }>(tx, text, values),
+        ),
+      checked,
+    );
+    return inCallersOrder(refArrays(checked)[0], done);
+  }
+
+  /**
+   * The fenced SUCCESS of `checked` through `write`: the commonest statement (rows without
+   * dependants move), then the settling one for the rows it left. The ids completed.
+   */
+  private async completeBy(
+    write: (text: string, values: unknown[]) => Promise<{ id: string }[]>,
+    checked: readonly CheckedCompletedAttempt[],
+  ): Promise<Port.CommandId[]> {
+    // The statement wrote nothing; the driver's text stays out of the error.
+    const checkedWrite = (text: string, values: unknown[]): Promise<{ id: string }[]> =>
+      write(text, values).catch((e: unknown) => {
+        if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
+          throw new InvalidArgumentError('a result must be JSON text');
+        }
+        throw e;
+      });
     const [ids, tokens] = refArrays(checked);
-    const results = checked.map((a) => a.resultJson ?? null);
-    const withResults = results.some((r) => r !== null);
-    const inTx = (text: string, values: unknown[]): Promise<{ id: string }[]> =>
-      this.stalePlans.timed(checked.length, () =>
-        this.connection.preparedIn<{ id: string }>(tx, text, values).catch((e: unknown) => {
-          if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
-            throw new InvalidArgumentError('a result must be JSON text');
-          }
-          throw e;
-        }),
-      );
+    // Only attempts that left a result take the statement with the results' array: the commonest
+    // write stays as it was.
+    const withResults = checked.some((a) => a.resultJson !== undefined);
     const moved = withResults
-      ? await inTx(this.sql.completeWithResults, [ids, tokens, results])
-      : await inTx(this.sql.complete, [ids, tokens]);
+      ? await checkedWrite(this.sql.completeWithResults, [
+          ids,
+          tokens,
+          checked.map((a) => a.resultJson ?? null),
+        ])
+      : await checkedWrite(this.sql.complete, [ids, tokens]);
     const done = moved.map((r) => r.id);
+    // A command with dependants settles them as it moves; a schedule's tick completes in place.
     const stayed = notAmong(checked, done);
     if (stayed.length > 0) {
       const [stayedIds, stayedTokens] = refArrays(stayed);
-      const settled = await inTx(this.sql.completeSettling, [
+      const settled = await checkedWrite(this.sql.completeSettling, [
         stayedIds,
         stayedTokens,
         stayed.map((a) => a.resultJson ?? null),
       ]);
       done.push(...settled.map((r) => r.id));
     }
-    return inCallersOrder(ids, done);
+    return done;
   }
 
   async complete(checked: readonly CheckedCompletedAttempt[]): Promise<Port.CommandId[]> {
     const [ids, tokens] = refArrays(checked);
-    // Only attempts that left a result take the statement with the results' array: the commonest
-    // write stays as it was.
-    const withResults = checked.some((a) => a.resultJson !== undefined);
-    const written = withResults
-      ? this.fenced<{ id: string }>(this.sql.completeWithResults, [
-          ids,
-          tokens,
-          checked.map((a) => a.resultJson ?? null),
-        ]).catch((e: unknown) => {
-          // The statement wrote nothing; the driver's text stays out of the error.
-          if ((e as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) {
-            throw new InvalidArgumentError('a result must be JSON text');
-          }
-          throw e;
-        })
-      : this.fenced<{ id: string }>(this.sql.complete, [ids, tokens]);
-    const done = (await written).map((r) => r.id);
-    // A command with dependants settles them as it moves; a schedule's tick completes in place.
-    const stayed = notAmong(checked, done);
-    if (stayed.length > 0) {
-      const [stayedIds, stayedTokens] = refArrays(stayed);
-      const inPlace = await this.fenced<{ id: string }>(this.sql.completeSettling, [
-        stayedIds,
-        stayedTokens,
-        stayed.map((a) => a.resultJson ?? null),
-      ]);
-      done.push(...inPlace.map((r) => r.id));
-    }
+    const done = await this.completeBy((text, values) => this.fenced<{ id: string }>(text, values), checked);
     // A ref not completed now may have been by an earlier try whose reply was lost (a retry after a
     // cut connection): that is its own outcome recorded, not a fenced one.
     if (done.length < new Set(ids).size) {

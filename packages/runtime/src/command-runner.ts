@@ -102,6 +102,16 @@ function groupMember(execution: Execution, started: number, savepoint: string | 
 const CAUGHT_STATEMENT_FAILURE =
   'a statement of the attempt failed and its error was caught: the transaction refused everything after it';
 
+/** The executor is over (or given up on): its timeout stops, and its outcome is next. */
+function finishing(execution: Execution): void {
+  if (execution.timer !== null) {
+    clearTimeout(execution.timer);
+    execution.timer = null;
+  }
+  execution.onAbort = null;
+  execution.state = 'finishing';
+}
+
 /** Thrown inside a transactional attempt's transaction to roll it back. */
 const ROLL_BACK: unique symbol = Symbol('roll back');
 
@@ -245,12 +255,7 @@ export class CommandRunner implements ExecutionHost {
 
   /** The executor is over (or given up on): its slot is free, its outcome goes to be written. */
   #ran(execution: Execution, failure: { error: unknown } | null, started: number): PoolJobTail {
-    if (execution.timer !== null) {
-      clearTimeout(execution.timer);
-      execution.timer = null;
-    }
-    execution.onAbort = null;
-    execution.state = 'finishing';
+    finishing(execution);
     return { recorded: this.#record(execution, failure, performance.now() - started) };
   }
 
@@ -327,12 +332,7 @@ export class CommandRunner implements ExecutionHost {
     } else {
       end = await this.#transact(execution, completion, client);
     }
-    if (execution.timer !== null) {
-      clearTimeout(execution.timer);
-      execution.timer = null;
-    }
-    execution.onAbort = null;
-    execution.state = 'finishing';
+    finishing(execution);
     const durationMs = performance.now() - started;
     return { recorded: this.#recordTransactionEnd(execution, end, durationMs) };
   }
@@ -526,12 +526,7 @@ export class CommandRunner implements ExecutionHost {
   /** An attempt of a shared transaction has run: its timeout stops, its slot is the transaction's. */
   #memberOver(member: GroupMember): void {
     const { execution } = member;
-    if (execution.timer !== null) {
-      clearTimeout(execution.timer);
-      execution.timer = null;
-    }
-    execution.onAbort = null;
-    execution.state = 'finishing';
+    finishing(execution);
     member.durationMs = performance.now() - member.started;
   }
 
