@@ -16,6 +16,9 @@ import {
   PG_USAGE,
   SQLITE_USAGE,
   TYPE_LIMIT,
+  FEATURE_USAGES,
+  flowUsage,
+  usageSubmit,
   usageTypeLimit,
   usageUpdates,
   type FeatureUsage,
@@ -26,7 +29,7 @@ import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import { MYSQL_TABLE, seedPendingMysql } from './baselines/raw-sql-mysql.js';
 import { MYSQL_CONFIG, mysqlPool, recreateDatabase } from './mysql.js';
 
-const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw] [--store-loop] [--keyed|--type-limit] [--scheduled]
+const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total N] [--concurrency C] [--repeats R] [--rounds] [--raw] [--store-loop] [--keyed|--type-limit|--usage KEY] [--scheduled]
   Drains N pre-inserted no-op commands with asynccmd's defaults in this one process, R times,
   and prints CPU µs per command (process.cpuUsage, from start to stop), the rate and peak RSS.
   --raw drains with the raw batch-500 SQL loop instead (the physical reference; pg and sqlite).
@@ -37,6 +40,8 @@ const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total 
   --instances N runs N runtimes in this process, each with its own store, claiming from one table.
   --keyed spreads the backlog over ORDERING_KEYS ordering keys, as the bench's "ordering keys" row.
   --type-limit gives the runtimes the bench's "type limit" row's typeLimits (TYPE_LIMIT, never reached).
+  --usage KEY drains as the bench's row of that usage (fair-share, key-limit, rate-limit, priorities, …;
+  not the workflow rows, whose backlog the bench submits).
   --scheduled runs the bench executor in the default mode, SCHEDULED (inline in the poll loop, one
   at a time; C does not apply), not ASYNC_POOL on a shared pool of C.
   For profiling: node --cpu-prof bench/dist/profile-drain.js …`;
@@ -61,6 +66,7 @@ async function main(): Promise<void> {
       'type-limit': { type: 'boolean', default: false },
       scheduled: { type: 'boolean', default: false },
       instances: { type: 'string', default: '1' },
+      usage: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -76,7 +82,7 @@ async function main(): Promise<void> {
     ? 'ordering keys'
     : values['type-limit']
       ? 'type limit'
-      : undefined;
+      : usageNamed(values.usage);
   const instances = Number(values.instances);
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-profile-'));
   try {
@@ -108,10 +114,22 @@ async function main(): Promise<void> {
   }
 }
 
+/** The usage named by --usage (a bench row's usage: "fair share", "key limit", …), or undefined. */
+function usageNamed(name: string | undefined): FeatureUsage | undefined {
+  if (name === undefined) return undefined;
+  const found = FEATURE_USAGES.find(([usage, key]) => usage === name || key === name);
+  if (found === undefined)
+    throw new Error(`--usage takes one of ${FEATURE_USAGES.map(([, key]) => key).join(', ')}`);
+  if (usageSubmit(found[0]) !== null)
+    throw new Error(`--usage ${name}: its backlog is submitted by the bench, not seeded`);
+  return found[0];
+}
+
 /** What the result line says of the drain's feature usage. */
 function usageNote(usage: FeatureUsage | undefined): string {
   if (usage === 'ordering keys') return ` over ${ORDERING_KEYS} ordering keys`;
-  return usage === 'type limit' ? `, type limit ${TYPE_LIMIT}` : '';
+  if (usage === undefined) return '';
+  return usage === 'type limit' ? `, type limit ${TYPE_LIMIT}` : `, ${usage}`;
 }
 
 interface ProfileResult {
@@ -160,7 +178,7 @@ async function drainPg({ total, raw, usage, instances, ...run }: DrainRun): Prom
   const stores = await Promise.all(
     Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-pg', schema: SCHEMA }, 4)),
   );
-  return drainWith(stores, total, run, usageTypeLimit(usage));
+  return drainWith(stores, total, run, usage);
 }
 
 async function drainSqlite(
@@ -182,7 +200,7 @@ async function drainSqlite(
   const stores = await Promise.all(
     Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-sqlite', filename }, 4)),
   );
-  return drainWith(stores, total, run, usageTypeLimit(usage));
+  return drainWith(stores, total, run, usage);
 }
 
 const RAW_BATCH = 500;
@@ -210,7 +228,7 @@ async function drainMysql({ total, usage, instances, ...run }: DrainRun): Promis
       openStore({ kind: 'asynccmd-mysql', database: MYSQL_DATABASE, claimStrategy: 'skip-locked' }, 4),
     ),
   );
-  return drainWith(stores, total, run, usageTypeLimit(usage));
+  return drainWith(stores, total, run, usage);
 }
 
 type OpenedStore = Awaited<ReturnType<typeof openStore>>;
@@ -220,11 +238,11 @@ async function drainWith(
   stores: readonly OpenedStore[],
   total: number,
   run: Pick<DrainRun, 'concurrency' | 'rounds' | 'storeLoop' | 'scheduled'>,
-  typeLimit: number | undefined,
+  usage: FeatureUsage | undefined,
 ): Promise<ProfileResult> {
   const [first] = stores;
   if (!run.storeLoop || first === undefined)
-    return drain(stores, total, run.concurrency, run.rounds, typeLimit, run.scheduled);
+    return drain(stores, total, run.concurrency, run.rounds, usage, run.scheduled);
   const result = await rawDrain(total, () => claimStoreBatch(first));
   return { ...result, rounds: ' (store loop)' };
 }
@@ -270,7 +288,7 @@ async function drain(
   total: number,
   concurrency: number,
   countRounds: boolean,
-  typeLimit: number | undefined,
+  usage: FeatureUsage | undefined,
   scheduled: boolean,
 ): Promise<ProfileResult> {
   let executed = 0;
@@ -286,7 +304,9 @@ async function drain(
           if (++executed === total) done();
         },
       },
-      typeLimit,
+      usageTypeLimit(usage),
+      undefined,
+      flowUsage(usage),
     ),
   );
   let rounds = 0;

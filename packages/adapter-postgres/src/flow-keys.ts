@@ -92,6 +92,10 @@ export function flowKeySql(n: TableNames) {
       SELECT 'running', r.flow_key, count(*)::integer, NULL, NULL
       FROM (SELECT type, flow_key FROM ${t} WHERE status = 'RUNNING' OFFSET 0) AS r
       WHERE $2::boolean AND r.type = $1::text AND r.flow_key <> '' GROUP BY r.flow_key`,
+    /** $1 type: its RUNNING commands per key (`heads`' second part alone). */
+    running: `SELECT r.flow_key AS key, count(*)::integer AS n
+      FROM (SELECT type, flow_key FROM ${t} WHERE status = 'RUNNING' OFFSET 0) AS r
+      WHERE r.type = $1::text AND r.flow_key <> '' GROUP BY r.flow_key`,
     /**
      * $1 type, $2 keys, $3 priorities, $4 how many, $5 now: of each (key, priority), the first due
      * claimable commands in claim order — a range of flow_idx that ends at the first not yet due.
@@ -107,6 +111,15 @@ export function flowKeySql(n: TableNames) {
 }
 
 export type FlowKeySql = ReturnType<typeof flowKeySql>;
+
+/** The RUNNING commands per key of `type`, read on `on`. */
+export async function postgresRunningPerKey(
+  on: PostgresStatements,
+  sql: FlowKeySql,
+  type: string,
+): Promise<Map<string, number>> {
+  return runningPerKey((await on.query<{ key: string; n: number }>(sql.running, [type])).rows);
+}
 
 /**
  * A keyed claim's reads of `type` on `on` (a statement of its transaction, or the store's

@@ -33,16 +33,20 @@ export function keyLimitSql(n: TableNames) {
 type KeyLimitSql = ReturnType<typeof keyLimitSql>;
 
 /**
- * Runs `claim(client, keyField, maxRunning)` in a transaction that holds `type`'s key-limit row;
- * nothing runs without a stored key limit.
+ * Runs `claim(client, keyField, maxRunning, before)` in a transaction that holds `type`'s key-limit
+ * row, so that two claims never count the same RUNNING commands; `before` is what
+ * `beforeLock(client)` read in the same transaction before it took the row (what may be read while
+ * another claim of the type holds it). Nothing is claimed without a stored key limit.
  */
-export function withinKeyLimit<Tx, Row>(
+export function withinKeyLimit<Tx, Row, Before>(
   connection: PostgresConnection<Tx>,
   sql: KeyLimitSql,
   type: string,
-  claim: (tx: Tx, keyField: string, maxRunning: number) => Promise<Row[]>,
+  beforeLock: (tx: Tx) => Promise<Before>,
+  claim: (tx: Tx, keyField: string, maxRunning: number, before: Before) => Promise<Row[]>,
 ): Promise<Row[]> {
   return connection.claimTransaction(async (tx) => {
+    const before = await beforeLock(tx);
     const locked = await preparedRows<Tx, { key_field: string; max_running: string }>(
       connection,
       tx,
@@ -50,7 +54,7 @@ export function withinKeyLimit<Tx, Row>(
       [type],
     );
     const row = locked.rows[0];
-    return row === undefined ? [] : claim(tx, row.key_field, Number(row.max_running));
+    return row === undefined ? [] : claim(tx, row.key_field, Number(row.max_running), before);
   });
 }
 

@@ -4,7 +4,7 @@ import {
   byClaimOrder,
   claimWithinKeyLimits,
   claimWithinKeyRate,
-  keyedCandidates,
+  keyedCandidatesFrom,
   inTurns,
   namesKeyLimits,
   claimWithinLimits,
@@ -55,7 +55,7 @@ import { PostgresScheduleStore } from './schedules.js';
 import { postgresTypeLimitStatements, typeLimitSql, withinTypeLimit } from './type-limits.js';
 import { keyLimitSql, postgresKeyLimitStatements, withinKeyLimit } from './key-limits.js';
 import { keyRateStatements, postgresKeyRateLimitStatements } from './key-rate-limits.js';
-import { postgresKeyedReader } from './flow-keys.js';
+import { postgresKeyedReader, postgresRunningPerKey } from './flow-keys.js';
 import { postgresRateLimitStatements } from './rate-limits.js';
 import type { TableNames } from './names.js';
 import type { NotifyWakeups } from './notify-wakeups.js';
@@ -334,24 +334,42 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
               inTurns,
             ),
           ),
-        claimKeyed: (type, max) =>
-          withinKeyLimit(connection, this.keyLimitSql, type, async (tx, keyField, maxRunning) => {
-            const picked = await keyedCandidates(
-              postgresKeyedReader(
+        claimKeyed: (type, max) => {
+          const reader = (tx: Tx) =>
+            postgresKeyedReader(
+              { query: (text, params) => preparedRows(connection, tx, text, params ?? []) },
+              this.sql.flow,
+              type,
+              values[0] as string,
+            );
+          // The loose scan of the keys, the round's longest read, runs before the type's lock: one
+          // claim scans while another holds it. The RUNNING counts are read under it.
+          return withinKeyLimit(
+            connection,
+            this.keyLimitSql,
+            type,
+            async (tx) => (await reader(tx).heads(false)).heads,
+            async (tx, keyField, maxRunning, heads) => {
+              const running = await postgresRunningPerKey(
                 { query: (text, params) => preparedRows(connection, tx, text, params ?? []) },
                 this.sql.flow,
                 type,
-                values[0] as string,
-              ),
-              { cap: maxRunning, limit: max, nowMs: p.now.getTime(), countRunning: true },
-            );
-            if (picked.length === 0) return [];
-            const claimed = await preparedRows<Tx, ClaimedRow>(connection, tx, this.sql.keyRate.claim, [
-              picked.map((c) => c.id),
-              ...values.slice(3),
-            ]);
-            return inTurns(claimedRecords(claimed.rows, values), keyField);
-          }),
+              );
+              const picked = await keyedCandidatesFrom(heads, running, reader(tx).rows, {
+                cap: maxRunning,
+                limit: max,
+                nowMs: p.now.getTime(),
+                countRunning: true,
+              });
+              if (picked.length === 0) return [];
+              const claimed = await preparedRows<Tx, ClaimedRow>(connection, tx, this.sql.keyRate.claim, [
+                picked.map((c) => c.id),
+                ...values.slice(3),
+              ]);
+              return inTurns(claimedRecords(claimed.rows, values), keyField);
+            },
+          );
+        },
         others: (others, max) =>
           this.claimDue({ ...p, types: others, limit: max, keyedTypes: [], keyRatedTypes: [] }),
       });

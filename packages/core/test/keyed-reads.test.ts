@@ -58,25 +58,33 @@ function readerOf(all: readonly KeyedCandidate[], running: ReadonlyMap<string, n
   };
 }
 
+/** A keyed claim of `limit` in a world, and what ranking every due command (nothing left unread) takes. */
+function claimInWorld(w: {
+  commands: readonly Omit<KeyedCandidate, 'id'>[];
+  running: Readonly<Record<string, number>>;
+  cap: number;
+  limit: number;
+}) {
+  const all = w.commands.map((c, i) => ({ ...c, id: String(i + 1) }));
+  const runningMap = new Map(Object.entries(w.running));
+  const { reader, read } = readerOf(all, runningMap);
+  const taken = keyedCandidatesNow(reader, { cap: w.cap, limit: w.limit, nowMs: NOW, countRunning: true });
+  const due = all.filter((c) => c.nextRunAtMs <= NOW);
+  const everything = inTurnsWithin(due, runningMap, w.cap, w.limit);
+  return { all, read, taken: taken.map((c) => c.id), everything: everything.map((c) => c.id) };
+}
+
 describe('a keyed claim’s reads (core keyed-reads.ts)', () => {
-  it('takes exactly what ranking every due command would take, reading at most limit·(limit+1)/2 per priority', () => {
+  it('takes exactly what ranking every due command would take, reading at most limit·(limit+1) per priority', () => {
     fc.assert(
-      fc.property(world, ({ commands, running, cap, limit }) => {
-        const all = commands.map((c, i) => ({ ...c, id: String(i + 1) }));
-        const runningMap = new Map(Object.entries(running));
-        const { reader, read } = readerOf(all, runningMap);
-        const taken = keyedCandidatesNow(reader, { cap, limit, nowMs: NOW, countRunning: true });
-        // Every due command ranked, with nothing left unread.
-        const everything = inTurnsWithin(
-          all.filter((c) => c.nextRunAtMs <= NOW),
-          runningMap,
-          cap,
-          limit,
-        );
-        expect(taken.map((c) => c.id)).toEqual(everything.map((c) => c.id));
+      fc.property(world, (w) => {
+        const { all, read, taken, everything } = claimInWorld(w);
+        expect(taken).toEqual(everything);
+        // keyedReads' bound, limit·(limit+1)/2 per priority, twice at most: a claim that reads on
+        // reads the keys it cut short again from their first row.
         const priorities = new Set(all.map((c) => c.priority)).size;
         const rows = read.reduce((n, r) => n + r.rows, 0);
-        expect(rows).toBeLessThanOrEqual(priorities * ((limit * (limit + 1)) / 2));
+        expect(rows).toBeLessThanOrEqual(priorities * w.limit * (w.limit + 1));
       }),
       { numRuns: 500 },
     );
@@ -97,5 +105,63 @@ describe('a keyed claim’s reads (core keyed-reads.ts)', () => {
       { key: 'idle', priority: 0, rows: 2 },
       { key: 'busy', priority: 0, rows: 1 },
     ]);
+  });
+
+  it('takes the same with many keys, long backlogs and running counts, whatever each key holds', () => {
+    const keys = Array.from({ length: 30 }, (_, i) => `k${i}`);
+    const wide = fc.record({
+      commands: fc.array(
+        fc.record({
+          key: fc.constantFrom(NO_KEY, ...keys),
+          priority: fc.integer({ min: 0, max: 1 }),
+          nextRunAtMs: fc.integer({ min: 0, max: 1_100 }),
+        }),
+        { maxLength: 400 },
+      ),
+      running: fc.dictionary(fc.constantFrom(...keys), fc.integer({ min: 0, max: 6 })),
+      cap: fc.integer({ min: 1, max: 50 }),
+      limit: fc.integer({ min: 1, max: 60 }),
+    });
+    fc.assert(
+      fc.property(wide, (w) => {
+        const { taken, everything } = claimInWorld(w);
+        expect(taken).toEqual(everything);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  /** `perKey` due commands for each of `keys` keys, ids in submit order across them (id mod keys = key). */
+  const backlog = (keys: number, perKey: (key: number) => number): KeyedCandidate[] => {
+    const all: KeyedCandidate[] = [];
+    const most = Math.max(...Array.from({ length: keys }, (_, k) => perKey(k)));
+    for (let n = 0; n < most; n++)
+      for (let k = 0; k < keys; k++)
+        if (n < perKey(k))
+          all.push({ key: `t-${k}`, priority: 0, nextRunAtMs: 0, id: String(all.length + 1) });
+    return all;
+  };
+
+  it('reads one row per key, in one read, when 1,000 tenants each have a backlog (fair share)', () => {
+    const all = backlog(1_000, () => 20);
+    const running = new Map(Array.from({ length: 300 }, (_, k) => [`t-${k}`, 1] as const));
+    const { reader, read } = readerOf(all, running);
+    const cap = 1_000_000;
+    const taken = keyedCandidatesNow(reader, { cap, limit: 500, nowMs: NOW, countRunning: true });
+    expect(taken.map((c) => c.id)).toEqual(inTurnsWithin(all, running, cap, 500).map((c) => c.id));
+    expect(read.reduce((n, r) => n + r.rows, 0)).toBe(500);
+    expect(new Set(taken.map((c) => c.key)).size).toBe(500);
+  });
+
+  it('reads on only the keys that can give more when the others had fewer than the level', () => {
+    // One tenant with a long backlog, twenty with ten each: the level (24) leaves the claim short.
+    const all = backlog(21, (k) => (k === 0 ? 5_000 : 10));
+    const { reader, read } = readerOf(all, new Map());
+    const cap = 1_000_000;
+    const taken = keyedCandidatesNow(reader, { cap, limit: 500, nowMs: NOW, countRunning: true });
+    expect(taken).toHaveLength(500);
+    expect(taken.map((c) => c.id)).toEqual(inTurnsWithin(all, new Map(), cap, 500).map((c) => c.id));
+    const again = read.slice(21);
+    expect(again.map((r) => r.key)).toEqual(['t-0']);
   });
 });

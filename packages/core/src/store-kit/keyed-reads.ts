@@ -103,6 +103,36 @@ export function keyedReads(
   });
 }
 
+/** A candidate with its turn: its rank among its key's candidates in claim order, plus the key's RUNNING, plus one. */
+interface Turned {
+  readonly c: KeyedCandidate;
+  readonly turn: number;
+}
+
+/** `candidates` with their turns, none past a key's places, in the order a claim takes them. */
+function inTurns(
+  candidates: readonly KeyedCandidate[],
+  running: ReadonlyMap<string, number>,
+  cap: number,
+  limit: number,
+): Turned[] {
+  const byKey = new Map<string, KeyedCandidate[]>();
+  for (const c of candidates) {
+    const of = byKey.get(c.key);
+    if (of === undefined) byKey.set(c.key, [c]);
+    else of.push(c);
+  }
+  const turns: Turned[] = [];
+  for (const [key, of] of byKey) {
+    const base = runningOf(running, key);
+    const places = placesOf(running, key, cap, limit);
+    of.sort(byClaimOrder).forEach((c, rank) => {
+      if (rank < places) turns.push({ c, turn: base + rank + 1 });
+    });
+  }
+  return turns.sort((a, b) => a.c.priority - b.c.priority || a.turn - b.turn || byClaimOrder(a.c, b.c));
+}
+
 /**
  * Of `candidates` (each key's read in full up to what keyedReads asked), the at most `limit` a claim
  * takes, in the order it takes them: by priority, then turn (rank within the key plus its RUNNING),
@@ -114,24 +144,113 @@ export function inTurnsWithin(
   cap: number,
   limit: number,
 ): KeyedCandidate[] {
-  const byKey = new Map<string, KeyedCandidate[]>();
-  for (const c of candidates) {
-    const of = byKey.get(c.key);
-    if (of === undefined) byKey.set(c.key, [c]);
-    else of.push(c);
-  }
-  const turns: { c: KeyedCandidate; turn: number }[] = [];
-  for (const [key, of] of byKey) {
-    const base = runningOf(running, key);
-    const places = placesOf(running, key, cap, limit);
-    of.sort(byClaimOrder).forEach((c, rank) => {
-      if (rank < places) turns.push({ c, turn: base + rank + 1 });
-    });
-  }
-  return turns
-    .sort((a, b) => a.c.priority - b.c.priority || a.turn - b.turn || byClaimOrder(a.c, b.c))
+  return inTurns(candidates, running, cap, limit)
     .slice(0, limit)
     .map((t) => t.c);
+}
+
+const pairOf = (r: { readonly key: string; readonly priority: number }): string =>
+  `${r.priority}\u0000${r.key}`;
+
+/**
+ * A claim's first reads: keyedReads' `reads`, each key cut down to the turn up to which the keys
+ * read would fill `limit` if each had as many due commands as asked (the level). Keys with long
+ * backlogs — the usual case of fair share — are then read for about `limit` rows in all instead of
+ * up to limit·(limit + 1)/2; settledTake finds out when a key had fewer and the level was too low.
+ */
+function leveledReads(
+  reads: readonly KeyedRead[],
+  baseOf: (key: string) => number,
+  limit: number,
+): KeyedRead[] {
+  const keys = new Map<string, { base: number; rows: number }>();
+  for (const r of reads) {
+    const k = keys.get(r.key);
+    if (k === undefined) keys.set(r.key, { base: baseOf(r.key), rows: r.rows });
+    else if (r.rows > k.rows) keys.set(r.key, { ...k, rows: r.rows });
+  }
+  const rowsAt = (level: number, k: { base: number; rows: number }): number =>
+    Math.min(k.rows, Math.max(0, level - k.base));
+  const filled = (level: number): number => {
+    let n = 0;
+    for (const k of keys.values()) n += rowsAt(level, k);
+    return n;
+  };
+  let low = 1;
+  let high = Math.max(...[...keys.values()].map((k) => k.base + k.rows));
+  if (filled(high) <= limit) return [...reads];
+  while (low < high) {
+    const mid = Math.floor((low + high) / 2);
+    if (filled(mid) >= limit) high = mid;
+    else low = mid + 1;
+  }
+  return reads.flatMap((r) => {
+    const rows = Math.min(r.rows, rowsAt(low, keys.get(r.key)!));
+    return rows === 0 ? [] : [{ ...r, rows }];
+  });
+}
+
+/**
+ * What a claim takes from the rows of its leveled reads (`asked`, cut down from keyedReads'
+ * `reads`): its take, when no row left unread could change it — every (key, priority) read for
+ * fewer rows than keyedReads would have, that gave all it was asked for, has its next row ranked
+ * after the take's last, or past its key's places — else the pairs to read again in full.
+ */
+function settledTake(
+  candidates: readonly KeyedCandidate[],
+  asked: readonly KeyedRead[],
+  reads: readonly KeyedRead[],
+  running: ReadonlyMap<string, number>,
+  cap: number,
+  limit: number,
+): { readonly taken: KeyedCandidate[] } | { readonly reread: KeyedRead[] } {
+  const turned = inTurns(candidates, running, cap, limit);
+  const last = turned.length >= limit ? turned[limit - 1] : undefined;
+  const askedRows = new Map(asked.map((a) => [pairOf(a), a.rows]));
+  const got = new Map<string, KeyedCandidate[]>();
+  for (const c of candidates) {
+    const of = got.get(pairOf(c));
+    if (of === undefined) got.set(pairOf(c), [c]);
+    else of.push(c);
+  }
+  const readOfKey = new Map<string, { priority: number; n: number }[]>();
+  for (const r of reads) {
+    const n = got.get(pairOf(r))?.length ?? 0;
+    const of = readOfKey.get(r.key);
+    if (of === undefined) readOfKey.set(r.key, [{ priority: r.priority, n }]);
+    else of.push({ priority: r.priority, n });
+  }
+  /** Rows read of `key` at priorities up to `priority`: the rank its next unread row has at least. */
+  const readUpTo = (key: string, priority: number): number =>
+    (readOfKey.get(key) ?? []).reduce((n, r) => (r.priority <= priority ? n + r.n : n), 0);
+  const cut = reads.filter((r) => {
+    const askedFor = askedRows.get(pairOf(r)) ?? 0;
+    const gave = got.get(pairOf(r)) ?? [];
+    return askedFor < r.rows && gave.length === askedFor;
+  });
+  const unsettled = cut.some((r) => {
+    const rank = readUpTo(r.key, r.priority);
+    if (rank >= placesOf(running, r.key, cap, limit)) return false;
+    if (last === undefined) return true;
+    const turn = runningOf(running, r.key) + rank + 1;
+    if (last.c.priority !== r.priority) return last.c.priority > r.priority;
+    if (last.turn !== turn) return last.turn > turn;
+    // Same turn: the next unread row comes after the pair's last read one in claim order.
+    const lastRead = (got.get(pairOf(r)) ?? []).sort(byClaimOrder).at(-1);
+    return lastRead === undefined || byClaimOrder(last.c, lastRead) > 0;
+  });
+  if (!unsettled) return { taken: turned.slice(0, limit).map((t) => t.c) };
+  return { reread: cut };
+}
+
+/** The candidates of a settled claim: the first reads' rows, those of the pairs read again replaced. */
+function withReread(
+  first: readonly KeyedCandidate[],
+  reread: readonly KeyedRead[],
+  again: readonly KeyedCandidate[],
+): KeyedCandidate[] {
+  const replaced = new Set(reread.map(pairOf));
+  return [...first.filter((c) => !replaced.has(pairOf(c))), ...again];
 }
 
 /** What a keyed claim asks of its reads: at most `cap` turns per key, `limit` in all, due at `nowMs`. */
@@ -145,13 +264,35 @@ export interface KeyedTake {
 
 /**
  * The due commands a keyed claim of up to `limit` takes, in turns (see keyedReads), read through
- * `reader`: the heads (and the RUNNING per key when `countRunning`), then only the rows that can
- * be taken.
+ * `reader`: the heads (and the RUNNING per key when `countRunning`), then the rows (see
+ * keyedCandidatesFrom).
  */
 export async function keyedCandidates(reader: KeyedClaimReader, r: KeyedTake): Promise<KeyedCandidate[]> {
   const { heads, running } = await reader.heads(r.countRunning);
+  return keyedCandidatesFrom(heads, running, reader.rows, r);
+}
+
+/**
+ * The due commands a keyed claim takes given the type's `heads` and RUNNING per key, read by
+ * `rows`: each key's rows up to the level that fills the claim (leveledReads), and only when a key
+ * had fewer than that, the rows of the keys that may give more, as far as they can be taken
+ * (settledTake). The heads may be older than the RUNNING counts (read before the claim's lock,
+ * those after it): a key's rows are read as they are now, and the counts bound what is taken.
+ */
+export async function keyedCandidatesFrom(
+  heads: readonly KeyPriorityHead[],
+  running: ReadonlyMap<string, number>,
+  rows: KeyedClaimReader['rows'],
+  r: KeyedTake,
+): Promise<KeyedCandidate[]> {
   const reads = keyedReads(heads, running, r.cap, r.limit, r.nowMs);
-  return reads.length === 0 ? [] : inTurnsWithin(await reader.rows(reads), running, r.cap, r.limit);
+  if (reads.length === 0) return [];
+  const asked = leveledReads(reads, (key) => runningOf(running, key), r.limit);
+  const first = await rows(asked);
+  const settled = settledTake(first, asked, reads, running, r.cap, r.limit);
+  if ('taken' in settled) return settled.taken;
+  const again = await rows(settled.reread);
+  return inTurnsWithin(withReread(first, settled.reread, again), running, r.cap, r.limit);
 }
 
 /** KeyedClaimReader's reads answered at once (SQLite's, inside its write transaction). */
@@ -167,7 +308,13 @@ export interface KeyedClaimReaderNow {
 export function keyedCandidatesNow(reader: KeyedClaimReaderNow, r: KeyedTake): KeyedCandidate[] {
   const { heads, running } = reader.heads(r.countRunning);
   const reads = keyedReads(heads, running, r.cap, r.limit, r.nowMs);
-  return reads.length === 0 ? [] : inTurnsWithin(reader.rows(reads), running, r.cap, r.limit);
+  if (reads.length === 0) return [];
+  const asked = leveledReads(reads, (key) => runningOf(running, key), r.limit);
+  const first = reader.rows(asked);
+  const settled = settledTake(first, asked, reads, running, r.cap, r.limit);
+  if ('taken' in settled) return settled.taken;
+  const again = reader.rows(settled.reread);
+  return inTurnsWithin(withReread(first, settled.reread, again), running, r.cap, r.limit);
 }
 
 /** RUNNING counts per key from rows of (key, count) as a driver returns them; NO_KEY left out. */
