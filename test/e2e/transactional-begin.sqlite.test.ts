@@ -26,7 +26,7 @@ describe('a transactional attempt whose transaction cannot begin', () => {
     await store.migrate();
     store.db.exec('CREATE TABLE effect (command_id TEXT NOT NULL)');
     const other = new Database(file);
-    cleanups.push(() => other.close());
+    cleanups.push(() => void other.close());
     const executor = defineTransactionalExecutor<SqliteDatabase>()<'tx.begin', { n: number }>({
       type: 'tx.begin',
       transactional: true,
