@@ -81,11 +81,15 @@ export function flowKeySql(t: string, claimable: string) {
        FROM pairs JOIN ${t} AS c ON c.id = pairs.id`,
     flowRunning: `SELECT flow_key AS key, count(*) AS n FROM ${t} INDEXED BY ${t}_lease
        WHERE status = 'RUNNING' AND type = ? AND flow_key <> '' GROUP BY flow_key`,
-    /** Of (:key, :priority), the first :rows due, claimable commands: a range of the flow index up to :now. */
+    /**
+     * Of (:key, :priority), the first :rows due, claimable commands: a range of the flow index up to
+     * :now. Run once per key a claim reads; its LIMIT is an expression because a bare bound one
+     * costs SQLite about 10 µs more per run (13.5 against 3.3 µs per search, measured).
+     */
     flowRows: `SELECT CAST(due.id AS TEXT) AS id, due.flow_key AS key, due.priority, due.next_run_at AS nextRunAtMs
        FROM ${t} AS due INDEXED BY ${t}_flow
        WHERE ${keyed('due')} AND due.flow_key = :key AND due.priority = :priority AND due.next_run_at <= :now
          AND ${claimable}
-       ORDER BY due.next_run_at, due.id LIMIT :rows`,
+       ORDER BY due.next_run_at, due.id LIMIT CAST(:rows AS INTEGER)`,
   };
 }

@@ -107,13 +107,21 @@ const claimDue = (t: string, types: string, limit: string): string => `UPDATE ${
          LIMIT ${limit})
        RETURNING ${CLAIMED_COLUMNS}`;
 
-/** The claim of one row by id; `more` is what it must also meet. */
-const claimById = (t: string, more: string): string => `UPDATE ${t}
+/**
+ * The claim of the rows `which` names (by id), each held to claimDue's conditions and `more`. The
+ * unary `+` keeps SQLite from reaching the rows through a status or due-time index instead of by
+ * their ids (with a list of ids it would, and filter every PENDING row).
+ */
+const claimWhere = (t: string, which: string, more: string): string => `UPDATE ${t}
        SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
-       WHERE id = :id AND status = 'PENDING' AND next_run_at <= :now AND ${NOT_HELD_BACK}
-         AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types))) AND ${firstOfKey(t, t)}${more}
+       WHERE ${which} AND +status = 'PENDING' AND +next_run_at <= :now AND ${NOT_HELD_BACK}
+         AND ${firstOfKey(t, t)}${more}
        RETURNING ${CLAIMED_COLUMNS}`;
+
+/** The claim of one row by id, of :types (null: any); `more` is what it must also meet. */
+const claimById = (t: string, more: string): string =>
+  claimWhere(t, 'id = :id AND (:types IS NULL OR type IN (SELECT value FROM json_each(:types)))', more);
 
 /** A bounded batch of the finished rows of `table` older than :olderThan, through its finished_at index. */
 const purge = (table: string, index: string): string => `DELETE FROM ${table} WHERE id IN (
@@ -194,8 +202,12 @@ export function sqliteSql(t: string) {
      * no other claim can run between the count and the write.
      */
     claimDueLimited: claimDue(t, 'type = :type', `MIN(:limit, MAX(0, ${freePlaces(t, ':type')}))`),
-    /** The claim of the ids a keyed or keyed-rate claim picked (:ids, a JSON array; :limit their number). */
-    claimDuePicked: claimDue(t, 'id IN (SELECT value FROM json_each(:ids))', ':limit'),
+    /**
+     * The claim of the ids a keyed or keyed-rate claim picked (:ids, a JSON array), each reached by
+     * its primary key and held to claimDue's conditions — not by walking the claim index up to the
+     * last of them, which lies behind a big tenant's whole backlog when fair share picks a small one.
+     */
+    claimDuePicked: claimWhere(t, 'id IN (SELECT value FROM json_each(:ids))', ''),
     ...flowKeySql(t, `${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}`),
     ...keyRateLimitSql(t),
     keyLimitDeclare: `INSERT INTO ${t}_key_limits (type, key_field, max_running) VALUES (?, ?, ?)

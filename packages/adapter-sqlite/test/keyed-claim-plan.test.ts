@@ -87,6 +87,18 @@ describe('the SQLite keyed claim behind a 200,000-command backlog of one key', (
     expect(rows.join('; ')).not.toMatch(/TEMP B-TREE/);
   });
 
+  it('writes the commands it picked by their ids, not along the claim index to the last of them', () => {
+    const write = planOf(sql.claimDuePicked, {
+      ids: '[1, 200001]',
+      now: Date.now(),
+      token: 't',
+      instance: 'i',
+      leaseMs: 1,
+    });
+    expect(write[0]).toMatch(/^SEARCH async_command USING INTEGER PRIMARY KEY \(rowid=\?\)$/);
+    expect(write.join('; ')).not.toMatch(/async_command_(claim|status|due)/);
+  });
+
   it('a claim of 21 takes one command of each of the 21 keys, the big one’s backlog behind them', async () => {
     const claimed = await store.claimDue({
       types: ['fair'],
