@@ -4,6 +4,7 @@ import {
   runningPerKey,
   type KeyedCandidate,
   type KeyedClaimReader,
+  type KeyedRead,
   type KeyPriorityHead,
 } from '@asynccmd/core/store-kit';
 import { inTransaction, select, write, type Queryable } from './connection.js';
@@ -107,15 +108,30 @@ export function flowKeySql(t: string) {
     /**
      * Each (key, priority) of the type's commands — a loose scan of idx_flow, one entry per group
      * (the type a range, bound twice: on equality MariaDB reads the type's entries one by one) —
-     * with the due time of its first PENDING command, one entry more (NULL: none). Then bound: the
-     * type.
+     * with the due time and id of its first PENDING command ('<ms> <id>'), one entry more (NULL:
+     * none). Then bound: the type.
      */
     heads: `SELECT g.k AS \`key\`, g.p AS priority,
-        (SELECT IF(h.flow_rank = 0, ${ms('h.next_run_at')}, NULL) FROM ${table} AS h FORCE INDEX (idx_flow)
+        (SELECT IF(h.flow_rank = 0, CONCAT(${ms('h.next_run_at')}, ' ', h.id), NULL)
+         FROM ${table} AS h FORCE INDEX (idx_flow)
          WHERE h.type = ? AND h.flow_key = g.k AND h.priority = g.p
-         ORDER BY h.flow_rank, h.next_run_at, h.id LIMIT 1) AS nextRunAtMs
+         ORDER BY h.flow_rank, h.next_run_at, h.id LIMIT 1) AS head
       FROM (SELECT flow_key AS k, priority AS p FROM ${table} FORCE INDEX (idx_flow)
             WHERE type BETWEEN ? AND ? AND flow_key IS NOT NULL GROUP BY type, flow_key, priority) AS g`,
+    /**
+     * For each head (a JSON array of the ids `heads` gave), the first due claimable command of its
+     * (type, key, priority) now ('<id> <ms>'; NULL: none) — the head itself unless another claim
+     * took it. One statement for a claim's reads of one row per key: the key reached from the head's
+     * row, so no key is compared with a bound string (whose collation would not be the column's).
+     * Bound: now, then the heads.
+     */
+    firstAfterHeads: `SELECT CAST(r.hid AS CHAR) AS head,
+        (SELECT CONCAT(h.id, ' ', ${ms('h.next_run_at')}) FROM ${table} AS h FORCE INDEX (idx_flow)
+         WHERE h.type = head.type AND h.flow_key = head.flow_key AND h.priority = head.priority
+           AND h.flow_rank = 0 AND h.next_run_at <= ? AND ${NOT_HELD_BACK} AND ${firstOfKey(table, 'h')}
+         ORDER BY h.next_run_at, h.id LIMIT 1) AS first
+      FROM JSON_TABLE(?, '$[*]' COLUMNS (hid BIGINT PATH '$')) AS r
+      JOIN ${table} AS head ON head.id = r.hid`,
     /** The type's RUNNING commands per key. Bound: type. */
     running: `SELECT flow_key AS \`key\`, COUNT(*) AS n FROM ${table} FORCE INDEX (idx_due)
       WHERE status = 'RUNNING' AND type = ? AND flow_key <> '' GROUP BY flow_key`,
@@ -152,8 +168,9 @@ export function declareKeyed(
 
 /**
  * A keyed claim's reads of `type` on `conn` (inside its transaction); `now` the claim's (UTC
- * text). The loose scan yields each pair's first due time without its id: heads that tie on it
- * rank in any order, which only orders keys whose first commands fall in one millisecond.
+ * text). Reads of one row per key — the usual ones when many keys wait (core leveledReads) — go
+ * in one statement from the heads' ids (`firstAfterHeads`); MariaDB runs each range of a UNION as
+ * a query of its own (about 0.1 ms each: 500 keys cost 50–70 ms, against 15–20 ms from the heads).
  */
 export function mysqlKeyedReader(
   conn: Queryable,
@@ -161,39 +178,64 @@ export function mysqlKeyedReader(
   type: string,
   now: string,
 ): KeyedClaimReader {
+  /** The head id of each (key, priority) the last `heads` gave, by pairOf. */
+  const headIds = new Map<string, string>();
+  const pairOf = (key: string, priority: number): string => `${priority} ${key}`;
+  /** The reads of one row whose head is known, in one statement; the rest as ranges of their own. */
+  const firstRows = async (reads: readonly KeyedRead[]): Promise<KeyedCandidate[]> => {
+    const byHead = new Map<string, KeyedRead>();
+    for (const r of reads) byHead.set(headIds.get(pairOf(r.key, r.priority))!, r);
+    const rows = await select<{ head: string; first: string | null }>(conn, sql.firstAfterHeads, [
+      now,
+      JSON.stringify([...byHead.keys()].map(Number)),
+    ]);
+    return rows.flatMap((row): KeyedCandidate[] => {
+      const read = byHead.get(row.head);
+      if (read === undefined || row.first === null) return [];
+      const [id, ms] = row.first.split(' ');
+      return [{ id: id!, key: read.key, priority: read.priority, nextRunAtMs: Number(ms) }];
+    });
+  };
+  const ranges = async (reads: readonly KeyedRead[]): Promise<KeyedCandidate[]> =>
+    (
+      await select<{ id: string; key: string; priority: number | string; nextRunAtMs: number | string }>(
+        conn,
+        sql.rows(reads.length),
+        reads.flatMap((r) => [type, r.key, r.priority, now, r.rows]),
+      )
+    ).map((r): KeyedCandidate => ({
+      id: r.id,
+      key: r.key,
+      priority: Number(r.priority),
+      nextRunAtMs: Number(r.nextRunAtMs),
+    }));
   return {
     heads: async (countRunning) => {
+      headIds.clear();
       const heads = (
-        await select<{ key: string; priority: number | string; nextRunAtMs: number | string | null }>(
-          conn,
-          sql.heads,
-          [type, type, type],
-        )
-      )
-        .filter((h) => h.nextRunAtMs !== null)
-        .map((h): KeyPriorityHead => ({
-          key: h.key,
-          priority: Number(h.priority),
-          nextRunAtMs: Number(h.nextRunAtMs),
-          id: '0',
-        }));
+        await select<{ key: string; priority: number | string; head: string | null }>(conn, sql.heads, [
+          type,
+          type,
+          type,
+        ])
+      ).flatMap((h): KeyPriorityHead[] => {
+        if (h.head === null) return [];
+        const [ms, id] = h.head.split(' ');
+        headIds.set(pairOf(h.key, Number(h.priority)), id!);
+        return [{ key: h.key, priority: Number(h.priority), nextRunAtMs: Number(ms), id: id! }];
+      });
       const running = countRunning
         ? runningPerKey(await select<{ key: string; n: number | string }>(conn, sql.running, [type]))
         : new Map<string, number>();
       return { heads, running };
     },
-    rows: async (reads) =>
-      (
-        await select<{ id: string; key: string; priority: number | string; nextRunAtMs: number | string }>(
-          conn,
-          sql.rows(reads.length),
-          reads.flatMap((r) => [type, r.key, r.priority, now, r.rows]),
-        )
-      ).map((r): KeyedCandidate => ({
-        id: r.id,
-        key: r.key,
-        priority: Number(r.priority),
-        nextRunAtMs: Number(r.nextRunAtMs),
-      })),
+    rows: async (reads) => {
+      const one = reads.filter((r) => r.rows === 1 && headIds.has(pairOf(r.key, r.priority)));
+      const more = reads.filter((r) => !(r.rows === 1 && headIds.has(pairOf(r.key, r.priority))));
+      return [
+        ...(one.length === 0 ? [] : await firstRows(one)),
+        ...(more.length === 0 ? [] : await ranges(more)),
+      ];
+    },
   };
 }

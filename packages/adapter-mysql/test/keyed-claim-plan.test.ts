@@ -115,6 +115,24 @@ describe('the keyed claim behind a 200,000-command backlog of one key', () => {
     }
   });
 
+  it('reads one row of each key from the heads in one statement: each head by its primary key, then idx_flow', async () => {
+    const at = toUtcText(now());
+    const reader = mysqlKeyedReader(conn as unknown as PoolConnection, flow, 'fair', at);
+    const { heads } = await reader.heads(false);
+    const first = await reader.rows(heads.map((h) => ({ key: h.key, priority: h.priority, rows: 1 })));
+    expect(first.map((c) => c.id).sort()).toEqual(heads.map((h) => h.id).sort());
+    const [plan] = await conn.query({
+      sql: `EXPLAIN ${flow.firstAfterHeads}`,
+      values: [at, JSON.stringify(heads.map((h) => Number(h.id)))],
+    });
+    const steps = plan as PlanRow[];
+    expect(steps.find((r) => r.table === 'head')?.key).toBe('PRIMARY');
+    const range = steps.find((r) => r.table === 'h');
+    expect(range?.key, JSON.stringify(range)).toBe('idx_flow');
+    expect(range?.type, JSON.stringify(range)).toBe('ref');
+    expect(range?.Extra ?? '', JSON.stringify(range)).not.toMatch(/filesort/);
+  });
+
   it('a claim of 21 takes one command of each of the 21 keys, the big one’s backlog behind them', async () => {
     const claimed = await store.claimDue({
       types: ['fair'],
