@@ -61,6 +61,10 @@ export function flowKeySql(n: TableNames) {
   const keyed = (alias: string): string =>
     `${alias}.type = $1::text AND ${alias}.status = 'PENDING' AND ${alias}.flow_key IS NOT NULL`;
   const ms = (time: string): string => `(extract(epoch FROM ${time}) * 1000)::float8`;
+  /** The RUNNING commands of type $1 with a key, grouped by key (after `when`), for a select list. */
+  const runningOfType = (when: string): string =>
+    `FROM (SELECT type, flow_key FROM ${t} WHERE status = 'RUNNING' OFFSET 0) AS r
+      WHERE ${when} r.type = $1::text AND r.flow_key <> '' GROUP BY r.flow_key`;
   /** Ids of the type's ($1) commands in `status` (each status from its own partial index). */
   const ofStatus = (status: string): string => `SELECT id FROM ${t} WHERE status = '${status}' AND type = $1`;
   return {
@@ -89,13 +93,9 @@ export function flowKeySql(n: TableNames) {
       )
       SELECT 'head' AS kind, k AS key, p AS priority, ${ms('due')} AS "nextRunAtMs", id::text AS id FROM pairs
       UNION ALL
-      SELECT 'running', r.flow_key, count(*)::integer, NULL, NULL
-      FROM (SELECT type, flow_key FROM ${t} WHERE status = 'RUNNING' OFFSET 0) AS r
-      WHERE $2::boolean AND r.type = $1::text AND r.flow_key <> '' GROUP BY r.flow_key`,
+      SELECT 'running', r.flow_key, count(*)::integer, NULL, NULL ${runningOfType('$2::boolean AND')}`,
     /** $1 type: its RUNNING commands per key (`heads`' second part alone). */
-    running: `SELECT r.flow_key AS key, count(*)::integer AS n
-      FROM (SELECT type, flow_key FROM ${t} WHERE status = 'RUNNING' OFFSET 0) AS r
-      WHERE r.type = $1::text AND r.flow_key <> '' GROUP BY r.flow_key`,
+    running: `SELECT r.flow_key AS key, count(*)::integer AS n ${runningOfType('')}`,
     /**
      * $1 type, $2 keys, $3 priorities, $4 how many, $5 now: of each (key, priority), the first due
      * claimable commands in claim order — a range of flow_idx that ends at the first not yet due.
