@@ -8,7 +8,7 @@ import { claimLoop, type ClaimedBatch } from './baselines/claim-loop.js';
 import { claimPgBatch, rawTable, seedPending } from './baselines/raw-sql-pg.js';
 import { claimSqliteBatch, openSqlite, seedPendingSqlite, SQLITE_TABLE } from './baselines/raw-sql-sqlite.js';
 import { pgPool, recreateSchema, PG_URL } from './pg.js';
-import { BENCH_TYPE, type BenchPayload } from './protocol.js';
+import { BENCH_TYPE, EFFECT_TABLE, type BenchPayload, type EffectMode } from './protocol.js';
 import { migrateWith } from './scenarios/migrate.js';
 import {
   MYSQL_USAGE,
@@ -23,7 +23,8 @@ import {
   usageUpdates,
   type FeatureUsage,
 } from './scenarios/usage.js';
-import { benchRuntime, openStore } from './systems/asynccmd.js';
+import { benchRuntime, openStore, type BenchExecutor } from './systems/asynccmd.js';
+import { effectExecutor, storeConnections } from './systems/effects.js';
 import { createPostgresStore } from '@asynccmd/adapter-postgres';
 import { createMysqlStore } from '@asynccmd/adapter-mysql';
 import { MYSQL_TABLE, seedPendingMysql } from './baselines/raw-sql-mysql.js';
@@ -42,6 +43,8 @@ const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total 
   --type-limit gives the runtimes the bench's "type limit" row's typeLimits (TYPE_LIMIT, never reached).
   --usage KEY drains as the bench's row of that usage (fair-share, key-limit, rate-limit, priorities, …;
   not the workflow rows, whose backlog the bench submits).
+  --effect transactional|own-transaction (pg): each command inserts one row into an effect table, as
+  the bench's effect drains (in the attempt's transaction, or autocommitted on a pool of its own).
   --scheduled runs the bench executor in the default mode, SCHEDULED (inline in the poll loop, one
   at a time; C does not apply), not ASYNC_POOL on a shared pool of C.
   For profiling: node --cpu-prof bench/dist/profile-drain.js …`;
@@ -67,6 +70,7 @@ async function main(): Promise<void> {
       scheduled: { type: 'boolean', default: false },
       instances: { type: 'string', default: '1' },
       usage: { type: 'string' },
+      effect: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -84,6 +88,7 @@ async function main(): Promise<void> {
       ? 'type limit'
       : usageNamed(values.usage);
   const instances = Number(values.instances);
+  const effect = effectNamed(values.effect);
   const dir = mkdtempSync(join(tmpdir(), 'asynccmd-profile-'));
   try {
     for (let r = 0; r < Number(values.repeats); r++) {
@@ -96,6 +101,7 @@ async function main(): Promise<void> {
         scheduled: values.scheduled,
         usage,
         instances,
+        effect,
       };
       const result =
         values.db === 'sqlite'
@@ -125,6 +131,11 @@ function usageNamed(name: string | undefined): FeatureUsage | undefined {
   return found[0];
 }
 
+function effectNamed(name: string | undefined): EffectMode | undefined {
+  if (name === undefined || name === 'transactional' || name === 'own-transaction') return name;
+  throw new Error('--effect takes transactional or own-transaction');
+}
+
 /** What the result line says of the drain's feature usage. */
 function usageNote(usage: FeatureUsage | undefined): string {
   if (usage === 'ordering keys') return ` over ${ORDERING_KEYS} ordering keys`;
@@ -151,9 +162,11 @@ interface DrainRun {
   readonly usage: FeatureUsage | undefined;
   /** Runtimes in this process, each with its own store. */
   readonly instances: number;
+  /** Each command inserts one row into EFFECT_TABLE (pg only). */
+  readonly effect: EffectMode | undefined;
 }
 
-async function drainPg({ total, raw, usage, instances, ...run }: DrainRun): Promise<ProfileResult> {
+async function drainPg({ total, raw, usage, instances, effect, ...run }: DrainRun): Promise<ProfileResult> {
   const admin = pgPool(1);
   try {
     await recreateSchema(admin, SCHEMA);
@@ -163,6 +176,9 @@ async function drainPg({ total, raw, usage, instances, ...run }: DrainRun): Prom
     await admin.query(`ALTER TABLE ${rawTable(SCHEMA)} SET (autovacuum_enabled = false)`);
     await seedPending(admin, rawTable(SCHEMA), BENCH_TYPE, total);
     for (const update of usageUpdates(rawTable(SCHEMA), usage, PG_USAGE)) await admin.query(update);
+    await admin.query(
+      `CREATE TABLE ${SCHEMA}.${EFFECT_TABLE} (seq INT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+    );
   } finally {
     await admin.end();
   }
@@ -175,10 +191,30 @@ async function drainPg({ total, raw, usage, instances, ...run }: DrainRun): Prom
       await pool.end();
     }
   }
+  if (effect === undefined) {
+    const stores = await Promise.all(
+      Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-pg', schema: SCHEMA }, 4)),
+    );
+    return drainWith(stores, total, run, usage);
+  }
+  const spec = { kind: 'asynccmd-pg', schema: SCHEMA, effect } as const;
   const stores = await Promise.all(
-    Array.from({ length: instances }, () => openStore({ kind: 'asynccmd-pg', schema: SCHEMA }, 4)),
+    Array.from({ length: instances }, () => openStore(spec, storeConnections(spec, run.concurrency))),
   );
-  return drainWith(stores, total, run, usage);
+  let executed = 0;
+  let done: () => void = () => undefined;
+  const all = new Promise<void>((resolve) => (done = resolve));
+  const own = await effectExecutor(spec, run.concurrency, () => {
+    if (++executed === total) done();
+  });
+  try {
+    return await drain(stores, total, run.concurrency, run.rounds, usage, run.scheduled, {
+      executor: own.executor,
+      all,
+    });
+  } finally {
+    await own.close();
+  }
 }
 
 async function drainSqlite(
@@ -290,15 +326,17 @@ async function drain(
   countRounds: boolean,
   usage: FeatureUsage | undefined,
   scheduled: boolean,
+  /** An executor of its own (the effect drains), and when it has run every command. */
+  own?: { readonly executor: BenchExecutor; readonly all: Promise<void> },
 ): Promise<ProfileResult> {
   let executed = 0;
   let done: () => void = () => undefined;
-  const all = new Promise<void>((resolve) => (done = resolve));
+  const all = own?.all ?? new Promise<void>((resolve) => (done = resolve));
   const runtimes = stores.map((store) =>
     benchRuntime(
       store,
       { concurrency },
-      {
+      own?.executor ?? {
         mode: scheduled ? 'SCHEDULED' : 'ASYNC_POOL',
         onExecute: (_payload: BenchPayload) => {
           if (++executed === total) done();
@@ -326,7 +364,7 @@ async function drain(
       if (runtimes.length === 1) lastEnd = end;
       if (process.env.TRACE_ROUNDS)
         console.log(
-          `round ${rounds} at ${(end - t0).toFixed(1)} ms: claimed ${event.claimed} in ${event.durationMs.toFixed(1)} ms, executed ${executed}`,
+          `round ${rounds} at ${(end - t0).toFixed(1)} ms: claimed ${event.claimed} in ${event.durationMs.toFixed(1)} ms`,
         );
     });
   const cpu0 = process.cpuUsage();
