@@ -227,7 +227,9 @@ export function postgresDependencyEngine<Tx>(c: PostgresConnection<Tx>, n: Table
       const missing = ids.filter((id) => !statuses.has(id));
       if (missing.length > 0) {
         const moved = await read(
-          `SELECT id::text AS id, status FROM ${n.history} WHERE id = ANY($1::bigint[])`,
+          [n.history, n.historyV1]
+            .map((h) => `SELECT id::text AS id, status FROM ${h} WHERE id = ANY($1::bigint[])`)
+            .join(' UNION ALL '),
           missing,
         );
         for (const r of moved.rows) statuses.set(r.id, r.status);
@@ -277,7 +279,8 @@ export function postgresDependencyEngine<Tx>(c: PostgresConnection<Tx>, n: Table
         `SELECT c.id, c.type, c.status, d.on_failure, c.result
                FROM ${n.dependencies} AS d
                  JOIN (SELECT id, type, status, result FROM ${t}
-                       UNION ALL SELECT id, type, status, result FROM ${n.history}) AS c ON c.id = d.dependency_id
+                       UNION ALL SELECT id, type, status, result FROM ${n.history}
+                       UNION ALL SELECT id, type, status, result FROM ${n.historyV1}) AS c ON c.id = d.dependency_id
                WHERE d.dependant_id = $1::bigint`,
         [id],
       );

@@ -5,6 +5,7 @@ import { dueIdsFunctionDdl } from './claim-plan.js';
 import type { PostgresConnection, PostgresStatements } from './connection.js';
 import { dependenciesDdl, settleSucceededDdl } from './dependencies.js';
 import { historyDdl, moveFinishedRows, moveFinishedScript } from './history.js';
+import { historyPartitionsDdl } from './history-partitions.js';
 import type { TableNames } from './names.js';
 import { rateLimitsDdl } from './rate-limits.js';
 import { keyLimitsDdl } from './key-limits.js';
@@ -19,7 +20,7 @@ import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './su
  * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
  * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys, 9 = schedules added
  * at run time, 10 = type limits; PostgreSQL only: 11 = the claim function in PL/pgSQL, 12 = the
- * SQL submit_once's on_pending; 13 = paused types, 14 = executor results, 15 = rate limits, 16 = key limits, 17 = key rate limits, 18 = dependencies and workflows, 19 = progress and the workflow of a command, 20 = flow keys, 21 = the history table finished commands move to, 22 = dependants settled by the completing statement). Every statement is
+ * SQL submit_once's on_pending; 13 = paused types, 14 = executor results, 15 = rate limits, 16 = key limits, 17 = key rate limits, 18 = dependencies and workflows, 19 = progress and the workflow of a command, 20 = flow keys, 21 = the history table finished commands move to, 22 = dependants settled by the completing statement, 23 = claims past a slow head, 24 = the creation index without the id, 25 = the history in time partitions). Every statement is
  * idempotent (`IF NOT EXISTS`, `OR REPLACE`, `DROP … IF EXISTS`), so a half-applied version
  * re-runs cleanly; versions run in one transaction under an advisory lock, so two processes
  * migrating at once take turns instead of racing on the catalog.
@@ -284,6 +285,13 @@ export const MIGRATIONS: readonly Migration<TableNames>[] = [
       `CREATE INDEX IF NOT EXISTS ${n.index('created_at_idx')} ON ${n.table} (created_at)`,
       `DROP INDEX IF EXISTS ${n.schema}.${n.index('created_idx')}`,
     ],
+  },
+  {
+    version: 25,
+    name: 'history in time partitions',
+    // Retention drops a partition instead of deleting its rows; the history before it stays a
+    // table of its own, read beside it (history-partitions.ts). Catalog changes only: no scan.
+    statements: (n) => historyPartitionsDdl(n),
   },
 ];
 

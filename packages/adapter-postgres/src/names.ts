@@ -20,6 +20,10 @@ export interface TableNames {
    * keeps what claims need, and every read of a command looks in both.
    */
   readonly history: string;
+  /** The history's partition for rows no other partition covers (migration 25). */
+  readonly historyDefault: string;
+  /** The history before migration 25, kept as a table of its own that every read also looks in. */
+  readonly historyV1: string;
   readonly migrations: string;
   /** The per-type limits of RUNNING commands (migration 10). */
   readonly typeLimits: string;
@@ -54,6 +58,8 @@ export function tableNames(schema: unknown, table: unknown): TableNames {
     schema: q(s),
     table: `${q(s)}.${q(t)}`,
     history: `${q(s)}.${q(`${t}_history`)}`,
+    historyDefault: `${q(s)}.${q(`${t}_h_default`)}`,
+    historyV1: `${q(s)}.${q(`${t}_history_v1`)}`,
     migrations: `${q(s)}.${q(`${t}_migrations`)}`,
     typeLimits: `${q(s)}.${q(`${t}_type_limits`)}`,
     pausedTypes: `${q(s)}.${q(`${t}_paused_types`)}`,

@@ -87,7 +87,7 @@ const active = (alias = ''): string =>
 
 /** Finished rows of `table` older than a cutoff, in a bounded batch: $1 statuses, $2 cutoff, $3 limit. */
 const purgeFrom = (table: string): string => `
-      DELETE FROM ${table} WHERE id IN (
+      DELETE FROM ${table} WHERE finished_at < $2::timestamptz AND id IN (
         SELECT id FROM ${table}
         WHERE status = ANY($1::text[]) AND finished_at < $2::timestamptz
         LIMIT $3
@@ -99,9 +99,18 @@ export type Sql = ReturnType<typeof buildSql>;
 export function buildSql(n: TableNames) {
   const t = n.table;
   const h = n.history;
-  /** A command's columns from both tables: a snapshot sees each command in exactly one. */
+  const v1 = n.historyV1;
+  /**
+   * `select` from each table a command may be in: the command table, the history and the history
+   * before its partitions (history-partitions.ts). A snapshot sees each command in exactly one.
+   */
+  const everyTable = (select: (table: string) => string): string =>
+    [t, h, v1].map(select).join(' UNION ALL ');
+  /** `select` from the history and the history before its partitions. */
+  const histories = (select: (table: string) => string): string => [h, v1].map(select).join(' UNION ALL ');
+  /** A command's columns from every table. */
   const bothTables = (where: string): string =>
-    `SELECT ${COLUMNS} FROM ${t} WHERE ${where} UNION ALL SELECT ${COLUMNS} FROM ${h} WHERE ${where}`;
+    everyTable((table) => `SELECT ${COLUMNS} FROM ${table} WHERE ${where}`);
   /** What a SUCCESS writes on the row, the same whether it moves or stays. */
   const succeeded = {
     status: `'SUCCESS'`,
@@ -500,20 +509,17 @@ export function buildSql(n: TableNames) {
     }),
 
     /** Whether one claim's command is SUCCESS under it (the claim token stays on the row). */
-    succeededUnder: `
-      SELECT 1 AS held FROM ${h} WHERE id = $1 AND status = 'SUCCESS' AND claim_token = $2
-      UNION ALL
-      SELECT 1 FROM ${t} WHERE id = $1 AND status = 'SUCCESS' AND claim_token = $2`,
+    succeededUnder: everyTable(
+      (table) => `SELECT 1 AS held FROM ${table} WHERE id = $1 AND status = 'SUCCESS' AND claim_token = $2`,
+    ),
 
     /** Of these refs, those already SUCCESS under the same claim: an earlier try of the complete landed. */
-    completedBefore: `
-      SELECT c.id FROM ${h} AS c JOIN unnest($1::bigint[], $2::text[]) AS r(id, token)
-        ON c.id = r.id AND c.claim_token = r.token
-      WHERE c.status = 'SUCCESS'
-      UNION ALL
-      SELECT c.id FROM ${t} AS c JOIN unnest($1::bigint[], $2::text[]) AS r(id, token)
+    completedBefore: everyTable(
+      (table) => `
+      SELECT c.id FROM ${table} AS c JOIN unnest($1::bigint[], $2::text[]) AS r(id, token)
         ON c.id = r.id AND c.claim_token = r.token
       WHERE c.status = 'SUCCESS'`,
+    ),
 
     release: `
       UPDATE ${t} AS c SET status = 'PENDING', claim_token = NULL, lease_until = NULL, updated_at = ${NOW}
@@ -595,7 +601,7 @@ export function buildSql(n: TableNames) {
       LIMIT 1`,
     activeKeyIndex: n.index('active_key').replace(/"/g, ''),
 
-    statusOf: `SELECT status FROM ${t} WHERE id = $1::bigint UNION ALL SELECT status FROM ${h} WHERE id = $1::bigint`,
+    statusOf: everyTable((table) => `SELECT status FROM ${table} WHERE id = $1::bigint`),
     get: bothTables('id = $1::bigint'),
     getMany: bothTables('id = ANY($1::bigint[])'),
     /**
@@ -617,15 +623,13 @@ export function buildSql(n: TableNames) {
       // only: a list of other statuses never reads it (a condition on parameters alone, decided
       // once per execution, before any scan).
       const successOnly = ` AND ($1::text[] IS NULL OR 'SUCCESS' = ANY($1::text[]))`;
-      return `SELECT * FROM (${page(t)} UNION ALL ${page(h, successOnly)}) AS both_tables
+      return `SELECT * FROM (${page(t)} UNION ALL ${histories((table) => page(table, successOnly))}) AS both_tables
         ORDER BY created_at DESC, id DESC
         LIMIT $6`;
     })(),
     counts: `
       SELECT status, type, sum(count)::bigint AS count FROM (
-        SELECT status, type, count(*) AS count FROM ${t} GROUP BY status, type
-        UNION ALL
-        SELECT status, type, count(*) AS count FROM ${h} GROUP BY status, type) AS both_tables
+        ${everyTable((table) => `SELECT status, type, count(*) AS count FROM ${table} GROUP BY status, type`)}) AS both_tables
       GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT min(next_run_at) AS oldest FROM ${t} WHERE status = 'PENDING' AND next_run_at <= $1::timestamptz`,
     /**
@@ -645,16 +649,17 @@ export function buildSql(n: TableNames) {
              width_bucket(extract(epoch FROM finished_at - created_at) * 1000, $3::numeric[]) AS latency_bucket,
              count(*) AS count
       FROM (
-        SELECT status, created_at, finished_at FROM ${t}
-        WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= $1::timestamptz AND finished_at < $2::timestamptz
-        UNION ALL
-        SELECT status, created_at, finished_at FROM ${h}
-        WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= $1::timestamptz AND finished_at < $2::timestamptz
+        ${everyTable(
+          (table) => `SELECT status, created_at, finished_at FROM ${table}
+        WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= $1::timestamptz AND finished_at < $2::timestamptz`,
+        )}
       ) AS both_tables
       GROUP BY 1, 2
       ORDER BY 1, 2`,
     /** $1 statuses, $2 cutoff, $3 limit: the history's rows (the store purges them first). */
     purgeHistory: purgeFrom(h),
+    /** $1 statuses, $2 cutoff, $3 limit: the rows of the history before its partitions. */
+    purgeHistoryV1: purgeFrom(v1),
     /** $1 statuses, $2 cutoff, $3 limit: the command table's. */
     purge: purgeFrom(t),
     /** $1 type, $2 reason: a row unless the type has one (rowCount 1: paused by this call). */

@@ -62,6 +62,7 @@ import type { NotifyWakeups } from './notify-wakeups.js';
 import { claimedRecord, rowParams, toDate, toRecord } from './rows.js';
 import { HeadSkip, ReclaimWindow, type HeadSkipSettings } from './head-skip.js';
 import { StalePlanWatch } from './stale-plans.js';
+import { HistoryPartitions } from './history-partitions.js';
 import type { ClaimedRow, CommandRow } from './rows.js';
 import { buildSql } from './sql.js';
 import type { Sql } from './sql.js';
@@ -107,6 +108,8 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   protected readonly connection: PostgresConnection<Tx>;
   protected readonly sql: Sql;
   protected readonly names: TableNames;
+  /** The history's time partitions, dropped and made by the purge (history-partitions.ts). */
+  private readonly historyPartitions: HistoryPartitions<Tx>;
   private readonly maxPayloadBytes: number;
   protected closing: Promise<void> | null = null;
   readonly schedules: PostgresScheduleStore<Tx>;
@@ -211,6 +214,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
         failed: (err) => logger.warn({ err }, 'asynccmd: analyzing the command table failed'),
       },
     );
+    this.historyPartitions = new HistoryPartitions(connection, parts.names, logger);
     const delivers = this.wakeups.delivers;
     if (delivers) {
       this.revocations = { subscribe: (onRevoked) => this.wakeups.subscribeRevocations(onRevoked) };
@@ -601,13 +605,15 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   }
 
   async get(id: Port.CommandId): Promise<Port.CommandRecord | null> {
-    const [row] = await this.query<CommandRow>(this.sql.get, [id]);
+    // Prepared: with the history in partitions, planning the read of each one cost more than
+    // running it (a status resource polled for a 202 reads this).
+    const [row] = await this.connection.hot<CommandRow>(this.sql.get, [id]);
     return row ? toRecord(row) : null;
   }
 
   /** The commands that exist among `ids`, in the order asked for. */
   async getMany(wanted: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
-    const rows = await this.query<CommandRow>(this.sql.getMany, [[...new Set(wanted)]]);
+    const rows = await this.connection.hot<CommandRow>(this.sql.getMany, [[...new Set(wanted)]]);
     const byId = new Map(rows.map((r) => [r.id, toRecord(r)]));
     return wanted.flatMap((id) => byId.get(id) ?? []);
   }
@@ -664,12 +670,19 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
     const purgeFrom = async (text: string, limit: number): Promise<number> =>
       (await this.connection.query(text, [purge.statuses, purge.olderThan.toISOString(), limit])).rowCount;
     // The history holds most finished commands (SUCCESS only); the command table the few that stay
-    // (history.ts). A purge of other statuses never reads the history.
-    const fromHistory = purge.statuses.includes('SUCCESS')
-      ? await purgeFrom(this.sql.purgeHistory, purge.limit)
-      : 0;
-    if (fromHistory >= purge.limit) return fromHistory;
-    return fromHistory + (await purgeFrom(this.sql.purge, purge.limit - fromHistory));
+    // (history.ts). A purge of other statuses never reads the history. Its partitions past the
+    // cutoff go whole, its others row by row, then the history before its partitions.
+    let purged = 0;
+    for (const step of [
+      () => this.historyPartitions.maintain(purge.olderThan),
+      (left: number) => purgeFrom(this.sql.purgeHistory, left),
+      (left: number) => purgeFrom(this.sql.purgeHistoryV1, left),
+    ]) {
+      if (!purge.statuses.includes('SUCCESS')) break;
+      purged += await step(purge.limit - purged);
+      if (purged >= purge.limit) return purged;
+    }
+    return purged + (await purgeFrom(this.sql.purge, purge.limit - purged));
   }
 
   async now(): Promise<Date> {

@@ -41,6 +41,25 @@ export async function adminQuery<R extends pg.QueryResultRow = pg.QueryResultRow
   }
 }
 
+/**
+ * Leaves `store`'s schema as a store whose last migration was `version` left it: the setup and the
+ * versions up to it from the store's own script, run by hand in one transaction (an upgrade's start).
+ */
+export async function migrateUpTo(store: PostgresCommandStore, version: number): Promise<void> {
+  const script = await store.migrationScript({ all: true });
+  const admin = new pg.Client({ connectionString: DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query('BEGIN');
+    for (const statement of script.setup) await admin.query(statement);
+    for (const v of script.versions.filter((s) => s.version <= version))
+      for (const statement of v.statements) await admin.query(statement);
+    await admin.query('COMMIT');
+  } finally {
+    await admin.end();
+  }
+}
+
 export async function dropSchema(schema: string): Promise<void> {
   await adminQuery(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 }

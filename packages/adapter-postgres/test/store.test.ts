@@ -9,7 +9,15 @@ import { createPostgresStore } from '../src/index.js';
 import { MIGRATIONS } from '../src/migrations.js';
 import type { PostgresCommandStore } from '../src/index.js';
 import pg from 'pg';
-import { adminQuery, command, DATABASE_URL, dropSchema, openStore, uniqueSchema } from './helpers.js';
+import {
+  adminQuery,
+  command,
+  DATABASE_URL,
+  dropSchema,
+  migrateUpTo,
+  openStore,
+  uniqueSchema,
+} from './helpers.js';
 import { COMMAND_TABLE_COLUMNS, rescueLimitMessage } from '@asynccmd/core/store-kit';
 
 const schema = uniqueSchema('acpg_store');
@@ -196,18 +204,7 @@ describe('PostgresCommandStore', () => {
       poolConfig: { max: 2 },
     });
     try {
-      const script = await store19.migrationScript({ all: true });
-      const admin = new pg.Client({ connectionString: DATABASE_URL });
-      await admin.connect();
-      try {
-        await admin.query('BEGIN');
-        for (const statement of script.setup) await admin.query(statement);
-        for (const version of script.versions.filter((v) => v.version <= 19))
-          for (const statement of version.statements) await admin.query(statement);
-        await admin.query('COMMIT');
-      } finally {
-        await admin.end();
-      }
+      await migrateUpTo(store19, 19);
       // What a store of version 19 left: a key limit, an unfinished keyed command, one finished in place.
       await adminQuery(`INSERT INTO "${upgraded}".async_command_key_limits (type, key_field, max_running)
         VALUES ('up.keyed', 'tenant', 1)`);
@@ -228,6 +225,7 @@ describe('PostgresCommandStore', () => {
         { version: 22, name: 'dependants settled by the completing statement' },
         { version: 23, name: 'claims past a slow head' },
         { version: 24, name: 'creation index without the id' },
+        { version: 25, name: 'history in time partitions' },
       ]);
       // Keyed by the flow keys' migration; the finished row moved by the upgrade, unkeyed, reading as before.
       const where = await adminQuery<{ id: string; place: string; k: string | null }>(
@@ -278,8 +276,8 @@ describe('PostgresCommandStore', () => {
       { column_name: 'result', data_type: 'json' },
     ]);
     expect(MIGRATIONS.at(-1)).toMatchObject({
-      version: 24,
-      name: 'creation index without the id',
+      version: 25,
+      name: 'history in time partitions',
     });
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
@@ -299,6 +297,13 @@ describe('PostgresCommandStore', () => {
         'async_command_h_finished_idx',
         'async_command_h_type_biz_idx',
         'async_command_history_pkey',
+        'async_command_h_default_created_at_id_idx',
+        'async_command_h_default_finished_at_idx',
+        'async_command_h_default_pkey',
+        'async_command_h_default_type_biz_key_idx',
+        'async_command_hp_biz_idx',
+        'async_command_hp_created_idx',
+        'async_command_hp_finish_idx',
         'async_command_keyed_idx',
         'async_command_key_fields_pkey',
         'async_command_key_limits_pkey',
