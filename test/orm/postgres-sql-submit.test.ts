@@ -739,6 +739,7 @@ describe('PostgreSQL: submitting from SQL', () => {
               [22, 'dependants settled by the completing statement'],
               [23, 'claims past a slow head'],
               [24, 'creation index without the id'],
+              [25, 'history in time partitions'],
             ]);
             await inTransaction(async () => {
               for (const version of script.versions)
@@ -748,7 +749,7 @@ describe('PostgreSQL: submitting from SQL', () => {
             await v11.migrate();
           }
           expect(await versionsOf(name)).toEqual([
-            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
           ]);
           // Replaced, not added beside the function of version 8.
           const functions = await submitOnceFunctions(name);
