@@ -1,5 +1,5 @@
 /** Most transactional attempts one transaction takes by default (options `transactionGroupSize`). */
-export const DEFAULT_TRANSACTION_GROUP = 16;
+export const DEFAULT_TRANSACTION_GROUP = 32;
 /** A savepoint each: PostgreSQL caches 64 subtransactions per session before snapshots get slow. */
 export const MAX_TRANSACTION_GROUP = 32;
 /**
