@@ -33,7 +33,7 @@ const OWN_POOL = 'on a connection pool of its own (C connections)';
  * its connections.
  */
 export function transactionalSettings(store: string, storePool = STORE_POOL): string {
-  return `defineTransactionalExecutor, transactional: true, executor mode ASYNC_POOL, sharedPool { concurrency: C }: one INSERT into ${TABLE}, through ctx.tx; the runtime writes its SUCCESS (fenced by the claim token) in that transaction and commits; attempts waiting in the pool share a transaction (transactionGroupSize default 16: a savepoint each, one fenced SUCCESS statement and one COMMIT for all); ${storePool}; ${store}; checked: exactly one effect row per command`;
+  return `defineTransactionalExecutor, transactional: true, executor mode ASYNC_POOL, sharedPool { concurrency: C }: one INSERT into ${TABLE}, through ctx.tx; the runtime writes its SUCCESS (fenced by the claim token) in that transaction and commits; attempts waiting in the pool share a transaction (transactionGroupSize default 32: a savepoint each, one fenced SUCCESS statement and one COMMIT for all); ${storePool}; ${store}; checked: exactly one effect row per command`;
 }
 
 /** What the non-transactional row runs (for reference: not exactly once); `own`: its connections. */
