@@ -162,6 +162,11 @@ const INSUFFICIENT_PRIVILEGE = '42501';
  */
 export class HistoryPartitions<Tx> {
   #warned = false;
+  /**
+   * The cutoff of the last round that ran to its end: a purge runs batch after batch with one
+   * cutoff (purgeFinished), and after its first round the partitions have nothing left to do for it.
+   */
+  #doneFor: number | null = null;
 
   constructor(
     private readonly connection: PostgresConnection<Tx>,
@@ -175,8 +180,12 @@ export class HistoryPartitions<Tx> {
    * gave up: the row-by-row purge then deletes what is due).
    */
   async maintain(olderThan: Date): Promise<number> {
+    const cutoff = olderThan.getTime();
+    if (cutoff === this.#doneFor) return 0;
     try {
-      return await this.connection.transaction((tx) => this.#maintainIn(tx, olderThan.getTime()));
+      const dropped = await this.connection.transaction((tx) => this.#maintainIn(tx, cutoff));
+      this.#doneFor = cutoff;
+      return dropped;
     } catch (error) {
       const code = (error as { code?: unknown } | null)?.code;
       if (code === LOCK_NOT_AVAILABLE) {
