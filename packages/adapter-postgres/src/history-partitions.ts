@@ -1,6 +1,9 @@
 import type { Logger } from '@asynccmd/core';
+import { partitionPlan, partitionWidthMs, type HistoryPartition } from '@asynccmd/core/store-kit';
 import type { PostgresConnection } from './connection.js';
 import type { TableNames } from './names.js';
+
+export { MAX_PARTITIONS_AHEAD, partitionPlan, partitionWidthMs } from '@asynccmd/core/store-kit';
 
 /*
  * The history in time partitions (migration 25). The history table is partitioned by finish time,
@@ -25,91 +28,6 @@ import type { TableNames } from './names.js';
 
 /** The longest a partition's DDL waits for a lock before this round of maintenance gives up. */
 export const PARTITION_LOCK_TIMEOUT_MS = 200;
-
-/** Partitions made ahead of the clock at most (a narrow width with a rare purge is capped here). */
-export const MAX_PARTITIONS_AHEAD = 24;
-
-/** How far ahead of the clock the partitions reach at least: beyond the next purge of the default hourly interval. */
-export const PARTITIONS_AHEAD_MS = 2 * 3_600_000;
-
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-
-/** The widths a partition may have: each divides a day, so boundaries fall on round UTC times. */
-export const PARTITION_WIDTHS_MS = [
-  MINUTE,
-  2 * MINUTE,
-  5 * MINUTE,
-  10 * MINUTE,
-  15 * MINUTE,
-  30 * MINUTE,
-  HOUR,
-  2 * HOUR,
-  3 * HOUR,
-  6 * HOUR,
-  12 * HOUR,
-  24 * HOUR,
-] as const;
-
-/**
- * The width of new partitions for a retention of `retentionMs`: the widest of PARTITION_WIDTHS_MS
- * at most a quarter of it, so a partition is dropped at most a quarter of the retention after its
- * last row came due (a minute at least, a day at most).
- */
-export function partitionWidthMs(retentionMs: number): number {
-  const quarter = retentionMs / 4;
-  let width: number = PARTITION_WIDTHS_MS[0];
-  for (const w of PARTITION_WIDTHS_MS) if (w <= quarter) width = w;
-  return width;
-}
-
-/** A range partition of the history: rows finished in [lowerMs, upperMs). */
-export interface HistoryPartition {
-  readonly name: string;
-  readonly lowerMs: number;
-  readonly upperMs: number;
-}
-
-/** What maintenance does: partitions to drop, ranges to make. Pure, from what it read. */
-export interface PartitionPlan {
-  readonly drop: readonly HistoryPartition[];
-  readonly make: readonly { readonly lowerMs: number; readonly upperMs: number }[];
-}
-
-/**
- * Drops every partition wholly before `olderThanMs`; makes partitions of `widthMs` (boundaries on
- * multiples of it) from the end of the last one, or the start of the clock's (whichever is later),
- * past the newest row the DEFAULT partition holds (a partition may not take rows it holds),
- * until they reach PARTITIONS_AHEAD_MS (at least two widths, at most MAX_PARTITIONS_AHEAD widths)
- * past `nowMs`.
- */
-export function partitionPlan(
-  partitions: readonly HistoryPartition[],
-  newestInDefaultMs: number | null,
-  nowMs: number,
-  olderThanMs: number,
-  widthMs: number,
-): PartitionPlan {
-  const drop = partitions.filter((p) => p.upperMs <= olderThanMs);
-  const ceil = (ms: number): number => Math.ceil(ms / widthMs) * widthMs;
-  const floor = (ms: number): number => Math.floor(ms / widthMs) * widthMs;
-  const lastUpper = partitions.reduce<number | null>(
-    (m, p) => (m === null ? p.upperMs : Math.max(m, p.upperMs)),
-    null,
-  );
-  // Never behind the clock's own partition: what finished since the last one is in the DEFAULT.
-  let lower = lastUpper === null ? floor(nowMs) : Math.max(lastUpper, floor(nowMs));
-  // A row of the DEFAULT partition at or past `lower` must stay out of every new partition's range.
-  if (newestInDefaultMs !== null && newestInDefaultMs >= lower) lower = ceil(newestInDefaultMs + 1);
-  const reach = nowMs + Math.min(Math.max(PARTITIONS_AHEAD_MS, 2 * widthMs), MAX_PARTITIONS_AHEAD * widthMs);
-  const make: { lowerMs: number; upperMs: number }[] = [];
-  while (lower < reach) {
-    const upper = ceil(lower + 1);
-    make.push({ lowerMs: lower, upperMs: upper });
-    lower = upper;
-  }
-  return { drop, make };
-}
 
 /** A partition's name: the history's, `_h_` and its lower bound in UTC to the minute (15 characters). */
 export function partitionName(n: TableNames, lowerMs: number): string {

@@ -19,6 +19,7 @@ export * from './key-rate-limits.js';
 export * from './keyed-reads.js';
 export * from './dependencies.js';
 export * from './history.js';
+export * from './history-partitions.js';
 // Core's own pieces that only adapters use.
 export { ATTEMPT_HISTORY_LENGTH } from '../command.js';
 export { validateIdentifier } from '../identifier.js';
