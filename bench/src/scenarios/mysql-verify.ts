@@ -7,19 +7,24 @@ import { MYSQL_TABLE } from '../baselines/raw-sql-mysql.js';
  * Exactly-once checks on MySQL/MariaDB, as on PostgreSQL: the recorded executions go into an
  * executions table (seq → runs) after the timed window and are joined to the commands in SQL.
  */
-const commandRows = `SELECT CAST(JSON_VALUE(payload, '$.seq') AS SIGNED) AS seq, status FROM ${MYSQL_TABLE} WHERE type = ?`;
+const commandRows = [MYSQL_TABLE, `${MYSQL_TABLE}_history`]
+  .map(
+    (table) =>
+      `SELECT CAST(JSON_VALUE(payload, '$.seq') AS SIGNED) AS seq, status FROM ${table} WHERE type = ?`,
+  )
+  .join(' UNION ALL ');
 
 export async function countMysqlExecutions(
   pool: mysql.Pool,
   type: string,
   seqs: readonly number[],
 ): Promise<ExactlyOnceCounts> {
-  return countMysqlAgainst(pool, commandRows, [type], seqs);
+  return countMysqlAgainst(pool, commandRows, [type, type], seqs);
 }
 
 /** The effect table against the statuses of asynccmd's commands of `type`. */
 export async function countMysqlEffects(pool: mysql.Pool, type: string): Promise<EffectCounts> {
-  const [commands] = await pool.query<mysql.RowDataPacket[]>(commandRows, [type]);
+  const [commands] = await pool.query<mysql.RowDataPacket[]>(commandRows, [type, type]);
   const [effects] = await pool.query<mysql.RowDataPacket[]>(`SELECT seq FROM ${EFFECT_TABLE}`);
   return countEffects(
     commands.map((r) => ({ seq: Number(r['seq']), status: String(r['status']) })),

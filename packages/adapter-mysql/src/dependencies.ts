@@ -12,6 +12,7 @@ import type * as Port from '@asynccmd/core';
 import type { Connection, Pool } from 'mysql2/promise';
 import { isDuplicateKey, retryConnectionLoss, select, write } from './connection.js';
 import type { Queryable } from './connection.js';
+import { historyTable } from './history.js';
 
 /*
  * Dependencies on MySQL and MariaDB (core ports/dependencies.ts, store-kit dependencies.ts). A
@@ -355,6 +356,17 @@ export function mysqlDependencyEngine(pool: Pool, t: string): DependencyEngine<C
         );
         for (const r of rows) found.set(String(r.id), r.status);
       }
+      // A dependency that succeeded may have moved to the history (history.ts), for good: a
+      // locking read sees the latest committed rows, whatever the caller's snapshot.
+      const moved = ids.filter((id) => !found.has(id));
+      for (const part of chunks(moved)) {
+        const rows = await select<{ id: string; status: Port.CommandStatus }>(
+          conn,
+          `SELECT id, status FROM \`${historyTable(t)}\` WHERE id IN (?) LOCK IN SHARE MODE`,
+          [part],
+        );
+        for (const r of rows) found.set(String(r.id), r.status);
+      }
       return found;
     },
     mark: async (conn, ids) => {
@@ -398,10 +410,14 @@ export function mysqlDependencyEngine(pool: Pool, t: string): DependencyEngine<C
       const rows = await retryConnectionLoss(() =>
         select<DependencyRow>(
           pool,
-          `SELECT c.id, c.type, c.status, d.on_failure, c.result
-           FROM \`${t}_dependencies\` AS d JOIN \`${t}\` AS c ON c.id = d.dependency_id
+          [t, historyTable(t)]
+            .map(
+              (table) => `SELECT c.id, c.type, c.status, d.on_failure, c.result
+           FROM \`${t}_dependencies\` AS d JOIN \`${table}\` AS c ON c.id = d.dependency_id
            WHERE d.dependant_id = ?`,
-          [key],
+            )
+            .join(' UNION ALL '),
+          [key, key],
         ),
       );
       return dependencyOutcomes(rows, (text) => JSON.parse(String(text)) as unknown);

@@ -32,7 +32,10 @@ export interface MysqlStoreOptions {
   readonly claimStrategy?: 'auto' | ClaimStrategyName;
   /** Largest payload accepted, in UTF-8 bytes of its JSON; default 64 KiB. */
   readonly maxPayloadBytes?: number;
-  /** Where connection errors of the store's own pool are reported. */
+  /**
+   * Where connection errors of the store's own pool, and trouble moving finished commands to the
+   * history or keeping its partitions, are reported.
+   */
   readonly logger?: Logger;
 }
 
@@ -72,5 +75,6 @@ export function createMysqlStore(options: MysqlStoreOptions): MysqlCommandStore 
     table: table.right,
     strategy: choice === 'auto' ? 'auto' : CLAIM_STRATEGIES[choice],
     maxPayloadBytes: options.maxPayloadBytes,
+    logger,
   });
 }

@@ -8,6 +8,7 @@ import { dependenciesDdl, widenStatusCheck } from './dependencies.js';
 import { rateLimitsDdl } from './rate-limits.js';
 import { keyLimitsDdl, keyRateLimitsDdl } from './key-limits.js';
 import { flowKeysDdl } from './flow-keys.js';
+import { historyDdl } from './history.js';
 
 /**
  * Versioned schema changes (core's runMigrations applies them), numbered as in the other adapters
@@ -269,6 +270,14 @@ export const MIGRATIONS: readonly MysqlMigration[] = [
     statements: ({ table: t, collation }) => flowKeysDdl(t, collation, false),
     catalogStatements: async (conn, t, collation, fresh) =>
       flowKeysDdl(t, collation, !fresh && (await hasIndex(conn, t, 'idx_flow'))),
+  },
+  {
+    version: 19,
+    name: 'finished commands leave the command table, history in time partitions',
+    // The history the store moves finished commands into, partitioned by finish time so retention
+    // drops partitions (history.ts). Finished rows already in the command table move in batches
+    // once the store runs, oldest first: no statement here scans them.
+    statements: ({ table: t, collation }) => historyDdl(t, collation),
   },
 ];
 

@@ -1,5 +1,6 @@
 import { ATTEMPT_HISTORY_LENGTH, TRANSITION_SOURCES } from '@asynccmd/core/store-kit';
 import { FLOW_KEY_OF_BOUND_PATH, insertedFlowKey, updatedFlowKey } from './flow-keys.js';
+import { historyTable } from './history.js';
 
 /**
  * Every statement of the MySQL / MariaDB store, built once per (validated) table name. Values are
@@ -128,6 +129,9 @@ const sources = (name: keyof typeof TRANSITION_SOURCES): string =>
 
 export function mysqlSql(t: string) {
   const table = `\`${t}\``;
+  // Finished commands move to the history (history.ts): every read of a command reads both tables,
+  // in one statement, so one snapshot sees each command in exactly one of them.
+  const history = `\`${historyTable(t)}\``;
   // Statements that name their rows by id go through the primary key. With few rows in a status
   // the optimizer would rather walk a status index (idx_due or idx_finished, whose estimate ties
   // with the key's one row), and under REPEATABLE READ that locks every row it walks: other
@@ -313,10 +317,15 @@ export function mysqlSql(t: string) {
        SET result = ${results === 0 ? 'NULL' : `CASE ${Array.from({ length: results }, () => 'WHEN id = CAST(? AS UNSIGNED) THEN ?').join(' ')} ELSE NULL END`},
            status = 'SUCCESS', lease_until = NULL, finished_at = ${DB_NOW}, updated_at = ${DB_NOW}, last_error = NULL
        WHERE status = 'RUNNING' AND id IN (?)`,
-    /** Whether one claim's command is SUCCESS under it. Bound: id, token. */
-    succeededUnder: `SELECT 1 AS held FROM ${byId} WHERE id = ? AND status = 'SUCCESS' AND claim_token = ?`,
-    /** Of the refs, those SUCCESS under their own claim (this complete's, or an earlier try's). */
-    completedBy: (tokens: number) => `SELECT id FROM ${byId} WHERE status = 'SUCCESS' AND ${refs(tokens)}`,
+    /** Whether one claim's command is SUCCESS under it. Bound: id, token, twice (both tables). */
+    succeededUnder: `SELECT 1 AS held FROM ${byId} WHERE id = ? AND status = 'SUCCESS' AND claim_token = ?
+       UNION ALL SELECT 1 FROM ${history} WHERE id = ? AND claim_token = ?`,
+    /**
+     * Of the refs, those SUCCESS under their own claim (this complete's, or an earlier try's, moved
+     * to the history since). Bound: the refs' values twice.
+     */
+    completedBy: (tokens: number) => `SELECT id FROM ${byId} WHERE status = 'SUCCESS' AND ${refs(tokens)}
+       UNION ALL SELECT id FROM ${history} WHERE ${refs(tokens)}`,
     /**
      * Bound: status and last_error (for the history), status, retry_count, next_run_at, last_error,
      * status again (for finished_at), id, token.
@@ -406,17 +415,32 @@ export function mysqlSql(t: string) {
            finished_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE id = ? AND status IN (${sources('cancel')})`,
 
-    get: `SELECT ${COLUMNS} FROM ${table} WHERE id = ?`,
-    getMany: `SELECT ${COLUMNS} FROM ${table} WHERE id IN (?) ORDER BY id`,
+    /** Bound: the id twice. */
+    get: `SELECT ${COLUMNS} FROM ${table} WHERE id = ? UNION ALL SELECT ${COLUMNS} FROM ${history} WHERE id = ?`,
+    /** Bound: the ids (a list) twice. */
+    getMany: `SELECT * FROM (SELECT ${COLUMNS} FROM ${table} WHERE id IN (?)
+       UNION ALL SELECT ${COLUMNS} FROM ${history} WHERE id IN (?)) AS c ORDER BY id`,
     /**
      * Newest first by creation time, the id breaking ties (idx_created holds (created_at, id));
-     * the optional filters are added by the store in this order.
+     * the optional filters are added by the store in this order. Each table gives its newest
+     * matches (through its creation index) and the merge keeps the newest of those; the history,
+     * which holds SUCCESS only, is left out of a list of other statuses. Bound: the filters' values
+     * and the limit, once more for the history when `withHistory`.
      */
-    list: (filters: readonly ('status' | 'type' | 'bizKey' | 'before')[]) =>
-      `SELECT ${COLUMNS} FROM ${table}
-       ${filters.length ? `WHERE ${filters.map((f) => LIST_FILTERS[f]).join(' AND ')}` : ''}
-       ORDER BY created_at DESC, id DESC LIMIT ?`,
-    counts: `SELECT status, type, COUNT(*) AS count FROM ${table} GROUP BY status, type ORDER BY status, type`,
+    list: (filters: readonly ('status' | 'type' | 'bizKey' | 'before')[], withHistory: boolean) => {
+      const where = filters.length ? `WHERE ${filters.map((f) => LIST_FILTERS[f]).join(' AND ')}` : '';
+      // In a UNION each part must be told its index: left to itself it sorted the whole table.
+      const newest = (from: string, index: string): string =>
+        `(SELECT ${COLUMNS} FROM ${from} FORCE INDEX (${index}) ${where} ORDER BY created_at DESC, id DESC LIMIT ?)`;
+      return withHistory
+        ? `${newest(table, 'idx_created')} UNION ALL ${newest(history, 'idx_h_created')}
+           ORDER BY created_at DESC, id DESC LIMIT ?`
+        : newest(table, 'idx_created');
+    },
+    counts: `SELECT status, type, SUM(count) AS count FROM (
+         SELECT status, type, COUNT(*) AS count FROM ${table} GROUP BY status, type
+         UNION ALL SELECT status, type, COUNT(*) AS count FROM ${history} GROUP BY status, type
+       ) AS c GROUP BY status, type ORDER BY status, type`,
     oldestDue: `SELECT MIN(next_run_at) AS oldest FROM ${table} WHERE status = 'PENDING' AND next_run_at <= ?`,
     /**
      * Dead letters counted up to a limit (?1) and the oldest due PENDING time at now (?2), both
@@ -428,6 +452,8 @@ export function mysqlSql(t: string) {
              (SELECT MIN(next_run_at) FROM ${table} WHERE status = 'PENDING' AND next_run_at <= ?) AS oldest`,
     /** One status at a time: (status, finished_at) then serves the order without sorting every match. */
     purge: `DELETE FROM ${table} WHERE status = ? AND finished_at < ? ORDER BY finished_at LIMIT ?`,
+    /** The history's rows past the cutoff that no dropped partition took (it holds SUCCESS only). */
+    purgeHistory: `DELETE FROM ${history} WHERE finished_at < ? ORDER BY finished_at LIMIT ?`,
     /**
      * Outcomes finished in [?, ?) by status and latency bucket (how many of the `bounds` latency
      * bounds, bound in microseconds, are ≤ the latency), from the (status, finished_at) index.
@@ -440,8 +466,10 @@ export function mysqlSql(t: string) {
              () => '(? <= TIMESTAMPDIFF(MICROSECOND, created_at, finished_at))',
            ).join(' + ') || '0'
          } AS latency_bucket
-         FROM ${table}
-         WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= ? AND finished_at < ?) AS outcome
+         FROM (SELECT status, created_at, finished_at FROM ${table}
+               WHERE status IN ('SUCCESS', 'DEAD') AND finished_at >= ? AND finished_at < ?
+               UNION ALL SELECT status, created_at, finished_at FROM ${history}
+               WHERE finished_at >= ? AND finished_at < ?) AS finished) AS outcome
        GROUP BY status, latency_bucket
        ORDER BY status, latency_bucket`,
   };

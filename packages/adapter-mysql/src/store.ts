@@ -3,7 +3,9 @@ import {
   isSqlExecutor,
   IdempotencyConflictError,
   InvalidArgumentError,
+  silentLogger,
   TransactionRolledBackError,
+  type Logger,
 } from '@asynccmd/core';
 import {
   claimWithinKeyLimits,
@@ -90,6 +92,7 @@ import type { CommandRow } from './rows.js';
 import { fromUtcText, toRecord, toUtcText } from './rows.js';
 import type { MysqlSql } from './sql.js';
 import { mysqlSql } from './sql.js';
+import { HistoryMover, HistoryPartitions } from './history.js';
 
 export interface MysqlStoreParts {
   readonly pool: Pool;
@@ -102,6 +105,8 @@ export interface MysqlStoreParts {
   readonly strategy: ClaimStrategy | 'auto';
   /** Largest payload accepted, in UTF-8 bytes of its JSON; default core DEFAULT_MAX_PAYLOAD_BYTES. */
   readonly maxPayloadBytes?: number;
+  /** Where the history's move and partitions report trouble; default silent. */
+  readonly logger?: Logger;
 }
 
 /** Rows per multi-row INSERT, and the payload bytes one statement may carry (max_allowed_packet is 16 MiB by default). */
@@ -196,6 +201,9 @@ class MysqlEngine implements StoreEngine<Connection> {
   private readonly limitSql: TypeLimitSql;
   /** Other processes' submits, seen by a polled probe (wakeups.ts). */
   readonly wakeups: MysqlWakeups;
+  /** Finished commands into the history, and the history's partitions (history.ts). */
+  private readonly mover: HistoryMover;
+  private readonly partitions: HistoryPartitions;
 
   constructor(parts: MysqlStoreParts) {
     this.wakeups = new MysqlWakeups(parts.pool, parts.table);
@@ -216,6 +224,14 @@ class MysqlEngine implements StoreEngine<Connection> {
     this.cleanupHorizon = mysqlCleanupHorizon(parts.pool);
     this.dependencies = mysqlDependencyEngine(this.pool, this.table);
     this.schedules = new MysqlScheduleStore(parts.pool, parts.table, (c) => insertParams(c, false));
+    const logger = parts.logger ?? silentLogger;
+    this.mover = new HistoryMover(
+      parts.pool,
+      parts.table,
+      async () => (await this.claimStrategy()).name === 'skip-locked',
+      logger,
+    );
+    this.partitions = new HistoryPartitions(parts.pool, parts.table, logger);
   }
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
@@ -276,7 +292,7 @@ class MysqlEngine implements StoreEngine<Connection> {
       const held = await runThroughExecutor(
         tx,
         this.sql.succeededUnder,
-        [checked.id, checked.token],
+        [checked.id, checked.token, checked.id, checked.token],
         'question-mark',
       );
       if (held.length !== 1) return false;
@@ -295,7 +311,7 @@ class MysqlEngine implements StoreEngine<Connection> {
     },
     succeededUnder: async (checked) => {
       const rows = await retryConnectionLoss(() =>
-        select(this.pool, this.sql.succeededUnder, [checked.id, checked.token]),
+        select(this.pool, this.sql.succeededUnder, [checked.id, checked.token, checked.id, checked.token]),
       );
       return rows.length === 1;
     },
@@ -456,6 +472,7 @@ class MysqlEngine implements StoreEngine<Connection> {
   }
 
   async claimDue(params: CheckedClaimDue): Promise<Port.ClaimedCommand[]> {
+    this.mover.nudge();
     const { types, limit } = params;
     const round = {
       token: params.token,
@@ -641,7 +658,7 @@ class MysqlEngine implements StoreEngine<Connection> {
       await completeMarked(this.table, this.sql.completeHeld, checked, (fn) => fn(tx));
     const ids = unique(checked.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
-    const done = await select<{ id: string }>(tx, this.sql.completedBy(tokens), values);
+    const done = await select<{ id: string }>(tx, this.sql.completedBy(tokens), [...values, ...values]);
     return inCallersOrder(
       ids,
       done.map((r) => String(r.id)),
@@ -649,6 +666,7 @@ class MysqlEngine implements StoreEngine<Connection> {
   }
 
   async complete(checkedRefs: readonly CheckedCompletedAttempt[]): Promise<Port.CommandId[]> {
+    this.mover.nudge();
     const { sql, bound, count, tokens, values } = this.completeWrite(checkedRefs);
     // Completing again after a lost connection is harmless: the read below reports the refs whose
     // command is SUCCESS under their own claim, finished by the first try or the second (which,
@@ -665,7 +683,10 @@ class MysqlEngine implements StoreEngine<Connection> {
     }
     const ids = unique(checkedRefs.map((r) => r.id));
     if (updated.affectedRows === count && ids.length === count) return ids;
-    const done = await select<{ id: string }>(this.pool, this.sql.completedBy(tokens), values);
+    const done = await select<{ id: string }>(this.pool, this.sql.completedBy(tokens), [
+      ...values,
+      ...values,
+    ]);
     return inCallersOrder(
       ids,
       done.map((r) => String(r.id)),
@@ -835,12 +856,14 @@ class MysqlEngine implements StoreEngine<Connection> {
   }
 
   async get(key: Port.CommandId): Promise<Port.CommandRecord | null> {
-    const [row] = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.get, [key]));
+    const [row] = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.get, [key, key]));
     return row ? toRecord(row) : null;
   }
 
   async getMany(keys: readonly Port.CommandId[]): Promise<Port.CommandRecord[]> {
-    const rows = await retryConnectionLoss(() => select<CommandRow>(this.pool, this.sql.getMany, [keys]));
+    const rows = await retryConnectionLoss(() =>
+      select<CommandRow>(this.pool, this.sql.getMany, [keys, keys]),
+    );
     return rows.map(toRecord);
   }
 
@@ -861,8 +884,11 @@ class MysqlEngine implements StoreEngine<Connection> {
       values.push(at, at, after.id);
     }
     if (statuses?.length === 0) return { items: [], nextCursor: null };
+    // The history holds SUCCESS only: a list of other statuses leaves it out.
+    const withHistory = statuses === null || statuses.includes('SUCCESS');
+    const bound = withHistory ? [...values, fetch, ...values, fetch, fetch] : [...values, fetch];
     const rows = await retryConnectionLoss(() =>
-      select<CommandRow>(this.pool, this.sql.list(filters), [...values, fetch]),
+      select<CommandRow>(this.pool, this.sql.list(filters, withHistory), bound),
     );
     return listPage(rows, limit, toRecord);
   }
@@ -904,6 +930,8 @@ class MysqlEngine implements StoreEngine<Connection> {
         ...latencyBoundsMs.map((ms) => ms * 1000),
         from,
         to,
+        from,
+        to,
       ]),
     );
     return outcomeCountsFromRows(rows);
@@ -913,6 +941,18 @@ class MysqlEngine implements StoreEngine<Connection> {
     const { limit } = purge;
     const olderThan = toUtcText(purge.olderThan);
     let deleted = 0;
+    if (purge.statuses.includes('SUCCESS')) {
+      // What finished before the purge is in the history first; whole partitions past the cutoff
+      // are dropped, then what they did not cover is deleted row by row.
+      await this.mover.moveAll();
+      deleted += await this.partitions.maintain(purge.olderThan);
+      if (deleted < limit) {
+        const result = await retryLockConflicts(() =>
+          write(this.pool, this.sql.purgeHistory, [olderThan, limit - deleted]),
+        );
+        deleted += result.affectedRows;
+      }
+    }
     for (const status of purge.statuses) {
       if (deleted >= limit) break;
       const batch = limit - deleted;
@@ -938,6 +978,7 @@ class MysqlEngine implements StoreEngine<Connection> {
     if (this.closed) return;
     this.closed = true;
     this.wakeups.close();
+    await this.mover.close();
     await Promise.all([this.ownsPool ? this.pool.end() : undefined, this.claimPools.claimPool?.end()]);
   }
 
@@ -1011,7 +1052,7 @@ class MysqlEngine implements StoreEngine<Connection> {
               { id: key, settled: 'failure' },
             ]);
           }
-          const [row] = await select<CommandRow>(conn, this.sql.get, [key]);
+          const [row] = await select<CommandRow>(conn, this.sql.get, [key, key]);
           if (!row) return { unmatched: null };
           return updated.affectedRows === 1 ? { applied: toRecord(row) } : { unmatched: row.status };
         }),
@@ -1022,7 +1063,7 @@ class MysqlEngine implements StoreEngine<Connection> {
   }
 
   private async idempotencyConflict(conn: PoolConnection, id: string): Promise<IdempotencyConflictError> {
-    const [row] = await select<CommandRow>(conn, this.sql.get, [id]);
+    const [row] = await select<CommandRow>(conn, this.sql.get, [id, id]);
     const [holder] = row
       ? await select<{ id: string }>(conn, this.sql.activeHolder, [row.type, row.biz_key])
       : [];
