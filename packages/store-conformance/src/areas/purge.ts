@@ -39,6 +39,49 @@ export function purgeArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       expect((await store.list({ type })).items).toEqual([]);
     });
 
+    it('a purge that deletes nothing leaves every command readable as it was, wherever it keeps finished ones', async () => {
+      // A store may move finished commands elsewhere (a history table) when it purges: every read
+      // must see them exactly as before, and a retried outcome must still find its own SUCCESS.
+      const store = ctx.store();
+      const type = uniqueType();
+      const ids: string[] = [];
+      for (const s of ['SUCCESS', 'DEAD', 'CANCELLED', 'PENDING'] as const) {
+        ids.push((await commandIn(store, s, type)).id);
+      }
+      const [id] = await store.transaction((tx) =>
+        store.insert(tx, [{ type, payloadJson: '{}', maxRetry: 0 }]),
+      );
+      const claimed = await store.claimById({
+        id: id!,
+        now: new Date(Date.now() + 1000),
+        token: 'prg-token',
+        leaseMs: 60_000,
+      });
+      expect(
+        await store.complete([{ id: id!, token: claimed!.claimToken, resultJson: '{"kept":true}' }]),
+      ).toEqual([id]);
+      ids.push(id!);
+      const now = await store.now();
+      const counts = async () => (await store.stats(now)).counts.filter((r) => r.type === type);
+      const before = {
+        one: await store.get(id!),
+        many: await store.getMany(ids),
+        list: await store.list({ type }),
+        successes: await store.list({ type, status: 'SUCCESS' }),
+        counts: await counts(),
+      };
+      expect(await store.purge({ olderThan: new Date(now.getTime() - 3_600_000), limit: 100 })).toBe(0);
+      expect(await store.get(id!)).toEqual(before.one);
+      expect(before.one).toMatchObject({ status: 'SUCCESS', result: { kept: true } });
+      expect(await store.getMany(ids)).toEqual(before.many);
+      expect(await store.list({ type })).toEqual(before.list);
+      expect(await store.list({ type, status: 'SUCCESS' })).toEqual(before.successes);
+      expect(await counts()).toEqual(before.counts);
+      // A complete tried again after its reply was lost reports its own SUCCESS, and only its own.
+      expect(await store.complete([{ id: id!, token: claimed!.claimToken }])).toEqual([id]);
+      expect(await store.complete([{ id: id!, token: 'another claim' }])).toEqual([]);
+    });
+
     it('refuses to purge unfinished commands', async () => {
       const store = ctx.store();
       const type = uniqueType();

@@ -358,6 +358,45 @@ export function transactionalCompletionArea<Tx>(factory: StoreHarnessFactory<Tx>
       expect((await store.list({ type: `${type}.next` })).items).toHaveLength(1);
     });
 
+    it('savepoints, where offered: a failed statement after a savepoint is undone with it; failed() says when the transaction refuses the rest until then', async () => {
+      // An executor that catches a failed statement of its own and returns: where the database
+      // then refuses every statement (PostgreSQL), failed() must say so, and undoing the attempt to
+      // its savepoint must make the transaction usable again; elsewhere the failure dooms nothing.
+      const store = ctx.store();
+      const claimed = await threeClaimed(store);
+      const wrap = ctx.harness().sqlExecutor;
+      if (claimed === null || wrap === undefined) return;
+      const { savepoints, type, rows } = claimed;
+      const states: boolean[] = [];
+      let completed: CommandId[] = [];
+      await store.transaction(async (tx) => {
+        await savepoints.open(tx, 'attempt_0');
+        await store.insert(tx, [newCommand(`${type}.next`)]);
+        await savepoints.open(tx, 'attempt_1');
+        await expect(
+          wrap(tx).run(['SELECT missing_column FROM no_such_table_of_the_suite'], []),
+        ).rejects.toThrow();
+        if (savepoints.failed) states.push(await savepoints.failed(tx));
+        await savepoints.rollbackTo(tx, 'attempt_1');
+        if (savepoints.failed) states.push(await savepoints.failed(tx));
+        await savepoints.open(tx, 'attempt_2');
+        await store.insert(tx, [newCommand(`${type}.next`)]);
+        completed = await savepoints.completeAll(tx, [
+          { id: rows[0]!.id, token: rows[0]!.claimToken },
+          { id: rows[2]!.id, token: rows[2]!.claimToken },
+        ]);
+      });
+      // A store with failed(): true while refused (or false where nothing is refused), false once undone.
+      if (savepoints.failed) expect(states[1]).toBe(false);
+      // PostgreSQL (and PGlite) refuse every statement after a failed one until the rollback.
+      if (savepoints.failed && ['postgres', 'pglite'].includes(store.dialect))
+        expect(states).toEqual([true, false]);
+      expect(completed).toEqual([rows[0]!.id, rows[2]!.id]);
+      const after = await store.getMany(rows.map((r) => r.id));
+      expect(after.map((c) => c.status)).toEqual(['SUCCESS', 'RUNNING', 'SUCCESS']);
+      expect((await store.list({ type: `${type}.next` })).items).toHaveLength(2);
+    });
+
     it('savepoints, where offered: a name that is not a plain identifier is INVALID_ARGUMENT, and nothing is sent', async () => {
       const store = ctx.store();
       const savepoints = completionOf(store).savepoints;
