@@ -106,11 +106,12 @@ describe('PostgreSQL wake-up delivery', () => {
       const held = submit(sender, 'held'); // within the window: folded
       let waiting = false;
       for (const until = Date.now() + 20_000; !waiting && Date.now() < until;) {
-        // (The statement shown is the batch's INSERT: BEGIN, INSERT and COMMIT go out together.)
+        // Seen in pg_locks, not by the statement text of pg_stat_activity: BEGIN, INSERT and COMMIT
+        // go out together, and the text shown while the COMMIT waits may be the INSERT or the COMMIT.
         const rows = await adminQuery(
-          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'
-             AND query LIKE '%' || $1 || '%'`,
-          [schema],
+          `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+             AND classid = 0 AND objid = $1 AND objsubid = 1`,
+          [HOLD_KEY],
         );
         waiting = rows.length > 0;
         if (!waiting) await sleep(10);
