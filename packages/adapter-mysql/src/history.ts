@@ -122,10 +122,13 @@ export function moveSql(t: string, skipLocked: boolean) {
      * Up to ? SUCCESS rows past the position (finished_at, id) bound as ?, ?, ?, oldest first in
      * idx_finished's order, locked (rows another transaction holds are skipped, where the server
      * can); `movable` is 0 for a schedule's tick, which stays: its once-per-tick key holds for the
-     * life of the row. The ticks are read too, so the position moves past them.
+     * life of the row. The ticks are read too, so the position moves past them. The command with
+     * the highest id stays too: a server whose AUTO_INCREMENT does not survive a restart (MySQL
+     * 5.7) starts again at the command table's MAX(id) + 1, which must stay above every id moved.
      */
     pick: `SELECT id, finished_at, schedule_name IS NULL AS movable FROM \`${t}\` FORCE INDEX (idx_finished)
        WHERE status = 'SUCCESS' AND (finished_at > ? OR (finished_at = ? AND id > ?))
+         AND id < (SELECT MAX(id) FROM \`${t}\`)
        ORDER BY finished_at, id LIMIT ? FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
     copy: `INSERT INTO \`${historyTable(t)}\` (${columns})
        SELECT ${columns} FROM \`${t}\` FORCE INDEX (PRIMARY) WHERE id IN (?) AND status = 'SUCCESS'`,

@@ -161,8 +161,11 @@ describe('MySQL/MariaDB history', () => {
     const [dependency] = await submit('h.dep');
     const [claimed] = await claimAll('h.dep');
     await store.complete([{ id: claimed!.id, token: claimed!.claimToken, resultJson: '{"made":"x"}' }]);
+    // The newest command stays in the command table (below): one more after it.
+    const [newest] = await submit('h.dep.after');
     await moveFinished();
     expect(await placeOf(dependency!)).toBe('history');
+    expect(await placeOf(newest!)).toBe('command table');
     const [dependant] = await store.transaction((tx) =>
       store.dependencies.insertWaiting(tx, [{ ...command('h.dependant'), dependsOn: [{ id: dependency! }] }]),
     );
@@ -170,6 +173,22 @@ describe('MySQL/MariaDB history', () => {
     expect(await store.dependencies.dependenciesOf(dependant!)).toEqual([
       { id: dependency, type: 'h.dep', status: 'SUCCESS', onFailure: 'cancel', result: { made: 'x' } },
     ]);
+  });
+
+  it('the command with the highest id stays in the command table, so a restart never gives its id again', async () => {
+    // A server whose AUTO_INCREMENT does not survive a restart starts again at MAX(id) + 1 of the
+    // command table: every id moved to the history must stay below it.
+    const ids = await submit('h.newest', 3);
+    const claimed = await claimAll('h.newest');
+    await store.complete(claimed.map((c) => ({ id: c.id, token: c.claimToken })));
+    await moveFinished();
+    expect(await Promise.all(ids.map((id) => placeOf(id)))).toEqual(['history', 'history', 'command table']);
+    const [max] = await conn.query('SELECT MAX(id) AS id FROM async_command');
+    expect(String((max as { id: string }[])[0]?.id)).toBe(ids[2]);
+    // Once a newer command exists, it moves.
+    await submit('h.newest.after');
+    await moveFinished();
+    expect(await placeOf(ids[2]!)).toBe('history');
   });
 
   it('an idempotency key frees up when its command finishes, wherever the row is', async () => {

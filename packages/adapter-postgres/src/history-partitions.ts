@@ -3,8 +3,6 @@ import { partitionPlan, partitionWidthMs, type HistoryPartition } from '@asynccm
 import type { PostgresConnection } from './connection.js';
 import type { TableNames } from './names.js';
 
-export { MAX_PARTITIONS_AHEAD, partitionPlan, partitionWidthMs } from '@asynccmd/core/store-kit';
-
 /*
  * The history in time partitions (migration 25). The history table is partitioned by finish time,
  * so retention drops a partition whose every row is past the cutoff instead of deleting its rows

@@ -1,12 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  MAX_PARTITIONS_AHEAD,
-  PARTITION_LOCK_TIMEOUT_MS,
-  partitionPlan,
-  partitionWidthMs,
-} from '../src/history-partitions.js';
+import { MAX_PARTITIONS_AHEAD, partitionPlan, partitionWidthMs } from '@asynccmd/core/store-kit';
+import { PARTITION_LOCK_TIMEOUT_MS } from '../src/history-partitions.js';
 import { createPostgresStore, type PostgresCommandStore } from '../src/index.js';
 import {
   adminQuery,
