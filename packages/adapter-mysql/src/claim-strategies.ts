@@ -47,6 +47,18 @@ export interface ClaimRound {
   readonly now: string;
   readonly types: readonly string[];
   readonly limit: number;
+  /**
+   * Read the candidates without locks, then lock them by primary key (sql.ts lockDueUnlocked):
+   * while claims from the head are slow (core store-kit head-skip.ts). SKIP LOCKED servers only.
+   */
+  readonly unlockedCandidates?: boolean;
+}
+
+/** Step 1's statement and values: the candidates locked as the claim index is read, or read first. */
+function lockDue(sql: MysqlSql, r: ClaimRound): [string, unknown[]] {
+  return r.unlockedCandidates
+    ? [sql.lockDueUnlocked, [r.now, r.types, 2 * r.limit, r.now, r.limit]]
+    : [sql.lockDue, [r.now, r.types, r.limit]];
 }
 
 /**
@@ -62,9 +74,7 @@ export const skipLockedStrategy: ClaimStrategy = {
   async claim({ pool, claimPool }, sql, r) {
     if (claimPool !== null) return claimInTwoTrips(claimPool, sql, r);
     const marked = await inTransaction(pool, true, async (conn) => {
-      const ids = (await select<{ id: string }>(conn, sql.lockDue, [r.now, r.types, r.limit])).map(
-        (c) => c.id,
-      );
+      const ids = (await select<{ id: string }>(conn, ...lockDue(sql, r))).map((c) => c.id);
       if (ids.length === 0) return 0;
       return (await write(conn, sql.markClaimed, [r.token, r.instance, r.leaseMicros, ids])).affectedRows;
     });
@@ -94,11 +104,8 @@ function unlessLost(marked: number, rows: CommandRow[]): CommandRow[] {
 async function claimInTwoTrips(claimPool: Pool, sql: MysqlSql, r: ClaimRound): Promise<CommandRow[]> {
   return withConnection(claimPool, async (conn) => {
     try {
-      const [, locked] = await selectEach(conn, `START TRANSACTION; ${sql.lockDue}`, [
-        r.now,
-        r.types,
-        r.limit,
-      ]);
+      const [statement, values] = lockDue(sql, r);
+      const [, locked] = await selectEach(conn, `START TRANSACTION; ${statement}`, values);
       const ids = (locked as { id: string }[]).map((c) => c.id);
       if (ids.length === 0) {
         await conn.query('COMMIT');

@@ -6,7 +6,7 @@ import type { ClaimStrategyName } from './claim-strategies.js';
 import { CLAIM_STRATEGIES } from './claim-strategies.js';
 import { claimPoolOptions, openPool, ownPoolOptions, READ_COMMITTED_SESSION } from './connection.js';
 import { mysqlStore, type MysqlCommandStore } from './store.js';
-import { validateIdentifier } from '@asynccmd/core/store-kit';
+import { headSkipSettings, validateIdentifier, type HeadSkipOption } from '@asynccmd/core/store-kit';
 
 export type { MysqlCommandStore } from './store.js';
 export type { ClaimStrategyName } from './claim-strategies.js';
@@ -37,6 +37,17 @@ export interface MysqlStoreOptions {
    * history or keeping its partitions, are reported.
    */
   readonly logger?: Logger;
+  /**
+   * Claims that start past a slow head of the claim index: while a snapshot held elsewhere (an
+   * analytics query, a forgotten open transaction) keeps InnoDB from purging the entries claimed
+   * rows leave there, a claim from the head reads all of them. When one takes `slowMs` (plus a
+   * 500th of it per row it claimed: 0.1 ms at the default) or more, the next claims start at the
+   * last row claimed, and one from the head every `headEveryMs` (or 20 times its own length, if
+   * longer) finds what was committed behind it (a higher priority, a late commit): such a command
+   * waits up to that long, and only then. Default `{ slowMs: 50, headEveryMs: 1000 }`; `false`
+   * always reads from the head.
+   */
+  readonly slowHeadSkip?: HeadSkipOption;
 }
 
 /**
@@ -47,6 +58,7 @@ export function createMysqlStore(options: MysqlStoreOptions): MysqlCommandStore 
   // Only an absent table means the default: null or '' is a mistake to refuse, not to paper over.
   const table = validateIdentifier('table', options.table === undefined ? DEFAULT_TABLE : options.table);
   if (E.isLeft(table)) throw table.left;
+  const headSkip = headSkipSettings(options.slowHeadSkip);
   const choice = options.claimStrategy ?? 'auto';
   if (choice !== 'auto' && !Object.hasOwn(CLAIM_STRATEGIES, choice)) {
     throw new InvalidArgumentError(
@@ -76,5 +88,6 @@ export function createMysqlStore(options: MysqlStoreOptions): MysqlCommandStore 
     strategy: choice === 'auto' ? 'auto' : CLAIM_STRATEGIES[choice],
     maxPayloadBytes: options.maxPayloadBytes,
     logger,
+    headSkip,
   });
 }

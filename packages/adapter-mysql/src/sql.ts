@@ -215,6 +215,20 @@ export function mysqlSql(t: string) {
     /** Step 1, SKIP LOCKED form: lock this round's candidates, skipping rows other claimers hold. */
     lockDue: `SELECT id FROM ${byDue} WHERE ${DUE} AND ${firstOfKey(table, table)}
        ORDER BY ${CLAIM_ORDER} LIMIT ? FOR UPDATE SKIP LOCKED`,
+    /**
+     * lockDue while claims from the head are slow (core store-kit head-skip.ts): the candidates are
+     * read without locks, in claim order (a consistent read passes the delete-marked entries of
+     * claimed rows at little cost, where a locking read under READ COMMITTED looks each one up in
+     * the primary key), then locked by primary key, each one's status and due time read again
+     * under its lock. Twice `limit` candidates, so a concurrent claimer that read the same ones
+     * takes the next after those locked. The derived table is materialized in its order and the
+     * outer LIMIT stops after `limit` locked rows. Bound: now, types, candidates, now, limit.
+     */
+    lockDueUnlocked: `SELECT c.id FROM (
+         SELECT id FROM ${byDue} WHERE ${DUE} AND ${firstOfKey(table, table)} ORDER BY ${CLAIM_ORDER} LIMIT ?
+       ) AS due STRAIGHT_JOIN ${table} AS c FORCE INDEX (PRIMARY) ON c.id = due.id
+       WHERE c.status = 'PENDING' AND c.next_run_at <= ? AND (c.lease_until IS NULL OR c.lease_until < ${DB_NOW})
+       LIMIT ? FOR UPDATE SKIP LOCKED`,
     /** Marks locked candidates (ids bound as a list). */
     markClaimed: `UPDATE ${byId}
        SET ${CLAIM}

@@ -19,6 +19,7 @@ import {
   statsRowsFromRows,
   runThroughExecutor,
   checkedStore,
+  HeadSkip,
 } from '@asynccmd/core/store-kit';
 import type {
   CheckedClaimById,
@@ -32,6 +33,7 @@ import type {
   DependencyEngine,
   EngineCapabilities,
   GuardedAttempt,
+  HeadSkipSettings,
   OutcomeCountRow,
   RateLimitStatements,
   StoreEngine,
@@ -107,6 +109,8 @@ export interface MysqlStoreParts {
   readonly maxPayloadBytes?: number;
   /** Where the history's move and partitions report trouble; default silent. */
   readonly logger?: Logger;
+  /** Claims past a slow head (core store-kit head-skip.ts); null or absent: always from the head. */
+  readonly headSkip?: HeadSkipSettings | null;
 }
 
 /** Rows per multi-row INSERT, and the payload bytes one statement may carry (max_allowed_packet is 16 MiB by default). */
@@ -204,6 +208,8 @@ class MysqlEngine implements StoreEngine<Connection> {
   /** Finished commands into the history, and the history's partitions (history.ts). */
   private readonly mover: HistoryMover;
   private readonly partitions: HistoryPartitions;
+  /** Where each set of types' next plain claim starts: the head, or past it while that is slow. */
+  private readonly headSkip: HeadSkip | null;
 
   constructor(parts: MysqlStoreParts) {
     this.wakeups = new MysqlWakeups(parts.pool, parts.table);
@@ -232,6 +238,7 @@ class MysqlEngine implements StoreEngine<Connection> {
       logger,
     );
     this.partitions = new HistoryPartitions(parts.pool, parts.table, logger);
+    this.headSkip = parts.headSkip ? new HeadSkip(parts.headSkip) : null;
   }
 
   /** With the 'auto' strategy, skipLocked is known once the server was asked (migrate or first claim). */
@@ -513,9 +520,12 @@ class MysqlEngine implements StoreEngine<Connection> {
     const { types, limit } = round;
     try {
       const strategy = await this.claimStrategy();
+      // The round's token reads back every row it claimed, those of limited types too: only r's here.
       const claim = (r: ClaimRound): Promise<Port.ClaimedCommand[]> =>
-        retryLockConflicts(() => strategy.claim(this.claimPools, this.sql, r)).then(
-          (rows) => rows.map(toRecord) as Port.ClaimedCommand[],
+        this.fromHeadOrPast(r.types, (unlockedCandidates) =>
+          retryLockConflicts(() =>
+            strategy.claim(this.claimPools, this.sql, { ...r, unlockedCandidates }),
+          ).then((rows) => rows.filter((row) => r.types.includes(row.type))),
         );
       if (limitedTypes.length === 0) return await claim(round);
       return await claimWithinLimits(types, limitedTypes, limit, {
@@ -525,11 +535,7 @@ class MysqlEngine implements StoreEngine<Connection> {
               claimLimitedDue(conn, this.sql, strategy, { ...round, type, free }),
             ),
           ).then((rows) => rows.map(toRecord) as Port.ClaimedCommand[]),
-        // The round's token reads back the limited types' rows too: only the others' here.
-        claimOthers: (others, max) =>
-          claim({ ...round, types: others, limit: max }).then((rows) =>
-            rows.filter((r) => others.includes(r.type)),
-          ),
+        claimOthers: (others, max) => claim({ ...round, types: others, limit: max }),
       });
     } catch (e) {
       // Races lost on every try (on Galera: other nodes claimed the same rows each time) are
@@ -543,6 +549,28 @@ class MysqlEngine implements StoreEngine<Connection> {
       if (claimed.length === 0) throw e;
       return claimed;
     }
+  }
+
+  /**
+   * A claim of `types` from the head of the claim order, or, while claims from the head are slow,
+   * through candidates read without locks (core store-kit head-skip.ts): InnoDB purges no
+   * delete-marked entry of idx_claim while a snapshot older than it is held, every command claimed
+   * leaves one at the head, and a locking read under READ COMMITTED looks each one up.
+   */
+  private async fromHeadOrPast(
+    types: readonly string[],
+    claim: (unlockedCandidates: boolean) => Promise<CommandRow[]>,
+  ): Promise<Port.ClaimedCommand[]> {
+    const headSkip = this.headSkip;
+    const records = (rows: CommandRow[]): Port.ClaimedCommand[] =>
+      rows.map(toRecord) as Port.ClaimedCommand[];
+    if (headSkip === null) return records(await claim(false));
+    const began = performance.now();
+    const start = headSkip.startOf(types, began);
+    const claimed = records(await claim(start !== null));
+    const ended = performance.now();
+    headSkip.claimed(types, start, ended - began, claimed, ended);
+    return claimed;
   }
 
   async claimById(params: CheckedClaimById): Promise<Port.ClaimedCommand | null> {

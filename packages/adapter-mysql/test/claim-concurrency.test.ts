@@ -18,14 +18,24 @@ const CLAIMERS = 8;
  * Eight instances, each with its own pool, drain thousands of due commands at once: no row may be
  * handed out twice, none may be left behind, and no deadlock or lock-wait error may reach a caller.
  */
-describe.each<ClaimStrategyName>(['skip-locked', 'legacy'])('concurrent claims (%s)', (strategy) => {
+/**
+ * The third row claims through candidates read without locks (sql.ts lockDueUnlocked) after the
+ * first claim from the head: a slowMs of 0 makes every claim from the head count as slow.
+ */
+describe.each<[string, ClaimStrategyName, { slowMs: number } | undefined]>([
+  ['skip-locked', 'skip-locked', undefined],
+  ['legacy', 'legacy', undefined],
+  ['skip-locked, candidates read without locks', 'skip-locked', { slowMs: 0 }],
+])('concurrent claims (%s)', (name, strategy, slowHeadSkip) => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
   const stores: MysqlCommandStore[] = [];
 
   beforeAll(async () => {
-    db = await freshDatabase(perProcess(`asynccmd_mysql_claims_${strategy.replace('-', '_')}`));
+    db = await freshDatabase(
+      perProcess(`asynccmd_mysql_claims_${strategy.replace('-', '_')}${slowHeadSkip ? '_unlocked' : ''}`),
+    );
     for (let i = 0; i < CLAIMERS; i++) {
-      stores.push(await openStore(db.url, { claimStrategy: strategy, connectionLimit: 2 }));
+      stores.push(await openStore(db.url, { claimStrategy: strategy, connectionLimit: 2, slowHeadSkip }));
     }
   });
   afterAll(async () => {
@@ -80,7 +90,7 @@ describe.each<ClaimStrategyName>(['skip-locked', 'legacy'])('concurrent claims (
     );
     // Server-wide, so other work on the server may add to it: for information only.
     console.info(
-      `${strategy}: ${ROWS} rows drained by ${CLAIMERS} claimers in ${Date.now() - started} ms; ` +
+      `${name}: ${ROWS} rows drained by ${CLAIMERS} claimers in ${Date.now() - started} ms; ` +
         `InnoDB deadlocks meanwhile (retried, never surfaced): ${(await deadlocks()) - deadlocksBefore}`,
     );
     expect(errors).toEqual([]);

@@ -329,6 +329,24 @@ describe('query plans with finished history in the table', () => {
     });
   });
 
+  it('step 1 through unlocked candidates reads 2 × LIMIT of them from idx_claim in order, then locks each by primary key', async () => {
+    const values = [now, ['work'], 20, now, 10];
+    const rows = await plan(sql.lockDueUnlocked, values);
+    const candidates = rows.find((r) => r.table === 'async_command');
+    expect(candidates?.key, JSON.stringify(rows)).toBe('idx_claim');
+    expect(candidates?.Extra ?? '').not.toMatch(/filesort/);
+    const locked = rows.find((r) => r.table === 'c');
+    expect(locked?.key, JSON.stringify(rows)).toBe('PRIMARY');
+    expect(locked?.type, JSON.stringify(rows)).toBe('eq_ref');
+    expect(locked?.Extra ?? '').not.toMatch(/filesort/);
+    await expectKeyed({
+      name: 'lockDueUnlocked',
+      statement: sql.lockDueUnlocked,
+      values,
+      key: '(idx_claim|idx_keyed|PRIMARY)',
+    });
+  });
+
   it('the idempotency holder is one unique-index lookup', async () => {
     const [p] = await plan(sql.activeHolder.replace(' LOCK IN SHARE MODE', ''), ['work', 'b1']);
     expect(['uq_active_key', null]).toContain(p?.key); // null: "Impossible WHERE noticed after reading const tables"

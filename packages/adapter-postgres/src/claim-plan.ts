@@ -3,7 +3,7 @@ import type { TableNames } from './names.js';
 /** The function that picks the ids a claim takes (schema-qualified, quoted). */
 export const dueIdsFunction = (n: TableNames): string => `${n.schema}.${n.index('claim_due')}`;
 
-/** The same pick, starting at a position of the claim order instead of its head (head-skip.ts). */
+/** The same pick, starting at a position of the claim order instead of its head (core store-kit head-skip.ts). */
 export const dueIdsFromFunction = (n: TableNames): string => `${n.schema}.${n.index('claim_due_from')}`;
 
 /**
@@ -37,7 +37,7 @@ export function dueIdsFunctionDdl(
   from = false,
 ): string {
   // `from`: the scan starts at (from_priority, from_at, from_id) of the claim order, a start key of
-  // the claim index, so the index entries before it are never read (head-skip.ts).
+  // the claim index, so the index entries before it are never read (core store-kit head-skip.ts).
   const pick = `
       SELECT id FROM ${n.table}
       WHERE status = 'PENDING' AND next_run_at <= due_by AND type = ANY(claim_types) AND ${claimable}${

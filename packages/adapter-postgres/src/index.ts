@@ -1,8 +1,8 @@
 import { InvalidArgumentError, requireInt, silentLogger } from '@asynccmd/core';
 import type { Logger } from '@asynccmd/core';
+import { headSkipSettings, type HeadSkipOption } from '@asynccmd/core/store-kit';
 import pg from 'pg';
 import type { ClientConfig, Pool, PoolConfig } from 'pg';
-import { HEAD_SKIP_DEFAULTS, type HeadSkipSettings } from './head-skip.js';
 import { tableNames } from './names.js';
 import { postgresStore, type PostgresCommandStore } from './pg-store.js';
 import { PostgresWakeups } from './wakeups.js';
@@ -80,7 +80,7 @@ export interface PostgresStoreOptions {
    * while a full scan is that slow, the next ones read only the leases lapsed since the scan
    * before. Default `{ slowMs: 50, headEveryMs: 1000 }`; `false` always reads from the head.
    */
-  readonly slowHeadSkip?: { readonly slowMs?: number; readonly headEveryMs?: number } | false;
+  readonly slowHeadSkip?: HeadSkipOption;
   readonly logger?: Logger;
 }
 
@@ -164,21 +164,6 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     transactionPooler: pooled,
     headSkip,
   });
-}
-
-function headSkipSettings(given: PostgresStoreOptions['slowHeadSkip']): HeadSkipSettings | null {
-  if (given === false) return null;
-  if (given !== undefined && (typeof given !== 'object' || given === null)) {
-    throw new InvalidArgumentError('slowHeadSkip must be false or { slowMs?, headEveryMs? }');
-  }
-  return {
-    slowMs: requireInt('slowHeadSkip.slowMs', given?.slowMs ?? HEAD_SKIP_DEFAULTS.slowMs, 0),
-    headEveryMs: requireInt(
-      'slowHeadSkip.headEveryMs',
-      given?.headEveryMs ?? HEAD_SKIP_DEFAULTS.headEveryMs,
-      1,
-    ),
-  };
 }
 
 /**

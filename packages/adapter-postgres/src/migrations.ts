@@ -271,7 +271,7 @@ export const MIGRATIONS: readonly Migration<TableNames>[] = [
     version: 23,
     name: 'claims past a slow head',
     // The claim's pick from a position of the claim order, for when the head of the claim index
-    // is dead entries vacuum may not remove yet (head-skip.ts).
+    // is dead entries vacuum may not remove yet (core store-kit head-skip.ts).
     statements: (n) => [dueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n), CLAIM_ORDER_SINCE_8, 'plpgsql', true)],
   },
   {

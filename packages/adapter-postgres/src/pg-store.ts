@@ -1,5 +1,5 @@
 import { isSqlExecutor } from '@asynccmd/core';
-import type { HeadSkipSettings } from './head-skip.js';
+import type { HeadSkipSettings } from '@asynccmd/core/store-kit';
 import type * as Port from '@asynccmd/core';
 import type {
   CheckedClaimById,
@@ -32,7 +32,7 @@ export interface PostgresCommandStoreParts {
   readonly names: TableNames;
   readonly wakeups: PostgresWakeups;
   readonly logger: Port.Logger;
-  /** Claims past a slow head (head-skip.ts); null: always from the head. Default its defaults. */
+  /** Claims past a slow head (core store-kit head-skip.ts); null: always from the head. Default its defaults. */
   readonly headSkip?: HeadSkipSettings | null;
   /** Largest payload accepted; migrations write it into the SQL submit functions' check too. */
   readonly maxPayloadBytes?: number;

@@ -379,7 +379,7 @@ export function buildSql(n: TableNames) {
       ${returningClaimed}`,
 
     /**
-     * claimDue starting at a position of the claim order instead of its head (head-skip.ts):
+     * claimDue starting at a position of the claim order instead of its head (core store-kit head-skip.ts):
      * $7 priority, $8 due time, $9 id of the position; the rest as claimDue.
      */
     claimDueFrom: `
@@ -565,7 +565,7 @@ export function buildSql(n: TableNames) {
      * heartbeat meanwhile is left alone. $1 limit.
      */
     reclaimHung: reclaimHung(''),
-    /** reclaimHung of the leases that lapsed within $4 ms of now only (head-skip.ts ReclaimWindow). */
+    /** reclaimHung of the leases that lapsed within $4 ms of now only (core store-kit head-skip.ts, ReclaimWindow). */
     reclaimHungWithin: reclaimHung(` AND lease_until >= ${NOW} - $4::float8 * interval '1 millisecond'`),
 
     /**

@@ -18,6 +18,8 @@ import {
   statsRowsFromRows,
   runThroughExecutor,
   checkedStore,
+  HeadSkip,
+  ReclaimWindow,
   TRANSITION_SOURCES,
 } from '@asynccmd/core/store-kit';
 import type {
@@ -31,6 +33,7 @@ import type {
   CheckedReclaim,
   CheckedStore,
   DependencyEngine,
+  HeadSkipSettings,
   EngineCapabilities,
   KeyLimitStatements,
   KeyRateLimitStatements,
@@ -60,7 +63,6 @@ import { postgresRateLimitStatements } from './rate-limits.js';
 import type { TableNames } from './names.js';
 import type { NotifyWakeups } from './notify-wakeups.js';
 import { claimedRecord, rowParams, toDate, toRecord } from './rows.js';
-import { HeadSkip, ReclaimWindow, type HeadSkipSettings } from './head-skip.js';
 import { StalePlanWatch } from './stale-plans.js';
 import { HistoryPartitions } from './history-partitions.js';
 import type { ClaimedRow, CommandRow } from './rows.js';
@@ -81,7 +83,7 @@ export interface PostgresEngineParts<Tx> {
    * back (never with one connection and nothing else on the database, as PGlite).
    */
   readonly cleanupHorizon: boolean;
-  /** Claims past a slow head (head-skip.ts); null: always from the head. Default its defaults. */
+  /** Claims past a slow head (core store-kit head-skip.ts); null: always from the head. Default its defaults. */
   readonly headSkip?: HeadSkipSettings | null;
   /** Where the store says it analyzed its table (stale-plans.ts). Default silent. */
   readonly logger?: Logger;
@@ -401,7 +403,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
 
   /**
    * claimDue's statement run by `run`, from the head of the claim order, or past it while claims
-   * from the head are slow (head-skip.ts). `values` are claimDue's.
+   * from the head are slow (core store-kit head-skip.ts). `values` are claimDue's.
    */
   protected async claimFromHeadOrPast(
     values: unknown[],

@@ -20,6 +20,7 @@ export * from './keyed-reads.js';
 export * from './dependencies.js';
 export * from './history.js';
 export * from './history-partitions.js';
+export * from './head-skip.js';
 // Core's own pieces that only adapters use.
 export { ATTEMPT_HISTORY_LENGTH } from '../command.js';
 export { validateIdentifier } from '../identifier.js';

@@ -1,14 +1,16 @@
-import type { ClaimedCommand } from '@asynccmd/core';
+import type { ClaimedCommand } from '../command.js';
+import { InvalidArgumentError } from '../errors.js';
+import { requireInt } from '../input-checks.js';
 
 /*
  * Claims that start past a slow head.
  *
  * A claim reads the claim index (priority, due time, id) of PENDING rows from its head. Every
- * command it claims leaves an entry there for a row version that is no longer PENDING; vacuum
- * removes those, but not while some snapshot older than them is still held (an analytics query,
- * a forgotten open transaction: the cleanup horizon is pinned). Until then each claim reads and
- * skips every one of them, and they pile up at the head at the drain's rate: the claim grows
- * slower with each second of the hold, and the drain falls behind.
+ * command it claims leaves an entry there for a row version that is no longer PENDING; PostgreSQL's
+ * vacuum and InnoDB's purge remove those, but not while some snapshot older than them is still held
+ * (an analytics query, a forgotten open transaction: the cleanup horizon is pinned). Until then
+ * each claim reads and skips every one of them, and they pile up at the head at the drain's rate:
+ * the claim grows slower with each second of the hold, and the drain falls behind.
  *
  * So when a claim from the head is slow, the next claims of the same types start at the position
  * of the last row claimed, less a second of due time (a start key of the index: nothing before it
@@ -21,6 +23,13 @@ import type { ClaimedCommand } from '@asynccmd/core';
  * ends the skipping. A claim from the head that takes longer than a twentieth of `headEveryMs`
  * spaces the next one out to twenty times its own length, so reading the dead head never takes
  * more than about 5 % of the claimer's time.
+ *
+ * InnoDB (MySQL, MariaDB) needs another answer to the same signal: its range scans do not stop at
+ * the end of their range while the entries after it are delete-marked, and under READ COMMITTED a
+ * locking read looks every one of them up in the primary key. So a start key only moves the cost
+ * (a claim that takes every due row runs on through the dead entries of claimed rows past its
+ * range). While skipping, the MySQL store reads its candidates without locks (a consistent read
+ * passes dead entries cheaply) and then locks them by primary key; the position is not used there.
  *
  * The reclaim of lapsed leases reads lease_idx from its oldest lease, and the entries heartbeats
  * and completions leave there pile up the same way. ReclaimWindow does for it what HeadSkip does
@@ -59,6 +68,25 @@ export interface HeadSkipSettings {
 export const HEAD_SKIP_DEFAULTS: HeadSkipSettings = { slowMs: 50, headEveryMs: 1_000 };
 /** The rows a claim may take in another `slowMs` (the default's 0.1 ms per row). */
 export const SLOW_ROWS = 500;
+
+/** A store's `slowHeadSkip` option: false turns it off; missing fields take the defaults. */
+export type HeadSkipOption = { readonly slowMs?: number; readonly headEveryMs?: number } | false;
+
+/** The settings of a `slowHeadSkip` option (null: off), or a typed error for a bad one. */
+export function headSkipSettings(given: HeadSkipOption | undefined): HeadSkipSettings | null {
+  if (given === false) return null;
+  if (given !== undefined && (typeof given !== 'object' || given === null)) {
+    throw new InvalidArgumentError('slowHeadSkip must be false or { slowMs?, headEveryMs? }');
+  }
+  return {
+    slowMs: requireInt('slowHeadSkip.slowMs', given?.slowMs ?? HEAD_SKIP_DEFAULTS.slowMs, 0),
+    headEveryMs: requireInt(
+      'slowHeadSkip.headEveryMs',
+      given?.headEveryMs ?? HEAD_SKIP_DEFAULTS.headEveryMs,
+      1,
+    ),
+  };
+}
 
 interface Skipping {
   /** The last row claimed: its priority and due time (its id is never needed: see startOf). */
