@@ -125,11 +125,21 @@ export function moveSql(t: string, skipLocked: boolean) {
      * life of the row. The ticks are read too, so the position moves past them. The command with
      * the highest id stays too: a server whose AUTO_INCREMENT does not survive a restart (MySQL
      * 5.7) starts again at the command table's MAX(id) + 1, which must stay above every id moved.
+     *
+     * The candidates are read without locks, then locked by primary key: each row moved leaves a
+     * delete-marked entry in idx_finished, which InnoDB does not purge while a snapshot older than
+     * it is held, and a locking read under READ COMMITTED looks every one it passes up in the
+     * primary key. A move starts a minute back of the newest row it moved (MOVE_LOOKBACK_MS): a
+     * locking read from there would look up a minute of moved rows each second of such a hold.
      */
-    pick: `SELECT id, finished_at, schedule_name IS NULL AS movable FROM \`${t}\` FORCE INDEX (idx_finished)
-       WHERE status = 'SUCCESS' AND (finished_at > ? OR (finished_at = ? AND id > ?))
-         AND id < (SELECT MAX(id) FROM \`${t}\`)
-       ORDER BY finished_at, id LIMIT ? FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
+    pick: `SELECT c.id, c.finished_at, c.schedule_name IS NULL AS movable FROM (
+         SELECT id FROM \`${t}\` FORCE INDEX (idx_finished)
+         WHERE status = 'SUCCESS' AND (finished_at > ? OR (finished_at = ? AND id > ?))
+           AND id < (SELECT MAX(id) FROM \`${t}\`)
+         ORDER BY finished_at, id LIMIT ?
+       ) AS candidate STRAIGHT_JOIN \`${t}\` AS c FORCE INDEX (PRIMARY) ON c.id = candidate.id
+       WHERE c.status = 'SUCCESS'
+       ORDER BY c.finished_at, c.id FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
     copy: `INSERT INTO \`${historyTable(t)}\` (${columns})
        SELECT ${columns} FROM \`${t}\` FORCE INDEX (PRIMARY) WHERE id IN (?) AND status = 'SUCCESS'`,
     remove: `DELETE FROM \`${t}\` WHERE id IN (?) AND status = 'SUCCESS'`,

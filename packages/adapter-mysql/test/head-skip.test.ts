@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createConnection } from 'mysql2/promise';
 import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { moveSql } from '../src/history.js';
 import { mysqlSql } from '../src/sql.js';
 import type { MysqlCommandStore } from '../src/store.js';
 import { freshDatabase, openStore, perProcess } from './databases.js';
@@ -42,6 +43,9 @@ describe('claims past a slow head (MySQL)', () => {
     skipping = await openStore(db.url, { slowHeadSkip: { slowMs: 0 } });
     conn = await createConnection({ uri: db.url, supportBigNumbers: true, bigNumberStrings: true });
     await conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    // The recursion limit of the row generator: MariaDB's name, then MySQL's.
+    await conn.query('SET SESSION max_recursive_iterations = 100000').catch(() => undefined);
+    await conn.query('SET SESSION cte_max_recursion_depth = 100000').catch(() => undefined);
   });
   afterAll(async () => {
     await conn?.end();
@@ -50,9 +54,6 @@ describe('claims past a slow head (MySQL)', () => {
   });
 
   it('behind a held snapshot the unlocked candidates pass the dead head that the locking read looks up one by one', async () => {
-    // The recursion limit of the row generator: MariaDB's name, then MySQL's.
-    await conn.query('SET SESSION max_recursive_iterations = 100000').catch(() => undefined);
-    await conn.query('SET SESSION cte_max_recursion_depth = 100000').catch(() => undefined);
     await conn.query(
       `INSERT INTO async_command (type, payload, status, max_retry, next_run_at, headers, created_at, updated_at)
        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
@@ -83,6 +84,35 @@ describe('claims past a slow head (MySQL)', () => {
       console.info(`pages read behind ${CLAIMED} claimed rows: locking ${locking}, unlocked ${unlocked}`);
       expect(locking, `locking ${locking}, unlocked ${unlocked}`).toBeGreaterThan(CLAIMED);
       expect(unlocked, `locking ${locking}, unlocked ${unlocked}`).toBeLessThan(locking / 4);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it('behind a held snapshot the move to the history passes the dead entries of the rows it moved before', async () => {
+    const MOVED = 5_000;
+    await conn.query(
+      `INSERT INTO async_command (type, payload, status, max_retry, next_run_at, headers, created_at, updated_at, started_at, finished_at)
+       WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+       SELECT 'moved', '{}', 'SUCCESS', 0, UTC_TIMESTAMP(3), '{}', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3),
+              UTC_TIMESTAMP(3), UTC_TIMESTAMP(3) - INTERVAL 30 SECOND FROM n`,
+      [MOVED],
+    );
+    // The command with the highest id stays in the command table: one more, unfinished.
+    await plain.transaction((tx) => plain.insert(tx, [{ type: 'last', payloadJson: '{}', maxRetry: 0 }]));
+    const holder = await createConnection(db.url);
+    try {
+      await holder.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+      await holder.query('SELECT COUNT(*) FROM async_command');
+      // A purge whose cutoff nothing passes only moves: every finished row, deleted from the table.
+      await plain.purge({ olderThan: new Date('2000-01-01T00:00:00Z'), statuses: ['SUCCESS'], limit: 1000 });
+      const [left] = await conn.query("SELECT COUNT(*) AS n FROM async_command WHERE type = 'moved'");
+      expect(Number((left as { n: number }[])[0]?.n)).toBe(0);
+      // The next move reads from before them all, as one a minute back of its newest row does.
+      const start = '1000-01-01 00:00:00.000';
+      const pages = await pagesRead(conn, moveSql('async_command', true).pick, [start, start, '0', 2_000]);
+      console.info(`pages a move read behind ${MOVED} moved rows: ${pages}`);
+      expect(pages).toBeLessThan(MOVED / 5);
     } finally {
       await holder.end();
     }

@@ -389,12 +389,16 @@ describe('query plans with finished history in the table', () => {
     expect(h?.Extra ?? '').not.toMatch(/filesort/);
   });
 
-  it('a move to the history reads (status, finished_at, id) from its position on, without sorting', async () => {
+  it('a move to the history reads (status, finished_at, id) from its position on, then locks each candidate by primary key', async () => {
     const { pick } = moveSql('async_command', true);
     const values = ['1000-01-01 00:00:00', '1000-01-01 00:00:00', 0, 100];
-    const [p] = await plan(pick, values);
-    expect(p?.key, JSON.stringify(p)).toBe('idx_finished');
-    expect(p?.Extra ?? '').not.toMatch(/filesort/);
+    const rows = await plan(pick, values);
+    const candidates = rows.find((r) => r.table === 'async_command' && r.key === 'idx_finished');
+    expect(candidates, JSON.stringify(rows)).toBeDefined();
+    expect(candidates?.Extra ?? '').not.toMatch(/filesort/);
+    const locked = rows.find((r) => r.table === 'c');
+    expect(locked?.key, JSON.stringify(rows)).toBe('PRIMARY');
+    expect(locked?.type, JSON.stringify(rows)).toBe('eq_ref');
     // From a position past every row: a few index probes, not the 20,000 finished rows.
     const past = new Date(Date.now() + 3_600_000).toISOString().slice(0, 23).replace('T', ' ');
     expect(await reads(pick, [past, past, 0, 100])).toBeLessThanOrEqual(MAX_READS);
