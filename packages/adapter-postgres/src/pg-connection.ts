@@ -53,6 +53,7 @@ export class PgConnection implements PostgresConnection<PoolClient> {
   private readonly preparedNames = new Map<string, string>();
   private readonly hotStatements: HotStatements;
   private readonly onIdleError: (err: Error) => void;
+  private readonly onClientConnect: (client: PoolClient) => void;
   private closing: Promise<void> | null = null;
 
   constructor(parts: PgConnectionParts) {
@@ -73,6 +74,17 @@ export class PgConnection implements PostgresConnection<PoolClient> {
     // dropped that client, and the next query opens a fresh one.
     this.onIdleError = (err) => parts.logger.warn({ err }, 'asynccmd: idle PostgreSQL connection lost');
     for (const pool of this.pools()) pool.on('error', this.onIdleError);
+    // And between two holders: pg-pool hands a released client to a waiting connect() at once,
+    // inside the socket read that answered its last query, taking its idle listener off; the new
+    // holder's listener comes a tick later. A FATAL in that same read (a server going down: seen
+    // in a failover test) was emitted with nobody listening and crashed the worker. So every client
+    // of the store's pools keeps a listener of its own; what runs next on it fails as it would.
+    const onClientError = (err: Error): void =>
+      parts.logger.debug({ err }, 'asynccmd: a PostgreSQL connection between two holders was lost');
+    this.onClientConnect = (client) => {
+      client.on('error', onClientError);
+    };
+    for (const pool of this.pools()) pool.on('connect', this.onClientConnect);
   }
 
   async query<R extends object>(text: string, values?: readonly unknown[]): Promise<TextRows<R>> {
@@ -155,7 +167,10 @@ export class PgConnection implements PostgresConnection<PoolClient> {
     this.closing ??= (async () => {
       for (const pool of this.pools()) {
         if (this.ownsPool) await pool.end();
-        else pool.removeListener('error', this.onIdleError);
+        else {
+          pool.removeListener('error', this.onIdleError);
+          pool.removeListener('connect', this.onClientConnect);
+        }
       }
     })();
     return this.closing;

@@ -126,6 +126,26 @@ describe('PostgreSQL connection loss', () => {
     await subscribed();
   });
 
+  it('a connection handed from one holder to the next keeps a listener: an error between them crashes nothing', async () => {
+    // pg-pool hands a released client to a waiting connect() within the same tick and takes its
+    // idle listener off; the next holder listens a tick later. A FATAL read in between (a server
+    // going down) was an unheard 'error', which throws: it crashed a worker in a failover test.
+    const first = await store.pool.connect();
+    const held: (typeof first)[] = [first];
+    for (let i = 1; i < 4; i++) held.push(await store.pool.connect()); // the pool's max: 4
+    const waiting = store.pool.connect();
+    first.release();
+    expect(() =>
+      first.emit('error', new Error('terminating connection due to unexpected postmaster exit')),
+    ).not.toThrow();
+    const next = await waiting;
+    expect(next).toBe(first);
+    next.release(true); // the connection is taken for lost: the pool drops it
+    for (const c of held.slice(1)) c.release();
+    // The store goes on with a fresh connection.
+    expect(await store.now()).toBeInstanceOf(Date);
+  });
+
   it('recovers after every connection of the store was killed while idle', async () => {
     let wakes = 0;
     const stop = await store.wakeups.subscribe(() => (wakes += 1));
