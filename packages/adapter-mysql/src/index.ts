@@ -38,14 +38,14 @@ export interface MysqlStoreOptions {
    */
   readonly logger?: Logger;
   /**
-   * Claims that start past a slow head of the claim index: while a snapshot held elsewhere (an
-   * analytics query, a forgotten open transaction) keeps InnoDB from purging the entries claimed
-   * rows leave there, a claim from the head reads all of them. When one takes `slowMs` (plus a
-   * 500th of it per row it claimed: 0.1 ms at the default) or more, the next claims start at the
-   * last row claimed, and one from the head every `headEveryMs` (or 20 times its own length, if
-   * longer) finds what was committed behind it (a higher priority, a late commit): such a command
-   * waits up to that long, and only then. Default `{ slowMs: 50, headEveryMs: 1000 }`; `false`
-   * always reads from the head.
+   * Claims past a slow head of the claim index: while a snapshot held elsewhere (an analytics
+   * query, a forgotten open transaction) keeps InnoDB from purging the entries claimed rows leave
+   * there, a claim's locking read looks every one of them up. When a claim from the head takes
+   * `slowMs` (plus a 500th of it per row it claimed: 0.1 ms at the default) or more, the next
+   * claims read their candidates without locks and then lock them by primary key, and one claim
+   * from the head every `headEveryMs` (or 20 times its own length, if longer) tells whether the
+   * head is fast again (docs/operations.md). Default `{ slowMs: 50, headEveryMs: 1000 }`; `false`
+   * always claims from the head.
    */
   readonly slowHeadSkip?: HeadSkipOption;
 }

@@ -208,7 +208,7 @@ class MysqlEngine implements StoreEngine<Connection> {
   /** Finished commands into the history, and the history's partitions (history.ts). */
   private readonly mover: HistoryMover;
   private readonly partitions: HistoryPartitions;
-  /** Where each set of types' next plain claim starts: the head, or past it while that is slow. */
+  /** Whether each set of types' next plain claim reads from the head, or through unlocked candidates while that is slow. */
   private readonly headSkip: HeadSkip | null;
 
   constructor(parts: MysqlStoreParts) {
