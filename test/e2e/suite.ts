@@ -874,5 +874,51 @@ export function describeRuntimeE2E<Tx>(
       ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', name: 'InvalidArgumentError' });
       expect((await store.list({ type: 'e2e.throttled', bizKey: 'k2' })).items).toEqual([]);
     });
+
+    it('leading-edge throttle on two instances: a quiet key starts at once, the window merges a burst into one run when it ends', async () => {
+      const seen: number[] = [];
+      const paced = defineExecutor<'e2e.leading', { v: number }>({
+        type: 'e2e.leading',
+        execute: ({ v }) => void seen.push(v),
+      });
+      const windowMs = 1_500;
+      const options = {
+        submitWindows: { 'e2e.leading': { throttleMs: windowMs, edge: 'leading', later: 'merge' } as const },
+      };
+      const a = await instance([paced], options);
+      const b = await instance([paced], options);
+      const succeeded = () => kinds(a.events, 'succeeded').length + kinds(b.events, 'succeeded').length;
+      const submit = (client: typeof a.client, v: number) =>
+        client.transaction((tx) => client.submitCoalesced(tx, 'e2e.leading', { v }, { key: 'doc-1' }));
+      const submittedAt = Date.now();
+      const first = await submit(a.client, 1);
+      expect(first.outcome).toBe('created');
+      const firstDue = (await a.store.get(first.id))?.nextRunAt.getTime() ?? NaN;
+      expect(firstDue).toBeGreaterThanOrEqual(submittedAt);
+      expect(firstDue).toBeLessThanOrEqual(Date.now());
+      await waitFor('the first to run', () => succeeded() === 1);
+      // Six submits inside the window, three on each instance, at once: one command, due when the
+      // window ends, carrying the payload of the last to write.
+      const order: number[] = [];
+      const burst = await Promise.all(
+        [2, 3, 4, 5, 6, 7].map(async (v) => {
+          const r = await submit(v % 2 === 0 ? a.client : b.client, v);
+          order.push(v);
+          return r;
+        }),
+      );
+      const created = burst.filter((r) => r.outcome === 'created');
+      expect(created).toHaveLength(1);
+      expect(burst.filter((r) => r.outcome === 'throttled')).toHaveLength(5);
+      const trailing = created[0]?.id ?? '';
+      expect(new Set(burst.map((r) => r.id))).toEqual(new Set([trailing]));
+      expect((await a.store.get(trailing))?.nextRunAt.getTime()).toBe(firstDue + windowMs);
+      await waitFor('the merged command to run', () => succeeded() === 2);
+      expect(seen).toEqual([1, order.at(-1)]);
+      // The next window opens when that one ends: a submit now waits for it.
+      const third = await submit(b.client, 8);
+      expect(third.outcome).toBe('created');
+      expect((await b.store.get(third.id))?.nextRunAt.getTime()).toBe(firstDue + 2 * windowMs);
+    });
   });
 }

@@ -9,6 +9,7 @@ import { rateLimitsDdl } from './rate-limits.js';
 import { keyLimitsDdl, keyRateLimitsDdl } from './key-limits.js';
 import { flowKeysDdl } from './flow-keys.js';
 import { historyDdl } from './history.js';
+import { submitWindowsDdl } from './submit-windows.js';
 
 /**
  * Versioned schema changes (core's runMigrations applies them), numbered as in the other adapters
@@ -278,6 +279,12 @@ export const MIGRATIONS: readonly MysqlMigration[] = [
     // drops partitions (history.ts). Finished rows already in the command table move in batches
     // once the store runs, oldest first: no statement here scans them.
     statements: ({ table: t, collation }) => historyDdl(t, collation),
+  },
+  {
+    version: 20,
+    name: 'submit windows',
+    // The windows of leading-edge throttles (submit-windows.ts): a small table of its own.
+    statements: ({ table: t, collation }) => submitWindowsDdl(t, collation),
   },
 ];
 

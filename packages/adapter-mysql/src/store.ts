@@ -42,6 +42,7 @@ import type {
   KeyLimitStatements,
   KeyRateLimitStatements,
   TypePauseStatements,
+  SubmitWindowStatements,
 } from '@asynccmd/core/store-kit';
 import type * as E from 'fp-ts/lib/Either.js';
 import type { Connection, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
@@ -95,6 +96,7 @@ import { fromUtcText, toRecord, toUtcText } from './rows.js';
 import type { MysqlSql } from './sql.js';
 import { mysqlSql } from './sql.js';
 import { HistoryMover, HistoryPartitions } from './history.js';
+import { mysqlSubmitWindowStatements } from './submit-windows.js';
 
 export interface MysqlStoreParts {
   readonly pool: Pool;
@@ -183,6 +185,7 @@ class MysqlEngine implements StoreEngine<Connection> {
   readonly rateLimits: RateLimitStatements;
   readonly cleanupHorizon: Port.CleanupHorizonProbe;
   readonly dependencies: DependencyEngine<Connection>;
+  readonly submitWindows: SubmitWindowStatements<Connection>;
   readonly typePauses: TypePauseStatements = {
     insert: async (type, reason) => {
       try {
@@ -229,6 +232,7 @@ class MysqlEngine implements StoreEngine<Connection> {
     this.rateLimits = mysqlRateLimitStatements(parts.pool, parts.table);
     this.cleanupHorizon = mysqlCleanupHorizon(parts.pool);
     this.dependencies = mysqlDependencyEngine(this.pool, this.table);
+    this.submitWindows = mysqlSubmitWindowStatements(this.pool, this.table);
     this.schedules = new MysqlScheduleStore(parts.pool, parts.table, (c) => insertParams(c, false));
     const logger = parts.logger ?? silentLogger;
     this.mover = new HistoryMover(

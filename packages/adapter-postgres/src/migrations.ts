@@ -8,6 +8,7 @@ import { historyDdl, moveFinishedRows, moveFinishedScript } from './history.js';
 import { historyPartitionsDdl } from './history-partitions.js';
 import type { TableNames } from './names.js';
 import { rateLimitsDdl } from './rate-limits.js';
+import { submitWindowsDdl } from './submit-windows.js';
 import { keyLimitsDdl } from './key-limits.js';
 import { keyRateLimitsDdl } from './key-rate-limits.js';
 import { flowKeysDdl } from './flow-keys.js';
@@ -20,7 +21,7 @@ import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './su
  * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
  * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys, 9 = schedules added
  * at run time, 10 = type limits; PostgreSQL only: 11 = the claim function in PL/pgSQL, 12 = the
- * SQL submit_once's on_pending; 13 = paused types, 14 = executor results, 15 = rate limits, 16 = key limits, 17 = key rate limits, 18 = dependencies and workflows, 19 = progress and the workflow of a command, 20 = flow keys, 21 = the history table finished commands move to, 22 = dependants settled by the completing statement, 23 = claims past a slow head, 24 = the creation index without the id, 25 = the history in time partitions). Every statement is
+ * SQL submit_once's on_pending; 13 = paused types, 14 = executor results, 15 = rate limits, 16 = key limits, 17 = key rate limits, 18 = dependencies and workflows, 19 = progress and the workflow of a command, 20 = flow keys, 21 = the history table finished commands move to, 22 = dependants settled by the completing statement, 23 = claims past a slow head, 24 = the creation index without the id, 25 = the history in time partitions, 26 = the windows of leading-edge throttles). Every statement is
  * idempotent (`IF NOT EXISTS`, `OR REPLACE`, `DROP … IF EXISTS`), so a half-applied version
  * re-runs cleanly; versions run in one transaction under an advisory lock, so two processes
  * migrating at once take turns instead of racing on the catalog.
@@ -292,6 +293,12 @@ export const MIGRATIONS: readonly Migration<TableNames>[] = [
     // Retention drops a partition instead of deleting its rows; the history before it stays a
     // table of its own, read beside it (history-partitions.ts). Catalog changes only: no scan.
     statements: (n) => historyPartitionsDdl(n),
+  },
+  {
+    version: 26,
+    name: 'submit windows',
+    // The windows of leading-edge throttles (submit-windows.ts): a small table of its own.
+    statements: (n) => submitWindowsDdl(n),
   },
 ];
 

@@ -40,6 +40,7 @@ import type {
   OutcomeCountRow,
   RateLimitStatements,
   StoreEngine,
+  SubmitWindowStatements,
   TransactionalCompletionEngine,
   TypeLimitStatements,
   TypePauseStatements,
@@ -60,6 +61,7 @@ import { keyLimitSql, postgresKeyLimitStatements, withinKeyLimit } from './key-l
 import { keyRateStatements, postgresKeyRateLimitStatements } from './key-rate-limits.js';
 import { postgresKeyedReader, postgresRunningPerKey } from './flow-keys.js';
 import { postgresRateLimitStatements } from './rate-limits.js';
+import { postgresSubmitWindowStatements } from './submit-windows.js';
 import type { TableNames } from './names.js';
 import type { NotifyWakeups } from './notify-wakeups.js';
 import { claimedRecord, rowParams, toDate, toRecord } from './rows.js';
@@ -135,6 +137,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   private readonly keyLimitSql: ReturnType<typeof keyLimitSql>;
   readonly cleanupHorizon?: Port.CleanupHorizonProbe;
   readonly dependencies: DependencyEngine<Tx>;
+  readonly submitWindows: SubmitWindowStatements<Tx>;
   /** Where each set of types' next plain claim starts: the head, or past it while that is slow. */
   protected readonly headSkip: HeadSkip | null;
   /** The window of the next hung reclaim: every lapsed lease, or those lapsed lately while that is slow. */
@@ -239,6 +242,7 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
     this.rateLimits = postgresRateLimitStatements(connection, parts.names);
     if (parts.cleanupHorizon) this.cleanupHorizon = postgresCleanupHorizon(connection, parts.names);
     this.dependencies = postgresDependencyEngine(connection, parts.names);
+    this.submitWindows = postgresSubmitWindowStatements(connection, parts.names);
   }
 
   /** The schema-qualified, quoted table name, e.g. `"public"."async_command"`. */

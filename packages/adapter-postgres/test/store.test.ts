@@ -226,6 +226,7 @@ describe('PostgresCommandStore', () => {
         { version: 23, name: 'claims past a slow head' },
         { version: 24, name: 'creation index without the id' },
         { version: 25, name: 'history in time partitions' },
+        { version: 26, name: 'submit windows' },
       ]);
       // Keyed by the flow keys' migration; the finished row moved by the upgrade, unkeyed, reading as before.
       const where = await adminQuery<{ id: string; place: string; k: string | null }>(
@@ -275,10 +276,7 @@ describe('PostgresCommandStore', () => {
       { column_name: 'payload', data_type: 'json' },
       { column_name: 'result', data_type: 'json' },
     ]);
-    expect(MIGRATIONS.at(-1)).toMatchObject({
-      version: 25,
-      name: 'history in time partitions',
-    });
+    expect(MIGRATIONS.at(-1)).toMatchObject({ version: 26, name: 'submit windows' });
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
       [schema],
@@ -319,6 +317,8 @@ describe('PostgresCommandStore', () => {
         'async_command_schedule_tick',
         'async_command_schedules_pkey',
         'async_command_step_cmd_idx',
+        'async_command_submit_windows_opens',
+        'async_command_submit_windows_pkey',
         'async_command_type_limits_pkey',
         'async_command_workflow_steps_pkey',
       ].sort(),

@@ -4,6 +4,7 @@ import { migrationScriptOf, sqlStringLiteral } from '@asynccmd/core/store-kit';
 import type { Migration, MigrationEngine } from '@asynccmd/core/store-kit';
 import { dependenciesDdl, settleTriggersDdl, widenStatusCheck } from './dependencies.js';
 import { historyDdl } from './history.js';
+import { submitWindowsDdl } from './submit-windows.js';
 import { rateLimitsDdl } from './rate-limits.js';
 import { keyLimitsDdl, keyRateLimitsDdl } from './key-limits.js';
 import { flowKeysDdl } from './flow-keys.js';
@@ -219,6 +220,12 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
     name: 'finished commands leave the command table',
     // The history table a completion moves each finished command into (history.ts).
     statements: (t) => historyDdl(t),
+  },
+  {
+    version: 21,
+    name: 'submit windows',
+    // The windows of leading-edge throttles (submit-windows.ts): a small table of its own.
+    statements: (t) => submitWindowsDdl(t),
   },
 ];
 

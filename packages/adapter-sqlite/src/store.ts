@@ -57,7 +57,9 @@ import type {
   KeyRateLimitStatements,
   TypePauseStatements,
   RateLimitStatements,
+  SubmitWindowStatements,
 } from '@asynccmd/core/store-kit';
+import { sqliteSubmitWindowStatements, submitWindowSql } from './submit-windows.js';
 import type * as Port from '@asynccmd/core';
 import {
   insertIdempotentThroughExecutor,
@@ -164,6 +166,7 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
   readonly schedules: SqliteScheduleStore;
   readonly rateLimits: RateLimitStatements;
   readonly dependencies: DependencyEngine<SqliteDatabase>;
+  readonly submitWindows: SubmitWindowStatements<SqliteDatabase>;
   readonly typeLimits: TypeLimitStatements = {
     write: (limits) =>
       this.run(() =>
@@ -305,6 +308,13 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
     // A dependant cancelled by its dependency fires the release triggers again (dependencies.ts).
     this.db.pragma('recursive_triggers = ON');
     this.dependencies = sqliteDependencyEngine(this.db, this.table, (op) => this.run(op));
+    const windowSql = submitWindowSql(this.table);
+    this.submitWindows = sqliteSubmitWindowStatements(
+      windowSql,
+      (db, name) => this.prepare(db, name, () => windowSql[name]),
+      (op) => this.run(op),
+      this.db,
+    );
     this.capabilities = {
       skipLocked: false,
       wakeups: this.wakeups !== undefined,

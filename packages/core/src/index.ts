@@ -196,6 +196,7 @@ export {
   type WorkflowMembership,
   type WorkflowStepRecord,
 } from './ports/dependencies.js';
+export { type KeyWindow, type SubmitWindowStore } from './ports/submit-windows.js';
 export {
   batchCounts,
   type BatchCounts,

@@ -24,9 +24,12 @@ import {
 import {
   coalescedOutcome,
   coalescingKey,
+  isLeadingThrottle,
+  leadingStep,
   windowInsert,
   type CoalescedSubmit,
   type SubmitWindow,
+  type ThrottleWindow,
 } from './submit-windows.js';
 import { requireDependencies, WorkflowBuilder } from './workflow.js';
 
@@ -218,6 +221,9 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
       COALESCED_OPTION_NAMES,
     );
     const bizKey = coalescingKey(window, given, payload, type);
+    if (isLeadingThrottle(window)) {
+      return this.#submitLeading(tx, type, payload, submitOptions, window, bizKey);
+    }
     const { onPending, runAt } = windowInsert(window, this.deps.rules.clock.now());
     const row = toNewCommand(this.deps.rules, type, payload, { ...submitOptions, bizKey, runAt });
     this.#requireExecutorSupport(tx);
@@ -226,6 +232,44 @@ export class AsyncCommandClient<TM extends CommandTypeMap = CommandTypeMap, Tx =
       { ...row, bizKey },
       onPending === 'keep' ? undefined : { onPending },
     );
+    this.#submitted(tx, result.id, type, result.duplicate, result.replaced);
+    return { ...result, outcome: coalescedOutcome(window, result) };
+  }
+
+  /**
+   * submitCoalesced under a leading-edge throttle: the key's window read and locked in `tx`, then
+   * a command due now (a window opens), nothing (a dropping throttle's window is taken), or a
+   * command due when the window ends, which opens the next one (see leadingStep).
+   */
+  async #submitLeading(
+    tx: Tx | SqlExecutor,
+    type: string,
+    payload: unknown,
+    options: SubmitOptions,
+    window: ThrottleWindow,
+    bizKey: string,
+  ): Promise<CoalescedSubmit> {
+    const now = this.deps.rules.clock.now();
+    // Checked before the window is touched: a bad submit writes nothing.
+    const row = toNewCommand(this.deps.rules, type, payload, { ...options, bizKey, runAt: now });
+    this.#requireExecutorSupport(tx);
+    const windows = this.deps.store.submitWindows;
+    const held = await windows.hold(tx, type, bizKey);
+    const { step, runAt } = leadingStep(window, held?.opensAt ?? null, now);
+    if (step === 'drop' && held !== null) {
+      return { id: held.holder, duplicate: true, replaced: false, outcome: 'throttled' };
+    }
+    const result = await this.deps.store.insertIdempotent(
+      tx,
+      { ...row, bizKey, runAt },
+      window.later === 'merge' ? { onPending: 'replace-keep-run-at' } : undefined,
+    );
+    if (!result.duplicate) {
+      await windows.set(tx, type, bizKey, {
+        opensAt: new Date(runAt.getTime() + window.throttleMs),
+        holder: result.id,
+      });
+    }
     this.#submitted(tx, result.id, type, result.duplicate, result.replaced);
     return { ...result, outcome: coalescedOutcome(window, result) };
   }

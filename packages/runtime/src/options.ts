@@ -90,7 +90,7 @@ export interface AsyncCommandsOptions<Tx = unknown> {
    */
   readonly rateLimits?: Readonly<Record<string, RateLimitOptions>>;
   /**
-   * Debounce (`{ debounceMs }`) or throttle (`{ throttleMs, later?: 'drop' | 'merge' }`) windows of
+   * Debounce (`{ debounceMs }`) or throttle (`{ throttleMs, later?: 'drop' | 'merge', edge?: 'trailing' | 'leading' }`) windows of
    * each listed type, over a key (`key` function of the payload, or client.submitCoalesced's `key`
    * option): see docs/flow-control.md. Refused when longer than `retention.olderThanMs`.
    */

@@ -25,13 +25,21 @@ export interface DebounceWindow {
 }
 
 /**
- * Throttle: the first submit of a key makes a command due `throttleMs` later; submits while it is
- * PENDING are dropped ('drop', the default) or give it their payload without moving its start
- * ('merge'). So a key's commands start at least `throttleMs` apart.
+ * Throttle. On the trailing edge (the default), the first submit of a key makes a command due
+ * `throttleMs` later; submits while it is PENDING are dropped ('drop', the default) or give it
+ * their payload without moving its start ('merge'). So a key's commands start at least
+ * `throttleMs` apart.
+ *
+ * On the leading edge, the first submit of a quiet key makes a command due at once and opens a
+ * window of `throttleMs`; submits within the window are dropped ('drop'), or ('merge') make one
+ * command due when the window ends (it opens the next window), to which the later ones give their
+ * payload. So a key's commands are due at least `throttleMs` apart, and the first without delay.
  */
 export interface ThrottleWindow {
   readonly throttleMs: number;
   readonly later?: 'drop' | 'merge';
+  /** Default 'trailing'. */
+  readonly edge?: 'trailing' | 'leading';
   readonly key?: KeyOf;
 }
 
@@ -55,12 +63,12 @@ export interface CoalescedSubmit extends InsertResult {
 /** What is wrong with one type's window ("…"), or null; `retentionMs` is the retention's olderThanMs. */
 export function submitWindowProblem(spec: unknown, retentionMs: number | undefined): string | null {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
-    return 'must be { debounceMs, key? } or { throttleMs, later?, key? }';
+    return 'must be { debounceMs, key? } or { throttleMs, later?, edge?, key? }';
   }
-  const { debounceMs, throttleMs, later, key, ...rest } = spec as Record<string, unknown>;
+  const { debounceMs, throttleMs, later, edge, key, ...rest } = spec as Record<string, unknown>;
   const unknown = Object.keys(rest)[0];
   if (unknown !== undefined) {
-    return `has no field \`${unknown}\` (fields: debounceMs or throttleMs, later, key)`;
+    return `has no field \`${unknown}\` (fields: debounceMs or throttleMs, later, edge, key)`;
   }
   if ((debounceMs === undefined) === (throttleMs === undefined)) {
     return 'needs exactly one of `debounceMs` and `throttleMs`';
@@ -81,6 +89,11 @@ export function submitWindowProblem(spec: unknown, retentionMs: number | undefin
     return debounceMs !== undefined
       ? '`later` belongs to a throttle window'
       : `later must be 'drop' or 'merge', got ${describe(later)}`;
+  }
+  if (edge !== undefined && (debounceMs !== undefined || (edge !== 'trailing' && edge !== 'leading'))) {
+    return debounceMs !== undefined
+      ? '`edge` belongs to a throttle window'
+      : `edge must be 'trailing' or 'leading', got ${describe(edge)}`;
   }
   if (key !== undefined && typeof key !== 'function') {
     return `key must be a function (payload) => string, got ${describe(key)}`;
@@ -141,6 +154,25 @@ export function windowInsert(window: SubmitWindow, now: Date): { onPending: OnPe
     onPending: window.later === 'merge' ? 'replace-keep-run-at' : 'keep',
     runAt: new Date(now.getTime() + window.throttleMs),
   };
+}
+
+/** Whether the window is a leading-edge throttle (its key's windows kept in the store). */
+export function isLeadingThrottle(window: SubmitWindow): window is ThrottleWindow {
+  return 'throttleMs' in window && window.edge === 'leading';
+}
+
+/**
+ * How a leading-edge throttle's submit goes, given the key's stored window (`opensAt`, null: none)
+ * and now: 'open' (a command due now, opening a window), 'drop' (nothing stored: the window is
+ * taken), or 'next' (a command due when the window ends, or this payload for the one there is).
+ */
+export function leadingStep(
+  window: ThrottleWindow,
+  opensAt: Date | null,
+  now: Date,
+): { readonly step: 'open' | 'drop' | 'next'; readonly runAt: Date } {
+  if (opensAt === null || opensAt.getTime() <= now.getTime()) return { step: 'open', runAt: now };
+  return { step: window.later === 'merge' ? 'next' : 'drop', runAt: opensAt };
 }
 
 /** The outcome of the store's answer under this window. */

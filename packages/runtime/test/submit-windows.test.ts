@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createAsyncCommands, defineExecutor, type SubmitWindow } from '../src/index.js';
-import { claim, openTempSqlite, type TempSqlite } from './ops/support.js';
+import { createAsyncCommands, defineExecutor, purgeFinished, type SubmitWindow } from '../src/index.js';
+import { claim, openTempSqlite, succeed, type TempSqlite } from './ops/support.js';
 
 let db: TempSqlite;
 beforeEach(async () => {
@@ -36,6 +36,23 @@ function runtimeWith(window: SubmitWindow, extra: { retention?: { olderThanMs: n
       runtime.client.submitCoalesced(tx, 'doc.sync', { doc: 'a', n }, { key: 'doc-a', ...options }),
     );
   return { runtime, clock, submit };
+}
+
+/** 20 concurrent coalesced submits of the key 'race', each in its transaction; the order they committed in. */
+async function race(runtime: ReturnType<typeof runtimeWith>['runtime']) {
+  const order: number[] = [];
+  const results = await Promise.all(
+    Array.from({ length: 20 }, (_, n) =>
+      runtime.client.transaction(async (tx) => {
+        const r = await runtime.client.submitCoalesced(tx, 'doc.sync', { doc: 'a', n }, { key: 'race' });
+        // A coalesced submit holds the key's row (the database's write lock here) to COMMIT: this
+        // is the write order.
+        order.push(n);
+        return r;
+      }),
+    ),
+  );
+  return { results, order };
 }
 
 async function rows() {
@@ -115,17 +132,7 @@ describe('submit windows (debounce and throttle), on SQLite', () => {
 
   it('20 concurrent submits leave exactly one command, with the payload of the last to write', async () => {
     const { runtime } = runtimeWith({ debounceMs: 60_000 });
-    const order: number[] = [];
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, n) =>
-        runtime.client.transaction(async (tx) => {
-          const r = await runtime.client.submitCoalesced(tx, 'doc.sync', { doc: 'a', n }, { key: 'race' });
-          // The replace holds the row (the database's write lock here) to COMMIT: this is write order.
-          order.push(n);
-          return r;
-        }),
-      ),
-    );
+    const { results, order } = await race(runtime);
     expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
     expect(results.filter((r) => r.outcome === 'debounced')).toHaveLength(19);
     const [row, ...more] = await rows();
@@ -179,6 +186,104 @@ describe('submit windows (debounce and throttle), on SQLite', () => {
     expect(await rows()).toEqual([]);
   });
 
+  it('leading throttle (drop): the first submit of a quiet key is due at once; the window drops the rest', async () => {
+    const { clock, submit } = runtimeWith({ throttleMs: 10_000, edge: 'leading' });
+    const move = (ms: number) => (clock.at = new Date(BASE.getTime() + ms));
+    const first = await submit(1);
+    expect(first).toMatchObject({ outcome: 'created', duplicate: false });
+    expect((await db.store.get(first.id))?.nextRunAt.toISOString()).toBe(at(0));
+    move(4_000);
+    expect(await submit(2)).toEqual({ id: first.id, duplicate: true, replaced: false, outcome: 'throttled' });
+    await succeed(db.store, first.id);
+    // Finished, but its window lasts to 10 s: a submit in it is dropped, answering the command
+    // that took the window.
+    move(8_000);
+    expect(await submit(3)).toEqual({ id: first.id, duplicate: true, replaced: false, outcome: 'throttled' });
+    move(10_000);
+    const next = await submit(4);
+    expect(next.outcome).toBe('created');
+    const row = await db.store.get(next.id);
+    expect(row).toMatchObject({ status: 'PENDING', payload: { doc: 'a', n: 4 } });
+    expect(row?.nextRunAt.toISOString()).toBe(at(10_000));
+    // Another key has a window of its own.
+    expect((await submit(5, { key: 'doc-b' })).outcome).toBe('created');
+    const pending = (await rows()).filter((r) => r.status === 'PENDING').map((r) => r.payload as Edit);
+    expect(pending.sort((x, y) => x.n - y.n)).toEqual([
+      { doc: 'a', n: 4 },
+      { doc: 'a', n: 5 },
+    ]);
+  });
+
+  it('leading throttle (merge): a submit in the window makes one command due when it ends; later ones give it their payload', async () => {
+    const { clock, submit } = runtimeWith({ throttleMs: 10_000, edge: 'leading', later: 'merge' });
+    const move = (ms: number) => (clock.at = new Date(BASE.getTime() + ms));
+    const first = await submit(1);
+    await succeed(db.store, first.id);
+    move(3_000);
+    const trailing = await submit(2);
+    expect(trailing).toMatchObject({ outcome: 'created', duplicate: false });
+    move(5_000);
+    expect(await submit(3)).toEqual({
+      id: trailing.id,
+      duplicate: true,
+      replaced: true,
+      outcome: 'throttled',
+    });
+    const row = await db.store.get(trailing.id);
+    expect(row?.payload).toEqual({ doc: 'a', n: 3 });
+    expect(row?.nextRunAt.toISOString()).toBe(at(10_000));
+    // The trailing command opened the next window, 10 s after its due time.
+    await succeed(db.store, trailing.id);
+    move(12_000);
+    const third = await submit(4);
+    expect(third.outcome).toBe('created');
+    expect((await db.store.get(third.id))?.nextRunAt.toISOString()).toBe(at(20_000));
+    // While that command is PENDING a submit merges into it, even once its window has come.
+    move(21_000);
+    expect(await submit(5)).toEqual({ id: third.id, duplicate: true, replaced: true, outcome: 'throttled' });
+    // RUNNING: never changed, nothing stored.
+    await claim(db.store, third.id);
+    move(22_000);
+    expect(await submit(6)).toEqual({ id: third.id, duplicate: true, replaced: false, outcome: 'running' });
+  });
+
+  it('leading throttle: 20 concurrent submits of a quiet key leave one command due at once; a rollback leaves no window', async () => {
+    const { runtime, submit } = runtimeWith({ throttleMs: 60_000, edge: 'leading', later: 'merge' });
+    await expect(
+      runtime.client.transaction(async (tx) => {
+        await runtime.client.submitCoalesced(tx, 'doc.sync', { doc: 'a', n: 0 }, { key: 'race' });
+        throw new Error('business rule');
+      }),
+    ).rejects.toThrow('business rule');
+    expect(await rows()).toEqual([]);
+    const { results, order } = await race(runtime);
+    expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
+    expect(results.filter((r) => r.outcome === 'throttled')).toHaveLength(19);
+    const [row, ...more] = await rows();
+    expect(more).toEqual([]);
+    expect(row?.payload).toEqual({ doc: 'a', n: order.at(-1) });
+    expect(row?.nextRunAt.toISOString()).toBe(at(0));
+    // A payload that is not JSON is refused before the key's window is touched.
+    await expect(
+      runtime.client.transaction((tx) =>
+        runtime.client.submitCoalesced(tx, 'doc.sync', { doc: 'a', n: 10n } as never, { key: 'bad' }),
+      ),
+    ).rejects.toMatchObject({ name: 'PayloadNotSerialisableError' });
+    expect(await db.store.transaction((tx) => db.store.submitWindows.hold(tx, 'doc.sync', 'bad'))).toBeNull();
+    expect((await submit(1, { key: 'bad' })).outcome).toBe('created');
+  });
+
+  it("the retention's purge prunes the windows that have ended", async () => {
+    const { clock, submit } = runtimeWith({ throttleMs: 10_000, edge: 'leading' });
+    const first = await submit(1);
+    await succeed(db.store, first.id);
+    clock.at = new Date(BASE.getTime() + 5_000);
+    expect((await submit(2)).outcome).toBe('throttled');
+    // The window ended 59 minutes ago on the database clock: pruned with the finished commands.
+    await purgeFinished(db.store, { olderThanMs: 60_000 });
+    expect((await submit(3)).outcome).toBe('created');
+  });
+
   it('bad windows are refused when the runtime is built', () => {
     const bad: unknown[] = [
       { debounceMs: 0 },
@@ -192,6 +297,8 @@ describe('submit windows (debounce and throttle), on SQLite', () => {
       { throttleMs: 10, later: 'keep' },
       { throttleMs: 10, key: 'doc' },
       { debounceMs: 10, windowMs: 10 },
+      { throttleMs: 10, edge: 'both' },
+      { debounceMs: 10, edge: 'leading' },
       null,
       [],
     ];

@@ -19,6 +19,7 @@ import type { ScheduleStore } from './schedules.js';
 import type { KeyLimitStore, KeyRateLimitStore } from './key-limits.js';
 import type { RateLimitStore } from './rate-limits.js';
 import type { DependencyStore } from './dependencies.js';
+import type { SubmitWindowStore } from './submit-windows.js';
 
 /**
  * The command store: every database operation asynccmd needs, named by intent. One adapter per
@@ -282,6 +283,12 @@ export interface CommandStore<Tx = unknown> {
    * the runtime's workflow builder refuses a store without them). See docs/workflows.md.
    */
   readonly dependencies: DependencyStore<NoInfer<Tx>>;
+
+  /**
+   * The windows of leading-edge throttles (`<table>_submit_windows`), where the adapter has them
+   * (every adapter of this repository does). See docs/flow-control.md.
+   */
+  readonly submitWindows: SubmitWindowStore<NoInfer<Tx>>;
 
   /** Closes the store's own connections (never the caller's). */
   close(): Promise<void>;

@@ -51,6 +51,7 @@ import { keyRateLimitStore, type KeyRateLimitStatements } from './key-rate-limit
 import { typeLimitStore, type TypeLimitStatements } from './type-limits.js';
 import { typePauseStore, type TypePauseStatements } from './type-pauses.js';
 import { checkedDependencies, type DependencyEngine } from './dependencies.js';
+import { submitWindowStore, type SubmitWindowStatements } from './submit-windows.js';
 
 /*
  * The checked store: the one CommandStore every adapter hands out. It checks each call's input
@@ -201,6 +202,7 @@ export interface StoreEngine<Tx> {
   readonly transactionalCompletion: TransactionalCompletionEngine<Tx>;
   /** Waiting commands and workflows (see DependencyEngine; checkedDependencies checks their input). */
   readonly dependencies: DependencyEngine<Tx>;
+  readonly submitWindows: SubmitWindowStatements<Tx>;
 }
 
 export interface CheckedStoreOptions {
@@ -217,7 +219,8 @@ type RequiredPart =
   | 'keyLimits'
   | 'keyRateLimits'
   | 'transactionalCompletion'
-  | 'dependencies';
+  | 'dependencies'
+  | 'submitWindows';
 
 /** The capabilities of the port that an engine may have (the conformance suite checks them when present). */
 type EnginePart = 'migrationScript' | 'wakeups' | 'revocations' | 'cleanupHorizon';
@@ -362,6 +365,7 @@ export function checkedStore<Tx, Engine extends StoreEngine<Tx>, Extra extends o
     transactionalCompletion: checkedCompletion(engine.transactionalCompletion, input),
     // A waiting submit's commands go through the store's own insert (checked there).
     dependencies: checkedDependencies(engine.dependencies, (tx, commands) => core.insert(tx, commands)),
+    submitWindows: submitWindowStore(engine.submitWindows, submitTransaction),
   });
   // The capabilities only where the engine has them: an absent one stays absent (`'wakeups' in
   // store` is false).

@@ -21,6 +21,7 @@ export * from './dependencies.js';
 export * from './history.js';
 export * from './history-partitions.js';
 export * from './head-skip.js';
+export * from './submit-windows.js';
 // Core's own pieces that only adapters use.
 export { ATTEMPT_HISTORY_LENGTH } from '../command.js';
 export { validateIdentifier } from '../identifier.js';

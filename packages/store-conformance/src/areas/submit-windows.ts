@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { CommandStore, InsertResult, OnPending } from '@asynccmd/core';
+import type { CommandStore, InsertResult, KeyWindow, OnPending, SqlExecutor } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
-import { later, newCommand, uniqueType, useArea } from '../support.js';
+import { later, newCommand, rejectionCode, uniqueType, useArea } from '../support.js';
 
 /*
  * Debounce and throttle on submit (runtime `submitWindows`) are the replacing idempotent insert
@@ -95,6 +95,158 @@ export function submitWindowsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter:
       } finally {
         await peer.close();
       }
+    });
+  });
+
+  describe('key windows of leading-edge throttles (submitWindows store)', () => {
+    const ctx = useArea(factory, adapter, 'swk');
+    const at = (iso: string): Date => new Date(iso);
+    const readWindow = <Tx>(store: CommandStore<Tx>, type: string, key: string): Promise<KeyWindow | null> =>
+      store.transaction((tx) => store.submitWindows.hold(tx, type, key));
+
+    it('a key without a row has no window; a window set is read back by the next transaction', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      expect(await readWindow(store, type, 'k')).toBeNull();
+      // The first hold left an empty row: still no window.
+      expect(await readWindow(store, type, 'k')).toBeNull();
+      const window = { opensAt: at('2031-05-06T07:08:09.123Z'), holder: '42' };
+      await store.transaction(async (tx) => {
+        expect(await store.submitWindows.hold(tx, type, 'k')).toBeNull();
+        await store.submitWindows.set(tx, type, 'k', window);
+      });
+      expect(await readWindow(store, type, 'k')).toEqual(window);
+      // Keys and types are apart.
+      expect(await readWindow(store, type, 'K2')).toBeNull();
+      expect(await readWindow(store, uniqueType(), 'k')).toBeNull();
+    });
+
+    it('a rolled-back set leaves the window as it was', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const first = { opensAt: at('2031-01-01T00:00:00.000Z'), holder: '7' };
+      await store.transaction(async (tx) => {
+        await store.submitWindows.hold(tx, type, 'k');
+        await store.submitWindows.set(tx, type, 'k', first);
+      });
+      await expect(
+        store.transaction(async (tx) => {
+          await store.submitWindows.hold(tx, type, 'k');
+          await store.submitWindows.set(tx, type, 'k', {
+            opensAt: at('2032-01-01T00:00:00.000Z'),
+            holder: '8',
+          });
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect(await readWindow(store, type, 'k')).toEqual(first);
+    });
+
+    it('20 concurrent holds of one key on two stores take turns: each sees the window the one before set', async () => {
+      const store = ctx.store();
+      const peer = await ctx.harness().openPeer();
+      try {
+        const type = uniqueType();
+        const base = at('2031-01-01T00:00:00.000Z').getTime();
+        const seen = await Promise.all(
+          Array.from({ length: 20 }, (_, n) => {
+            const s = (n % 2 === 0 ? store : peer) as CommandStore<unknown>;
+            return s.transaction(async (tx) => {
+              const held = await s.submitWindows.hold(tx, type, 'hot');
+              const next = (held?.opensAt.getTime() ?? base) + 1_000;
+              await s.submitWindows.set(tx, type, 'hot', { opensAt: new Date(next), holder: String(n + 1) });
+              return held?.opensAt.getTime() ?? null;
+            });
+          }),
+        );
+        // No lost update: every hold saw a different window, and the last is 20 seconds on.
+        expect(new Set(seen).size).toBe(20);
+        expect((await readWindow(store, type, 'hot'))?.opensAt.getTime()).toBe(base + 20_000);
+      } finally {
+        await peer.close();
+      }
+    });
+
+    it('hold and set through an SqlExecutor, in the transaction it wraps', async () => {
+      const harness = ctx.harness();
+      const wrap = harness.sqlExecutor;
+      if (wrap === undefined) return expect(harness.store.capabilities.sqlExecutor).toBe(false);
+      const store = ctx.store();
+      const type = uniqueType();
+      const window = { opensAt: at('2031-02-03T04:05:06.789Z'), holder: '12345678901234' };
+      await store.transaction(async (tx) => {
+        const executor: SqlExecutor = wrap(tx);
+        expect(await store.submitWindows.hold(executor, type, 'x')).toBeNull();
+        await store.submitWindows.set(executor, type, 'x', window);
+      });
+      expect(await readWindow(store, type, 'x')).toEqual(window);
+    });
+
+    it('prune deletes the windows opened before the cutoff and empty rows, oldest first, in bounded batches', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const keys = ['a', 'b', 'c', 'd'];
+      await store.transaction(async (tx) => {
+        for (const [i, key] of keys.entries()) {
+          await store.submitWindows.hold(tx, type, key);
+          // a, b, c open in 2001 (a first); d in 2100.
+          const opensAt = i < 3 ? at(`2001-01-0${i + 1}T00:00:00.000Z`) : at('2100-01-01T00:00:00.000Z');
+          await store.submitWindows.set(tx, type, key, { opensAt, holder: String(i + 1) });
+        }
+        await store.submitWindows.hold(tx, type, 'empty');
+      });
+      const cutoff = at('2002-01-01T00:00:00.000Z');
+      // Rows of other tests (this decade's windows) are later than the cutoff; empty ones may be
+      // theirs too, so count this test's rows only.
+      let pruned = 0;
+      for (;;) {
+        const n = await store.submitWindows.prune(cutoff, 1);
+        expect(n).toBeLessThanOrEqual(1);
+        if (n === 0) break;
+        pruned += n;
+      }
+      expect(pruned).toBeGreaterThanOrEqual(4);
+      expect(await readWindow(store, type, 'd')).toEqual({
+        opensAt: at('2100-01-01T00:00:00.000Z'),
+        holder: '4',
+      });
+      // The hold above inserted empty rows again for these: none had a window left.
+      for (const key of ['a', 'b', 'c', 'empty']) expect(await readWindow(store, type, key)).toBeNull();
+      expect(await store.submitWindows.prune(cutoff, 0)).toBe(0);
+    });
+
+    it('refuses bad input with INVALID_ARGUMENT before writing anything', async () => {
+      const store = ctx.store();
+      const type = uniqueType();
+      const good = { opensAt: at('2031-01-01T00:00:00.000Z'), holder: '1' };
+      const bad: [string, (tx: unknown) => Promise<unknown>][] = [
+        ['empty type', (tx) => store.submitWindows.hold(tx as never, '', 'k')],
+        ['empty key', (tx) => store.submitWindows.hold(tx as never, type, '')],
+        ['long key', (tx) => store.submitWindows.hold(tx as never, type, 'k'.repeat(256))],
+        ['NUL in key', (tx) => store.submitWindows.hold(tx as never, type, 'a\u0000b')],
+        ['not a key', (tx) => store.submitWindows.hold(tx as never, type, 7 as never)],
+        [
+          'bad date',
+          (tx) => store.submitWindows.set(tx as never, type, 'k', { ...good, opensAt: new Date(NaN) }),
+        ],
+        ['no transaction', () => store.submitWindows.hold({} as never, type, 'k')],
+      ];
+      for (const [what, call] of bad) {
+        const code = await store.transaction(async (tx) => rejectionCode(call(tx)));
+        expect(code, what).toBe('INVALID_ARGUMENT');
+      }
+      const badHolder = store.transaction(async (tx) =>
+        rejectionCode(store.submitWindows.set(tx, type, 'k', { ...good, holder: 'x' })),
+      );
+      expect(await badHolder).toBe('INVALID_ID');
+      await expect(store.submitWindows.prune(new Date(NaN), 1)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+      await expect(store.submitWindows.prune(new Date(), -1)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+      // Nothing of the type was written: its keys have no rows (a hold finds none to lock).
+      expect(await readWindow(store, type, 'k')).toBeNull();
     });
   });
 }
