@@ -740,6 +740,7 @@ describe('PostgreSQL: submitting from SQL', () => {
               [23, 'claims past a slow head'],
               [24, 'creation index without the id'],
               [25, 'history in time partitions'],
+              [26, 'submit windows'],
             ]);
             await inTransaction(async () => {
               for (const version of script.versions)
@@ -749,7 +750,7 @@ describe('PostgreSQL: submitting from SQL', () => {
             await v11.migrate();
           }
           expect(await versionsOf(name)).toEqual([
-            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
           ]);
           // Replaced, not added beside the function of version 8.
           const functions = await submitOnceFunctions(name);
