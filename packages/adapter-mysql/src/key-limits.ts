@@ -56,7 +56,16 @@ export function claimKeyedDue(
   sql: KeyLimitSql,
   flow: FlowKeySql,
   commands: MysqlSql,
-  r: { token: string; instance: string | null; leaseMicros: number; now: string; type: string; max: number },
+  r: {
+    token: string;
+    instance: string | null;
+    leaseMicros: number;
+    now: string;
+    type: string;
+    max: number;
+    /** A weighted fair share's weights of the type's keys (none: one command per key per turn). */
+    weights?: ReadonlyMap<string, number> | undefined;
+  },
 ): Promise<ClaimedCommand[]> {
   return inTransaction(pool, true, async (conn: PoolConnection) => {
     if ((await write(conn, sql.lock, [r.type])).affectedRows === 0) return [];
@@ -69,6 +78,7 @@ export function claimKeyedDue(
       limit: r.max,
       nowMs: fromUtcText(r.now).getTime(),
       countRunning: true,
+      ...(r.weights === undefined ? {} : { weights: r.weights }),
     });
     const ids = picked.map((c) => c.id);
     if (ids.length === 0) return [];
@@ -77,7 +87,7 @@ export function claimKeyedDue(
     const rows = (await select<CommandRow>(conn, commands.claimedBy, [r.token])).filter(
       (row) => row.type === r.type,
     );
-    return inTurns(rows.map(toRecord) as ClaimedCommand[], limit.key_field);
+    return inTurns(rows.map(toRecord) as ClaimedCommand[], limit.key_field, r.weights);
   });
 }
 

@@ -501,7 +501,12 @@ class MysqlEngine implements StoreEngine<Connection> {
           ),
         claimKeyed: (type, max) =>
           retryLockConflicts(() =>
-            claimKeyedDue(this.pool, this.keyLimitSql, this.flowSql, this.sql, { ...round, type, max }),
+            claimKeyedDue(this.pool, this.keyLimitSql, this.flowSql, this.sql, {
+              ...round,
+              type,
+              max,
+              weights: params.keyWeights.get(type),
+            }),
           ),
         // The round's token reads back the keyed types' rows too: only the others' here.
         others: (others, max) =>

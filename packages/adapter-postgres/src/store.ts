@@ -365,18 +365,20 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
                 this.sql.flow,
                 type,
               );
+              const weights = p.keyWeights.get(type);
               const picked = await keyedCandidatesFrom(heads, running, reader(tx).rows, {
                 cap: maxRunning,
                 limit: max,
                 nowMs: p.now.getTime(),
                 countRunning: true,
+                ...(weights === undefined ? {} : { weights }),
               });
               if (picked.length === 0) return [];
               const claimed = await preparedRows<Tx, ClaimedRow>(connection, tx, this.sql.keyRate.claim, [
                 picked.map((c) => c.id),
                 ...values.slice(3),
               ]);
-              return inTurns(claimedRecords(claimed.rows, values), keyField);
+              return inTurns(claimedRecords(claimed.rows, values), keyField, weights);
             },
           );
         },

@@ -443,16 +443,18 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
                 const limit = this.stmt('keyLimitOf').get(type) as
                   { keyField: string; maxRunning: number } | undefined;
                 if (limit === undefined) return [];
+                const weights = params.keyWeights.get(type);
                 const picked = keyedCandidatesNow(this.keyedReader(type, claim.now), {
                   cap: limit.maxRunning,
                   limit: max,
                   nowMs: claim.now,
                   countRunning: true,
+                  ...(weights === undefined ? {} : { weights }),
                 });
                 if (picked.length === 0) return [];
                 const ids = JSON.stringify(picked.map((c) => Number(c.id)));
                 const rows = this.claimRows('claimDuePicked', { ...claim, ids, limit: picked.length });
-                return inTurns(rows, limit.keyField);
+                return inTurns(rows, limit.keyField, weights);
               })
               .immediate(),
           ),

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from './errors.js';
+import { LIMITS } from './limits.js';
 import { requireInt, requireStoredType } from './input-checks.js';
 import { KEY_FIELD_PATTERN, MAX_KEY_LIMIT, type KeyLimit, type KeyRateLimit } from './ports/key-limits.js';
 import { defaultRateBurst, rateLimitProblem } from './rate-limits.js';
@@ -98,4 +99,28 @@ export function requireKeyRateLimits(limits: unknown): KeyRateLimit[] {
       burst: (rate['burst'] as number | undefined) ?? defaultRateBurst(maxStarts),
     };
   });
+}
+
+/**
+ * What is wrong with a weighted fair share's weights (`{ [key]: weight }`), or null: each key 1 to
+ * LIMITS.rateKeyChars characters (what a command's key holds), each weight an integer from 1 to
+ * LIMITS.keyWeight, at most LIMITS.weightedKeys keys.
+ */
+export function keyWeightsProblem(weights: unknown): string | null {
+  if (weights === null || typeof weights !== 'object' || Array.isArray(weights)) {
+    return 'weights must map keys to whole numbers, e.g. { acme: 3 }';
+  }
+  const entries = Object.entries(weights);
+  if (entries.length > LIMITS.weightedKeys) {
+    return `weights name ${entries.length} keys, more than ${LIMITS.weightedKeys}`;
+  }
+  for (const [key, weight] of entries) {
+    if (key.length === 0 || [...key].length > LIMITS.rateKeyChars || key.includes('\u0000')) {
+      return `a weighted key must be 1 to ${LIMITS.rateKeyChars} characters without NUL`;
+    }
+    if (typeof weight !== 'number' || !Number.isInteger(weight) || weight < 1 || weight > LIMITS.keyWeight) {
+      return `the weight of a key must be an integer in [1, ${LIMITS.keyWeight}], got ${describe(weight)}`;
+    }
+  }
+  return null;
 }

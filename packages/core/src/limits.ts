@@ -61,6 +61,10 @@ export const LIMITS = {
   keyLimit: 100_000,
   /** Characters of a key a rate limit per key keeps (longer ones are cut to it). */
   rateKeyChars: 512,
+  /** A key's largest weight in a weighted fair share (commands it takes per turn). */
+  keyWeight: 1_000,
+  /** Keys with a weight, per type, at most. */
+  weightedKeys: 10_000,
   /** The keys one type's keys-waiting answer names at most (KeyLimitStore.keysWaiting's `top`). */
   keysWaitingTop: 100,
   /** The due commands of one key a keys-waiting answer counts at most (one more says "more"). */

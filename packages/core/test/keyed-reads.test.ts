@@ -25,6 +25,7 @@ const world = fc.record({
   running: fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd', 'e'), fc.integer({ min: 0, max: 4 })),
   cap: fc.integer({ min: 1, max: 6 }),
   limit: fc.integer({ min: 1, max: 12 }),
+  weights: fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd', 'e'), fc.integer({ min: 1, max: 4 })),
 });
 
 const byClaimOrder = (a: KeyedCandidate, b: KeyedCandidate): number =>
@@ -64,13 +65,21 @@ function claimInWorld(w: {
   running: Readonly<Record<string, number>>;
   cap: number;
   limit: number;
+  weights?: Readonly<Record<string, number>>;
 }) {
   const all = w.commands.map((c, i) => ({ ...c, id: String(i + 1) }));
   const runningMap = new Map(Object.entries(w.running));
+  const weights = new Map(Object.entries(w.weights ?? {}));
   const { reader, read } = readerOf(all, runningMap);
-  const taken = keyedCandidatesNow(reader, { cap: w.cap, limit: w.limit, nowMs: NOW, countRunning: true });
+  const taken = keyedCandidatesNow(reader, {
+    cap: w.cap,
+    limit: w.limit,
+    nowMs: NOW,
+    countRunning: true,
+    weights,
+  });
   const due = all.filter((c) => c.nextRunAtMs <= NOW);
-  const everything = inTurnsWithin(due, runningMap, w.cap, w.limit);
+  const everything = inTurnsWithin(due, runningMap, w.cap, w.limit, weights);
   return { all, read, taken: taken.map((c) => c.id), everything: everything.map((c) => c.id) };
 }
 
@@ -88,6 +97,32 @@ describe('a keyed claim’s reads (core keyed-reads.ts)', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('weighted turns: a key of weight w takes w commands per turn, its RUNNING ones counted in them', () => {
+    const all = backlog(3, () => 10);
+    const weights = new Map([
+      ['t-0', 3],
+      ['t-1', 2],
+    ]);
+    const take = (running: Map<string, number>) =>
+      inTurnsWithin(all, running, 1_000, 12, weights).map((c) => c.key);
+    // Turn 1: three of t-0, two of t-1, one of t-2; turn 2 likewise; in claim order (ids in
+    // submit order across the keys) within a turn.
+    expect(take(new Map())).toEqual([
+      ...['t-0', 't-1', 't-2', 't-0', 't-1', 't-0'],
+      ...['t-2', 't-1', 't-0', 't-1', 't-0', 't-0'],
+    ]);
+    // t-0 with two RUNNING has one place left in turn 1.
+    const busy = take(new Map([['t-0', 2]]));
+    expect(busy.slice(0, 4).sort()).toEqual(['t-0', 't-1', 't-1', 't-2']);
+    // Read through a reader, the claim takes the same.
+    const { reader } = readerOf(all, new Map());
+    expect(
+      keyedCandidatesNow(reader, { cap: 1_000, limit: 12, nowMs: NOW, countRunning: true, weights }).map(
+        (c) => c.key,
+      ),
+    ).toEqual(take(new Map()));
   });
 
   it('reads past a key at its limit, and ranks heads by turn: the key with fewer running first', () => {
@@ -121,6 +156,7 @@ describe('a keyed claim’s reads (core keyed-reads.ts)', () => {
       running: fc.dictionary(fc.constantFrom(...keys), fc.integer({ min: 0, max: 6 })),
       cap: fc.integer({ min: 1, max: 50 }),
       limit: fc.integer({ min: 1, max: 60 }),
+      weights: fc.dictionary(fc.constantFrom(...keys), fc.integer({ min: 1, max: 5 })),
     });
     fc.assert(
       fc.property(wide, (w) => {

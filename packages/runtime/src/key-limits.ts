@@ -1,5 +1,5 @@
 import type { CommandStore, KeyLimit, KeyLimitStore, KeyRateLimit, KeyRateLimitStore } from '@asynccmd/core';
-import { defaultRateBurst, keyLimitProblem, keyRateLimitProblem } from '@asynccmd/core';
+import { defaultRateBurst, keyLimitProblem, keyRateLimitProblem, keyWeightsProblem } from '@asynccmd/core';
 import { DeclaredLimits } from './declared-limits.js';
 import { LIMITS } from '@asynccmd/core';
 
@@ -34,12 +34,26 @@ export function keyLimitsOptionProblem(v: unknown, typeLimits: unknown): string 
  * read the stored rows (the last declaration wins).
  */
 export class DeclaredKeyLimits extends DeclaredLimits<KeyLimit, KeyLimitStore> {
-  constructor(store: CommandStore, limits: Readonly<Record<string, KeyLimitOptions>>) {
+  readonly #weights: Readonly<Record<string, Readonly<Record<string, number>>>>;
+
+  /** `weights`: a weighted fair share's weights of each type's keys (checked). */
+  constructor(
+    store: CommandStore,
+    limits: Readonly<Record<string, KeyLimitOptions>>,
+    weights: Readonly<Record<string, Readonly<Record<string, number>>>> = {},
+  ) {
     super(
       Object.entries(limits).map(([type, l]) => ({ type, keyField: l.key, maxRunning: l.maxRunning })),
       store.keyLimits,
       { option: 'keyLimits', keeps: 'key limits', dialect: store.dialect },
     );
+    this.#weights = weights;
+  }
+
+  /** The weights of those of `keyed` types that have some, for a claim's keyWeights; null when none has. */
+  weightsOf(keyed: readonly string[]): Record<string, Readonly<Record<string, number>>> | null {
+    const weighted = keyed.filter((t) => Object.hasOwn(this.#weights, t));
+    return weighted.length === 0 ? null : Object.fromEntries(weighted.map((t) => [t, this.#weights[t]!]));
   }
 
   /** Of `types`, those with a key limit here; null when none has one (their claims stay as they are). */
@@ -123,26 +137,36 @@ export class DeclaredKeyRateLimits extends DeclaredLimits<KeyRateLimit, KeyRateL
   }
 }
 
-/** A type's fair share as the `fairShare` option gives it: the payload field whose values take turns. */
+/**
+ * A type's fair share as the `fairShare` option gives it: the payload field whose values take
+ * turns, and the keys that take more than one command per turn (a weighted fair share).
+ */
 export interface FairShareOptions {
   readonly key: string;
+  /** `{ [key]: weight }`: a key of weight w takes w commands per turn (default 1; 1..1,000). */
+  readonly weights?: Readonly<Record<string, number>>;
 }
 
 /** What is wrong with the `fairShare` option, or null; `typeLimits`, `keyLimits` and `keyRateLimits` may not name its types. */
 export function fairShareOptionProblem(v: unknown, others: Readonly<Record<string, unknown>>): string | null {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return 'must map command types to { key }';
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    return 'must map command types to { key, weights? }';
+  }
   for (const [type, spec] of Object.entries(v)) {
     if (type.length === 0 || [...type].length > LIMITS.typeChars || type.includes('\u0000')) {
       return `has a type name that is not 1 to ${LIMITS.typeChars} characters without NUL`;
     }
     const fields =
       spec !== null && typeof spec === 'object' && !Array.isArray(spec) ? Object.keys(spec) : null;
-    const extra = fields?.find((f) => f !== 'key');
+    const extra = fields?.find((f) => f !== 'key' && f !== 'weights');
     if (fields === null || extra !== undefined) {
-      return `type "${type}": must be { key }${extra === undefined ? '' : ` (no field \`${extra}\`)`}`;
+      return `type "${type}": must be { key, weights? }${extra === undefined ? '' : ` (no field \`${extra}\`)`}`;
     }
     const problem = keyLimitProblem({ key: (spec as { key?: unknown }).key, maxRunning: LIMITS.keyLimit });
     if (problem) return `type "${type}": ${problem}`;
+    const weights = (spec as { weights?: unknown }).weights;
+    const weightsProblem = weights === undefined ? null : keyWeightsProblem(weights);
+    if (weightsProblem) return `type "${type}": ${weightsProblem}`;
     for (const [option, given] of Object.entries(others)) {
       if (given !== null && typeof given === 'object' && Object.hasOwn(given, type)) {
         return `type "${type}": has a \`${option}\` limit too (a key limit's claims take turns across keys already)`;
@@ -150,6 +174,17 @@ export function fairShareOptionProblem(v: unknown, others: Readonly<Record<strin
     }
   }
   return null;
+}
+
+/** The weights of the `fairShare` option's types that have some (for DeclaredKeyLimits). */
+export function fairShareWeights(
+  fairShare: Readonly<Record<string, FairShareOptions>> | undefined,
+): Record<string, Readonly<Record<string, number>>> {
+  return Object.fromEntries(
+    Object.entries(fairShare ?? {}).flatMap(([type, f]) =>
+      f.weights === undefined ? [] : [[type, f.weights]],
+    ),
+  );
 }
 
 /**

@@ -113,6 +113,7 @@ export interface AsyncCommandsOptions<Tx = unknown> {
    * tenant): the key with the fewest RUNNING goes first within a priority, so a small tenant's
    * command is claimed in the next round even behind a big tenant's backlog (docs/flow-control.md).
    * Stored as a key limit that is never reached; a type takes either this or another limit.
+   * `weights` ({ [key]: w }): a key of weight w takes w commands per turn (a weighted fair share).
    */
   readonly fairShare?: Readonly<Record<string, FairShareOptions>>;
   /** Retry delays when the executor has none. Default: core exponentialBackoff() — min(60 s·2ⁿ, 1 h). */

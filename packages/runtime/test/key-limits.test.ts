@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '@asynccmd/adapter-sqlite';
-import { createAsyncCommands, defineExecutor } from '../src/index.js';
+import { createAsyncCommands, defineExecutor, type FairShareOptions } from '../src/index.js';
+import type { CommandStore } from '@asynccmd/core';
 import { openTempSqlite, type TempSqlite } from './ops/support.js';
 
 interface Call {
@@ -235,29 +236,47 @@ describe('key limits (keyLimits), on SQLite', () => {
     expect(await db.store.keyRateLimits?.list()).toEqual([]);
   });
 
+  /** A runtime of `import.row` commands under `fairShare` that logs each start's tenant into `started`. */
+  function importRuntime(
+    store: CommandStore,
+    started: string[],
+    pool: { queueSize: number; executeMs: number },
+    fairShare: FairShareOptions,
+  ) {
+    const runtime = createAsyncCommands({
+      store,
+      executors: [
+        defineExecutor<'import.row', { tenant: string; n: number }>({
+          type: 'import.row',
+          mode: 'ASYNC_POOL',
+          execute: async ({ tenant }) => {
+            started.push(tenant);
+            await sleep(pool.executeMs);
+          },
+        }),
+      ],
+      sharedPool: { concurrency: 4, queueSize: pool.queueSize },
+      pollIntervalMs: 20,
+      fairShare: { 'import.row': fairShare },
+    });
+    opened.push(runtime);
+    return runtime;
+  }
+
   it('fairShare: with two instances, every small tenant’s commands start before 5 % of a big tenant’s backlog', async () => {
     db = await openTempSqlite();
     const started: string[] = [];
-    const runtimes = [0, 1].map(() => {
-      const runtime = createAsyncCommands({
-        store: createSqliteStore({ filename: db.file }),
-        executors: [
-          defineExecutor<'import.row', { tenant: string; n: number }>({
-            type: 'import.row',
-            mode: 'ASYNC_POOL',
-            execute: async ({ tenant }) => {
-              started.push(tenant);
-              await sleep(2);
-            },
-          }),
-        ],
-        sharedPool: { concurrency: 4, queueSize: 4 },
-        pollIntervalMs: 20,
-        fairShare: { 'import.row': { key: 'tenant' } },
-      });
-      opened.push(runtime);
-      return runtime;
-    });
+    const file = db.file;
+    const runtimes = [0, 1].map(() =>
+      importRuntime(
+        createSqliteStore({ filename: file }),
+        started,
+        { queueSize: 4, executeMs: 2 },
+        {
+          key: 'tenant',
+        },
+      ),
+    );
     const first = runtimes[0]!;
     // The big tenant's backlog first, then 20 small tenants' few commands behind it.
     await first.client.transaction((tx) =>
@@ -288,10 +307,50 @@ describe('key limits (keyLimits), on SQLite', () => {
     ]);
   });
 
+  it('fairShare weights: a tenant of weight 3 starts three commands to a plain tenant’s one while both wait', async () => {
+    db = await openTempSqlite();
+    const started: string[] = [];
+    const runtime = importRuntime(
+      db.store,
+      started,
+      { queueSize: 8, executeMs: 1 },
+      {
+        key: 'tenant',
+        weights: { gold: 3 },
+      },
+    );
+    // Both backlogs submitted interleaved: without weights they would start one for one.
+    await runtime.client.transaction((tx) =>
+      runtime.client.submitMany(
+        tx,
+        Array.from({ length: 200 }, (_, n) => ['gold', 'plain'].map((tenant) => ({ tenant, n })))
+          .flat()
+          .map((payload) => ({ type: 'import.row' as const, payload })),
+      ),
+    );
+    runtime.start();
+    await until(() => started.length === 400, 60_000);
+    // The first 200 starts, while both tenants wait: three of gold to one of plain.
+    const gold = started.slice(0, 200).filter((t) => t === 'gold').length;
+    expect(gold).toBeGreaterThanOrEqual(140);
+    expect(gold).toBeLessThanOrEqual(160);
+  });
+
   it('refuses a bad fairShare, or one beside another key or type limit of the type', async () => {
     db = await openTempSqlite();
     const executors = [defineExecutor<'erp.call', Call>({ type: 'erp.call', execute: () => undefined })];
-    for (const spec of [{ key: 'a.b' }, { key: 7 }, {}, { key: 'tenant', maxRunning: 2 }, null, 'tenant']) {
+    for (const spec of [
+      { key: 'a.b' },
+      { key: 7 },
+      {},
+      { key: 'tenant', maxRunning: 2 },
+      null,
+      'tenant',
+      { key: 'tenant', weights: { gold: 0 } },
+      { key: 'tenant', weights: { gold: 2.5 } },
+      { key: 'tenant', weights: { '': 2 } },
+      { key: 'tenant', weights: [3] },
+    ]) {
       expect(
         () => createAsyncCommands({ store: db.store, executors, fairShare: { 'erp.call': spec as never } }),
         JSON.stringify(spec),

@@ -113,11 +113,15 @@ export function keyLimitStore(statements: KeyLimitStatements): KeyLimitStore {
 
 /**
  * A keyed claim's rows in the order its claim took them: by priority, then turn (the row's rank
- * among this claim's rows of its key), then due time and id. A pool runs its queue in this order,
+ * among this claim's rows of its key, by the key's weight in `weights`), then due time and id. A pool runs its queue in this order,
  * so a claim that took a big key's backlog and a small key's few starts them interleaved. The key
  * is the payload's `keyField` as text (a command without it, or with null there, keys as one).
  */
-export function inTurns<Row extends CommandRecord>(rows: readonly Row[], keyField: string): Row[] {
+export function inTurns<Row extends CommandRecord>(
+  rows: readonly Row[],
+  keyField: string,
+  weights?: ReadonlyMap<string, number>,
+): Row[] {
   const ordered = [...rows].sort(byClaimOrder);
   const seen = new Map<string, number>();
   const turnOf = new Map<Row, number>();
@@ -126,10 +130,13 @@ export function inTurns<Row extends CommandRecord>(rows: readonly Row[], keyFiel
       row.payload !== null && typeof row.payload === 'object'
         ? (row.payload as Record<string, unknown>)[keyField]
         : undefined;
-    const key = `${row.priority} ${value === undefined || value === null ? '' : `=${String(value)}`}`;
-    const turn = (seen.get(key) ?? 0) + 1;
-    seen.set(key, turn);
-    turnOf.set(row, turn);
+    const keyed = value !== undefined && value !== null && value !== '';
+    const key = `${row.priority} ${keyed ? `=${String(value)}` : ''}`;
+    const before = seen.get(key) ?? 0;
+    seen.set(key, before + 1);
+    // A weighted key takes its weight's worth of commands per turn.
+    const weight = keyed ? (weights?.get(String(value)) ?? 1) : 1;
+    turnOf.set(row, Math.floor(before / weight) + 1);
   }
   return ordered.sort(
     (a, b) => a.priority - b.priority || (turnOf.get(a) ?? 0) - (turnOf.get(b) ?? 0) || byClaimOrder(a, b),

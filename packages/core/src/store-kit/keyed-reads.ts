@@ -64,12 +64,29 @@ const placesOf = (running: ReadonlyMap<string, number>, key: string, cap: number
   key === NO_KEY ? limit : cap - runningOf(running, key);
 
 /**
+ * The weights of a weighted fair share: how many commands a key takes per turn (a key without one,
+ * and NO_KEY, takes one).
+ */
+export type KeyWeights = ReadonlyMap<string, number>;
+
+const NO_WEIGHTS: KeyWeights = new Map();
+
+const weightOf = (weights: KeyWeights, key: string): number => (key === NO_KEY ? 1 : (weights.get(key) ?? 1));
+
+/**
+ * The turn of a key's command that has `before` of the key's commands ahead of it (its RUNNING
+ * ones and its rank): a key of weight w takes w commands per turn.
+ */
+const turnOf = (before: number, weight: number): number => Math.floor(before / weight) + 1;
+
+/**
  * Which (key, priority) a claim of `limit` reads, and how many rows of each. A command's turn is its
- * rank among its key's due commands (claim order) plus the key's RUNNING; the claim takes by
- * priority, then turn, then due time and id, at most `cap` turns per key (NO_KEY: any). The keys
- * are ranked by their first due command (their head): a key whose head ranks r-th has r − 1 heads
- * before each of its commands, so at most limit − r + 1 of them can be taken, and a key ranked
- * past `limit` none. So at most limit·(limit + 1)/2 rows per priority are read, whatever the backlog.
+ * rank among its key's due commands (claim order) plus the key's RUNNING, divided by the key's
+ * weight (`weights`, default 1: a key of weight w takes w commands per turn); the claim takes by
+ * priority, then turn, then due time and id, at most `cap` commands per key (NO_KEY: any). The keys
+ * are ranked by their first due command (their head: its priority, turn, due time and id): a key
+ * whose head ranks r-th has r − 1 heads before each of its commands, so at most limit − r + 1 of
+ * them can be taken, and a key ranked past `limit` none. So at most limit·(limit + 1)/2 rows per priority are read, whatever the backlog.
  * A head is the index's first entry, claimable or not (a requeued command still held, one behind
  * its ordering key): then a key may be read for fewer rows than it could give, never more taken.
  */
@@ -79,6 +96,7 @@ export function keyedReads(
   cap: number,
   limit: number,
   nowMs: number,
+  weights: KeyWeights = NO_WEIGHTS,
 ): KeyedRead[] {
   const duePairs = new Map<string, KeyPriorityHead[]>();
   for (const head of heads) {
@@ -93,7 +111,8 @@ export function keyedReads(
     .sort(
       (a, b) =>
         a.first.priority - b.first.priority ||
-        runningOf(running, a.key) - runningOf(running, b.key) ||
+        turnOf(runningOf(running, a.key), weightOf(weights, a.key)) -
+          turnOf(runningOf(running, b.key), weightOf(weights, b.key)) ||
         byClaimOrder(a.first, b.first),
     )
     .slice(0, limit);
@@ -103,7 +122,7 @@ export function keyedReads(
   });
 }
 
-/** A candidate with its turn: its rank among its key's candidates in claim order, plus the key's RUNNING, plus one. */
+/** A candidate with its turn: its rank among its key's candidates in claim order plus the key's RUNNING, by the key's weight (turnOf). */
 interface Turned {
   readonly c: KeyedCandidate;
   readonly turn: number;
@@ -115,6 +134,7 @@ function inTurns(
   running: ReadonlyMap<string, number>,
   cap: number,
   limit: number,
+  weights: KeyWeights,
 ): Turned[] {
   const byKey = new Map<string, KeyedCandidate[]>();
   for (const c of candidates) {
@@ -126,8 +146,9 @@ function inTurns(
   for (const [key, of] of byKey) {
     const base = runningOf(running, key);
     const places = placesOf(running, key, cap, limit);
+    const weight = weightOf(weights, key);
     of.sort(byClaimOrder).forEach((c, rank) => {
-      if (rank < places) turns.push({ c, turn: base + rank + 1 });
+      if (rank < places) turns.push({ c, turn: turnOf(base + rank, weight) });
     });
   }
   return turns.sort((a, b) => a.c.priority - b.c.priority || a.turn - b.turn || byClaimOrder(a.c, b.c));
@@ -135,16 +156,17 @@ function inTurns(
 
 /**
  * Of `candidates` (each key's read in full up to what keyedReads asked), the at most `limit` a claim
- * takes, in the order it takes them: by priority, then turn (rank within the key plus its RUNNING),
- * then due time and id, none past a key's `cap` turns (NO_KEY's: any).
+ * takes, in the order it takes them: by priority, then turn (rank within the key plus its RUNNING,
+ * by its weight), then due time and id, none past a key's `cap` commands (NO_KEY's: any).
  */
 export function inTurnsWithin(
   candidates: readonly KeyedCandidate[],
   running: ReadonlyMap<string, number>,
   cap: number,
   limit: number,
+  weights: KeyWeights = NO_WEIGHTS,
 ): KeyedCandidate[] {
-  return inTurns(candidates, running, cap, limit)
+  return inTurns(candidates, running, cap, limit, weights)
     .slice(0, limit)
     .map((t) => t.c);
 }
@@ -161,16 +183,18 @@ const pairOf = (r: { readonly key: string; readonly priority: number }): string 
 function leveledReads(
   reads: readonly KeyedRead[],
   baseOf: (key: string) => number,
+  weightOfKey: (key: string) => number,
   limit: number,
 ): KeyedRead[] {
-  const keys = new Map<string, { base: number; rows: number }>();
+  const keys = new Map<string, { base: number; rows: number; weight: number }>();
   for (const r of reads) {
     const k = keys.get(r.key);
-    if (k === undefined) keys.set(r.key, { base: baseOf(r.key), rows: r.rows });
+    if (k === undefined) keys.set(r.key, { base: baseOf(r.key), rows: r.rows, weight: weightOfKey(r.key) });
     else if (r.rows > k.rows) keys.set(r.key, { ...k, rows: r.rows });
   }
-  const rowsAt = (level: number, k: { base: number; rows: number }): number =>
-    Math.min(k.rows, Math.max(0, level - k.base));
+  // A key's commands in turns up to `level`: weight · level of them, its RUNNING ones first.
+  const rowsAt = (level: number, k: { base: number; rows: number; weight: number }): number =>
+    Math.min(k.rows, Math.max(0, level * k.weight - k.base));
   const filled = (level: number): number => {
     let n = 0;
     for (const k of keys.values()) n += rowsAt(level, k);
@@ -203,8 +227,9 @@ function settledTake(
   running: ReadonlyMap<string, number>,
   cap: number,
   limit: number,
+  weights: KeyWeights,
 ): { readonly taken: KeyedCandidate[] } | { readonly reread: KeyedRead[] } {
-  const turned = inTurns(candidates, running, cap, limit);
+  const turned = inTurns(candidates, running, cap, limit, weights);
   const last = turned.length >= limit ? turned[limit - 1] : undefined;
   const askedRows = new Map(asked.map((a) => [pairOf(a), a.rows]));
   const got = new Map<string, KeyedCandidate[]>();
@@ -232,7 +257,7 @@ function settledTake(
     const rank = readUpTo(r.key, r.priority);
     if (rank >= placesOf(running, r.key, cap, limit)) return false;
     if (last === undefined) return true;
-    const turn = runningOf(running, r.key) + rank + 1;
+    const turn = turnOf(runningOf(running, r.key) + rank, weightOf(weights, r.key));
     if (last.c.priority !== r.priority) return last.c.priority > r.priority;
     if (last.turn !== turn) return last.turn > turn;
     // Same turn: the next unread row comes after the pair's last read one in claim order.
@@ -260,6 +285,8 @@ export interface KeyedTake {
   readonly nowMs: number;
   /** A key limit counts each key's RUNNING commands; a rate limit per key counts none. */
   readonly countRunning: boolean;
+  /** A weighted fair share's weights (none: every key takes one command per turn). */
+  readonly weights?: KeyWeights;
 }
 
 /**
@@ -285,14 +312,20 @@ export async function keyedCandidatesFrom(
   rows: KeyedClaimReader['rows'],
   r: KeyedTake,
 ): Promise<KeyedCandidate[]> {
-  const reads = keyedReads(heads, running, r.cap, r.limit, r.nowMs);
+  const weights = r.weights ?? NO_WEIGHTS;
+  const reads = keyedReads(heads, running, r.cap, r.limit, r.nowMs, weights);
   if (reads.length === 0) return [];
-  const asked = leveledReads(reads, (key) => runningOf(running, key), r.limit);
+  const asked = leveledReads(
+    reads,
+    (key) => runningOf(running, key),
+    (key) => weightOf(weights, key),
+    r.limit,
+  );
   const first = await rows(asked);
-  const settled = settledTake(first, asked, reads, running, r.cap, r.limit);
+  const settled = settledTake(first, asked, reads, running, r.cap, r.limit, weights);
   if ('taken' in settled) return settled.taken;
   const again = await rows(settled.reread);
-  return inTurnsWithin(withReread(first, settled.reread, again), running, r.cap, r.limit);
+  return inTurnsWithin(withReread(first, settled.reread, again), running, r.cap, r.limit, weights);
 }
 
 /** KeyedClaimReader's reads answered at once (SQLite's, inside its write transaction). */
@@ -307,14 +340,20 @@ export interface KeyedClaimReaderNow {
 /** keyedCandidates through a reader that answers at once. */
 export function keyedCandidatesNow(reader: KeyedClaimReaderNow, r: KeyedTake): KeyedCandidate[] {
   const { heads, running } = reader.heads(r.countRunning);
-  const reads = keyedReads(heads, running, r.cap, r.limit, r.nowMs);
+  const weights = r.weights ?? NO_WEIGHTS;
+  const reads = keyedReads(heads, running, r.cap, r.limit, r.nowMs, weights);
   if (reads.length === 0) return [];
-  const asked = leveledReads(reads, (key) => runningOf(running, key), r.limit);
+  const asked = leveledReads(
+    reads,
+    (key) => runningOf(running, key),
+    (key) => weightOf(weights, key),
+    r.limit,
+  );
   const first = reader.rows(asked);
-  const settled = settledTake(first, asked, reads, running, r.cap, r.limit);
+  const settled = settledTake(first, asked, reads, running, r.cap, r.limit, weights);
   if ('taken' in settled) return settled.taken;
   const again = reader.rows(settled.reread);
-  return inTurnsWithin(withReread(first, settled.reread, again), running, r.cap, r.limit);
+  return inTurnsWithin(withReread(first, settled.reread, again), running, r.cap, r.limit, weights);
 }
 
 /** RUNNING counts per key from rows of (key, count) as a driver returns them; NO_KEY left out. */

@@ -8,11 +8,16 @@ import { freshToken, later, newCommand, rejectionCode, submit, uniqueType, useAr
 function claimKeyed<Tx>(
   store: CommandStore<Tx>,
   types: readonly string[],
-  options: { limit?: number; keyed?: readonly string[] } = {},
+  options: {
+    limit?: number;
+    keyed?: readonly string[];
+    weights?: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  } = {},
 ): Promise<ClaimedCommand[]> {
   return store.claimDue({
     types,
     keyedTypes: options.keyed ?? types,
+    ...(options.weights === undefined ? {} : { keyWeights: options.weights }),
     limit: options.limit ?? 100,
     now: later(),
     token: freshToken(),
@@ -302,5 +307,62 @@ export function keyLimitsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: str
         { tenant: 'big', urgent: true },
       ]);
     });
+
+    it('weighted turns: a key of weight w takes w commands per turn, in the claim and in its order; bad weights refused', async () => {
+      const store = ctx.store();
+      const type = uniqueType('wfs');
+      await limitsOf(store).declare([{ type, keyField: 'tenant', maxRunning: LIMITS.keyLimit }]);
+      await submit(store, commandsFor(type, ['gold', 'silver', 'plain'], 10, 'tenant'));
+      const tenantOf = (c: ClaimedCommand): unknown => (c.payload as { tenant?: unknown }).tenant;
+      const weights = { [type]: { gold: 3, silver: 2 } };
+      // Turn 1 is three of gold, two of silver, one of plain, each key's in submit order; the
+      // claimed rows come back in the order taken (turn, then claim order).
+      const first = await claimKeyed(store, [type], { limit: 6, weights });
+      expect(first.map(tenantOf)).toEqual(['gold', 'silver', 'plain', 'gold', 'silver', 'gold']);
+      expect(first.map((c) => (c.payload as { i: number }).i)).toEqual([0, 0, 0, 1, 1, 2]);
+      // The next claim counts what runs: gold has 3 RUNNING (its turn 1), so turns 2 go on.
+      const second = await claimKeyed(store, [type], { limit: 6, weights });
+      expect(perTenant(second)).toEqual(
+        new Map([
+          ['gold', 3],
+          ['silver', 2],
+          ['plain', 1],
+        ]),
+      );
+      // A key limit still holds a weighted key.
+      const capped = uniqueType('wcap');
+      await limitsOf(store).declare([{ type: capped, keyField: 'tenant', maxRunning: 2 }]);
+      await submit(store, commandsFor(capped, ['gold', 'plain'], 5, 'tenant'));
+      const held = await claimKeyed(store, [capped], { limit: 10, weights: { [capped]: { gold: 5 } } });
+      expect(perTenant(held)).toEqual(
+        new Map([
+          ['gold', 2],
+          ['plain', 2],
+        ]),
+      );
+      for (const bad of [
+        { [type]: { gold: 0 } },
+        { [type]: { gold: 1.5 } },
+        { [type]: { gold: LIMITS.keyWeight + 1 } },
+        { [type]: { '': 2 } },
+        { [type]: [2] },
+        { [type]: null },
+        { '': { gold: 2 } },
+      ]) {
+        expect(
+          await rejectionCode(claimKeyed(store, [type], { limit: 1, weights: bad as never })),
+          JSON.stringify(bad),
+        ).toBe('INVALID_ARGUMENT');
+      }
+    });
   });
+}
+
+function perTenant(claimed: readonly ClaimedCommand[]): Map<unknown, number> {
+  const counts = new Map<unknown, number>();
+  for (const c of claimed) {
+    const tenant = (c.payload as { tenant?: unknown }).tenant;
+    counts.set(tenant, (counts.get(tenant) ?? 0) + 1);
+  }
+  return counts;
 }
