@@ -741,6 +741,7 @@ describe('PostgreSQL: submitting from SQL', () => {
               [24, 'creation index without the id'],
               [25, 'history in time partitions'],
               [26, 'submit windows'],
+              [27, 'key weights'],
             ]);
             await inTransaction(async () => {
               for (const version of script.versions)
@@ -750,7 +751,7 @@ describe('PostgreSQL: submitting from SQL', () => {
             await v11.migrate();
           }
           expect(await versionsOf(name)).toEqual([
-            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
           ]);
           // Replaced, not added beside the function of version 8.
           const functions = await submitOnceFunctions(name);

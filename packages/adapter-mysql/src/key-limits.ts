@@ -6,9 +6,11 @@ import {
   inTurns,
   keyedCandidates,
   keyRateTake,
+  keyWeightsJson,
   type KeyLimitStatements,
   type KeyRateLimitStatements,
 } from '@asynccmd/core/store-kit';
+import type { KeyWeightsCache } from '@asynccmd/core/store-kit';
 import { inTransaction, select, write } from './connection.js';
 import { declareKeyed, mysqlKeyedReader, type FlowKeySql } from './flow-keys.js';
 import { fromUtcText, toRecord, toUtcText, type CommandRow } from './rows.js';
@@ -35,13 +37,15 @@ export function keyLimitSql(t: string) {
   return {
     /** The lock: a write, so on Galera two nodes' keyed claims of the type conflict at certification. */
     lock: `UPDATE ${limits} SET claims = claims + 1 WHERE type = ?`,
-    limit: `SELECT key_field, max_running FROM ${limits} WHERE type = ?`,
+    limit: `SELECT key_field, max_running, key_weights FROM ${limits} WHERE type = ?`,
     /** Marks the picks (ids bound as a list); one another claimer took meanwhile is left alone. */
     mark: `UPDATE ${table} FORCE INDEX (PRIMARY) SET ${CLAIM} WHERE id IN (?) AND status = 'PENDING'`,
-    declare: (n: number) => `INSERT INTO ${limits} (type, key_field, max_running)
-      VALUES ${Array.from({ length: n }, () => '(?, ?, ?)').join(', ')}
-      ON DUPLICATE KEY UPDATE key_field = VALUES(key_field), max_running = VALUES(max_running)`,
-    list: `SELECT type, key_field AS keyField, max_running AS maxRunning FROM ${limits} ORDER BY type`,
+    declare: (n: number) => `INSERT INTO ${limits} (type, key_field, max_running, key_weights)
+      VALUES ${Array.from({ length: n }, () => '(?, ?, ?, ?)').join(', ')}
+      ON DUPLICATE KEY UPDATE key_field = VALUES(key_field), max_running = VALUES(max_running),
+        key_weights = VALUES(key_weights)`,
+    list: `SELECT type, key_field AS keyField, max_running AS maxRunning, key_weights AS weightsJson
+      FROM ${limits} ORDER BY type`,
   };
 }
 
@@ -63,22 +67,25 @@ export function claimKeyedDue(
     now: string;
     type: string;
     max: number;
-    /** A weighted fair share's weights of the type's keys (none: one command per key per turn). */
-    weights?: ReadonlyMap<string, number> | undefined;
+    /** Parses the type's stored weights (a weighted fair share). */
+    weights: KeyWeightsCache;
   },
 ): Promise<ClaimedCommand[]> {
   return inTransaction(pool, true, async (conn: PoolConnection) => {
     if ((await write(conn, sql.lock, [r.type])).affectedRows === 0) return [];
-    const [limit] = await select<{ key_field: string; max_running: number | string }>(conn, sql.limit, [
-      r.type,
-    ]);
+    const [limit] = await select<{
+      key_field: string;
+      max_running: number | string;
+      key_weights: string | null;
+    }>(conn, sql.limit, [r.type]);
     if (limit === undefined) return [];
+    const weights = r.weights.of(limit.key_weights);
     const picked = await keyedCandidates(mysqlKeyedReader(conn, flow, r.type, r.now), {
       cap: Number(limit.max_running),
       limit: r.max,
       nowMs: fromUtcText(r.now).getTime(),
       countRunning: true,
-      ...(r.weights === undefined ? {} : { weights: r.weights }),
+      ...(weights === undefined ? {} : { weights }),
     });
     const ids = picked.map((c) => c.id);
     if (ids.length === 0) return [];
@@ -87,7 +94,7 @@ export function claimKeyedDue(
     const rows = (await select<CommandRow>(conn, commands.claimedBy, [r.token])).filter(
       (row) => row.type === r.type,
     );
-    return inTurns(rows.map(toRecord) as ClaimedCommand[], limit.key_field, r.weights);
+    return inTurns(rows.map(toRecord) as ClaimedCommand[], limit.key_field, weights);
   });
 }
 
@@ -100,10 +107,14 @@ export function mysqlKeyLimitStatements(pool: Pool, sql: KeyLimitSql, flow: Flow
         write(
           conn,
           sql.declare(limits.length),
-          limits.flatMap((l) => [l.type, l.keyField, l.maxRunning]),
+          limits.flatMap((l) => [l.type, l.keyField, l.maxRunning, keyWeightsJson(l)]),
         ),
       ),
-    read: () => select<{ type: string; keyField: string; maxRunning: number | string }>(pool, sql.list),
+    read: () =>
+      select<{ type: string; keyField: string; maxRunning: number | string; weightsJson: string | null }>(
+        pool,
+        sql.list,
+      ),
   };
 }
 

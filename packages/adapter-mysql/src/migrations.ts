@@ -286,6 +286,14 @@ export const MIGRATIONS: readonly MysqlMigration[] = [
     // The windows of leading-edge throttles (submit-windows.ts): a small table of its own.
     statements: ({ table: t, collation }) => submitWindowsDdl(t, collation),
   },
+  {
+    version: 21,
+    name: 'key weights',
+    // A weighted fair share's weights (keyWeightsJson's text; NULL: none), on the key-limit row a
+    // keyed claim reads anyway. One ALTER: a re-run finds the column and only records the version.
+    statements: ({ table: t }) => [`ALTER TABLE \`${t}_key_limits\` ADD COLUMN key_weights MEDIUMTEXT NULL`],
+    addsColumn: { tableSuffix: '_key_limits', column: 'key_weights' },
+  },
 ];
 
 /** Migration 17's statements, but those whose result the catalog shows already. */

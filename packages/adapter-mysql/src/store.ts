@@ -20,6 +20,7 @@ import {
   runThroughExecutor,
   checkedStore,
   HeadSkip,
+  KeyWeightsCache,
 } from '@asynccmd/core/store-kit';
 import type {
   CheckedClaimById,
@@ -186,6 +187,8 @@ class MysqlEngine implements StoreEngine<Connection> {
   readonly cleanupHorizon: Port.CleanupHorizonProbe;
   readonly dependencies: DependencyEngine<Connection>;
   readonly submitWindows: SubmitWindowStatements<Connection>;
+  /** The weights of fair-share types, parsed once per stored text. */
+  private readonly keyWeights = new KeyWeightsCache();
   readonly typePauses: TypePauseStatements = {
     insert: async (type, reason) => {
       try {
@@ -505,7 +508,7 @@ class MysqlEngine implements StoreEngine<Connection> {
               ...round,
               type,
               max,
-              weights: params.keyWeights.get(type),
+              weights: this.keyWeights,
             }),
           ),
         // The round's token reads back the keyed types' rows too: only the others' here.

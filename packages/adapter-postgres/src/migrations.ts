@@ -9,7 +9,7 @@ import { historyPartitionsDdl } from './history-partitions.js';
 import type { TableNames } from './names.js';
 import { rateLimitsDdl } from './rate-limits.js';
 import { submitWindowsDdl } from './submit-windows.js';
-import { keyLimitsDdl } from './key-limits.js';
+import { keyLimitsDdl, keyWeightsDdl } from './key-limits.js';
 import { keyRateLimitsDdl } from './key-rate-limits.js';
 import { flowKeysDdl } from './flow-keys.js';
 import { schedulesTable } from './schedules.js';
@@ -21,7 +21,7 @@ import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './su
  * indexes, 3 = the dead-letter lookup, 4 = the recent outcomes, 5 = the claim's plan, 6 = the submit
  * functions of SQL, 7 = recurring schedules, 8 = priorities and ordering keys, 9 = schedules added
  * at run time, 10 = type limits; PostgreSQL only: 11 = the claim function in PL/pgSQL, 12 = the
- * SQL submit_once's on_pending; 13 = paused types, 14 = executor results, 15 = rate limits, 16 = key limits, 17 = key rate limits, 18 = dependencies and workflows, 19 = progress and the workflow of a command, 20 = flow keys, 21 = the history table finished commands move to, 22 = dependants settled by the completing statement, 23 = claims past a slow head, 24 = the creation index without the id, 25 = the history in time partitions, 26 = the windows of leading-edge throttles). Every statement is
+ * SQL submit_once's on_pending; 13 = paused types, 14 = executor results, 15 = rate limits, 16 = key limits, 17 = key rate limits, 18 = dependencies and workflows, 19 = progress and the workflow of a command, 20 = flow keys, 21 = the history table finished commands move to, 22 = dependants settled by the completing statement, 23 = claims past a slow head, 24 = the creation index without the id, 25 = the history in time partitions, 26 = the windows of leading-edge throttles, 27 = key weights). Every statement is
  * idempotent (`IF NOT EXISTS`, `OR REPLACE`, `DROP … IF EXISTS`), so a half-applied version
  * re-runs cleanly; versions run in one transaction under an advisory lock, so two processes
  * migrating at once take turns instead of racing on the catalog.
@@ -299,6 +299,12 @@ export const MIGRATIONS: readonly Migration<TableNames>[] = [
     name: 'submit windows',
     // The windows of leading-edge throttles (submit-windows.ts): a small table of its own.
     statements: (n) => submitWindowsDdl(n),
+  },
+  {
+    version: 27,
+    name: 'key weights',
+    // A weighted fair share's weights, on the key-limit row a keyed claim locks anyway.
+    statements: (n) => [keyWeightsDdl(n)],
   },
 ];
 

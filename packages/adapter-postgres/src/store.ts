@@ -19,6 +19,7 @@ import {
   runThroughExecutor,
   checkedStore,
   HeadSkip,
+  KeyWeightsCache,
   ReclaimWindow,
   TRANSITION_SOURCES,
 } from '@asynccmd/core/store-kit';
@@ -138,6 +139,8 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
   readonly cleanupHorizon?: Port.CleanupHorizonProbe;
   readonly dependencies: DependencyEngine<Tx>;
   readonly submitWindows: SubmitWindowStatements<Tx>;
+  /** The weights of fair-share types, parsed once per stored text. */
+  private readonly keyWeights = new KeyWeightsCache();
   /** Where each set of types' next plain claim starts: the head, or past it while that is slow. */
   protected readonly headSkip: HeadSkip | null;
   /** The window of the next hung reclaim: every lapsed lease, or those lapsed lately while that is slow. */
@@ -359,13 +362,13 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
             this.keyLimitSql,
             type,
             async (tx) => (await reader(tx).heads(false)).heads,
-            async (tx, keyField, maxRunning, heads) => {
+            async (tx, { keyField, maxRunning, weightsJson }, heads) => {
               const running = await postgresRunningPerKey(
                 { query: (text, params) => preparedRows(connection, tx, text, params ?? []) },
                 this.sql.flow,
                 type,
               );
-              const weights = p.keyWeights.get(type);
+              const weights = this.keyWeights.of(weightsJson);
               const picked = await keyedCandidatesFrom(heads, running, reader(tx).rows, {
                 cap: maxRunning,
                 limit: max,

@@ -227,6 +227,7 @@ describe('PostgresCommandStore', () => {
         { version: 24, name: 'creation index without the id' },
         { version: 25, name: 'history in time partitions' },
         { version: 26, name: 'submit windows' },
+        { version: 27, name: 'key weights' },
       ]);
       // Keyed by the flow keys' migration; the finished row moved by the upgrade, unkeyed, reading as before.
       const where = await adminQuery<{ id: string; place: string; k: string | null }>(
@@ -276,7 +277,7 @@ describe('PostgresCommandStore', () => {
       { column_name: 'payload', data_type: 'json' },
       { column_name: 'result', data_type: 'json' },
     ]);
-    expect(MIGRATIONS.at(-1)).toMatchObject({ version: 26, name: 'submit windows' });
+    expect(MIGRATIONS.at(-1)).toMatchObject({ version: 27, name: 'key weights' });
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
       [schema],

@@ -227,6 +227,13 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
     // The windows of leading-edge throttles (submit-windows.ts): a small table of its own.
     statements: (t) => submitWindowsDdl(t),
   },
+  {
+    version: 22,
+    name: 'key weights',
+    // A weighted fair share's weights (keyWeightsJson's text; NULL: none), on the key-limit row a
+    // keyed claim reads anyway.
+    statements: (t) => [`ALTER TABLE ${t}_key_limits ADD COLUMN key_weights TEXT`],
+  },
 ];
 
 /**

@@ -210,10 +210,13 @@ export function sqliteSql(t: string) {
     claimDuePicked: claimWhere(t, 'id IN (SELECT value FROM json_each(:ids))', ''),
     ...flowKeySql(t, `${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}`),
     ...keyRateLimitSql(t),
-    keyLimitDeclare: `INSERT INTO ${t}_key_limits (type, key_field, max_running) VALUES (?, ?, ?)
-       ON CONFLICT (type) DO UPDATE SET key_field = excluded.key_field, max_running = excluded.max_running`,
-    keyLimitOf: `SELECT key_field AS keyField, max_running AS maxRunning FROM ${t}_key_limits WHERE type = ?`,
-    keyLimitList: `SELECT type, key_field AS keyField, max_running AS maxRunning FROM ${t}_key_limits ORDER BY type`,
+    keyLimitDeclare: `INSERT INTO ${t}_key_limits (type, key_field, max_running, key_weights) VALUES (?, ?, ?, ?)
+       ON CONFLICT (type) DO UPDATE SET key_field = excluded.key_field, max_running = excluded.max_running,
+         key_weights = excluded.key_weights`,
+    keyLimitOf: `SELECT key_field AS keyField, max_running AS maxRunning, key_weights AS weightsJson
+      FROM ${t}_key_limits WHERE type = ?`,
+    keyLimitList: `SELECT type, key_field AS keyField, max_running AS maxRunning, key_weights AS weightsJson
+      FROM ${t}_key_limits ORDER BY type`,
     /** claimById, where a command of one of :limited types is claimed only within its stored limit. */
     claimByIdLimited: claimById(
       t,

@@ -17,6 +17,8 @@ import {
   planKeyRateClaim,
   asKeyRateCandidates,
   keyedCandidatesNow,
+  keyWeightsJson,
+  KeyWeightsCache,
   keyRateTake,
   runningPerKey,
   type KeyedCandidate,
@@ -167,6 +169,8 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
   readonly rateLimits: RateLimitStatements;
   readonly dependencies: DependencyEngine<SqliteDatabase>;
   readonly submitWindows: SubmitWindowStatements<SqliteDatabase>;
+  /** The weights of fair-share types, parsed once per stored text. */
+  private readonly keyWeights = new KeyWeightsCache();
   readonly typeLimits: TypeLimitStatements = {
     write: (limits) =>
       this.run(() =>
@@ -180,13 +184,20 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
     write: (limits) =>
       this.run(() =>
         this.db.transaction(() => {
-          for (const l of limits) this.stmt('keyLimitDeclare').run(l.type, l.keyField, l.maxRunning);
+          for (const l of limits)
+            this.stmt('keyLimitDeclare').run(l.type, l.keyField, l.maxRunning, keyWeightsJson(l));
           this.declareKeyFields(limits);
         })(),
       ),
     read: () =>
       this.run(
-        () => this.stmt('keyLimitList').all() as { type: string; keyField: string; maxRunning: number }[],
+        () =>
+          this.stmt('keyLimitList').all() as {
+            type: string;
+            keyField: string;
+            maxRunning: number;
+            weightsJson: string | null;
+          }[],
       ),
     reader: (type, now) => {
       const reader = this.keyedReader(type, now.getTime());
@@ -441,9 +452,9 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
             this.db
               .transaction(() => {
                 const limit = this.stmt('keyLimitOf').get(type) as
-                  { keyField: string; maxRunning: number } | undefined;
+                  { keyField: string; maxRunning: number; weightsJson: string | null } | undefined;
                 if (limit === undefined) return [];
-                const weights = params.keyWeights.get(type);
+                const weights = this.keyWeights.of(limit.weightsJson);
                 const picked = keyedCandidatesNow(this.keyedReader(type, claim.now), {
                   cap: limit.maxRunning,
                   limit: max,

@@ -227,6 +227,7 @@ describe('SqliteCommandStore (adapter specifics)', () => {
         { version: 19, name: 'flow keys' },
         { version: 20, name: 'finished commands leave the command table' },
         { version: 21, name: 'submit windows' },
+        { version: 22, name: 'key weights' },
       ]);
       const [pending, finished] = db
         .prepare('SELECT CAST(id AS TEXT) AS id, flow_key AS k FROM async_command ORDER BY id')

@@ -192,6 +192,15 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
         (await run('key-limit', 'cli.perkey', '--max-running', '2', '--key', 'orderId', '--json')).out,
       );
       expect(json).toEqual({ type: 'cli.perkey', keyField: 'orderId', maxRunning: 2 });
+      // Weights alone: the limit and key stay; --no-weights drops them.
+      const weighted = await run('key-limit', 'cli.perkey', '--weight', 'acme=3', '--weight', 'a=b=2');
+      expect(weighted).toMatchObject({ code: 0, err: '' });
+      expect(weighted.out).toContain('at most 2 running per orderId; weights "a=b"=2, "acme"=3');
+      expect((await store.keyLimits.list()).find((l) => l.type === 'cli.perkey')?.weights).toEqual({
+        'a=b': 2,
+        acme: 3,
+      });
+      expect((await run('key-limit', 'cli.perkey', '--no-weights')).code).toBe(0);
       const rated = await run(
         'key-rate-limit',
         'cli.perkey.rated',
@@ -208,6 +217,10 @@ export function describeCli(name: string, open: () => Promise<OpsDatabase>): voi
         ['key-limit', 'cli.perkey', '--max-running', '0'],
         ['key-limit', 'cli.perkey', '--max-running', '2', '--key', 'a.b'],
         ['key-limit', 'cli.unknown.type', '--max-running', '2'],
+        ['key-limit', 'cli.perkey', '--weight', 'acme'],
+        ['key-limit', 'cli.perkey', '--weight', 'acme=0'],
+        ['key-limit', 'cli.perkey', '--weight', '=3'],
+        ['key-limit', 'cli.unknown.type', '--weight', 'acme=2', '--key', 'tenant'],
         ['key-rate-limit', 'cli.perkey', '--max-starts', '10', '--per', '1s'],
         ['key-rate-limit', 'cli.perkey.rated', '--max-starts', '10', '--per', '1s', '--burst', '10'],
       ]) {

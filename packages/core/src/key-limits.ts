@@ -7,11 +7,11 @@ import { defaultRateBurst, rateLimitProblem } from './rate-limits.js';
 /** What is wrong with a key limit's { key, maxRunning } (as the runtime option gives it), or null. */
 export function keyLimitProblem(spec: unknown): string | null {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
-    return 'must be { key, maxRunning }';
+    return 'must be { key, maxRunning, weights? }';
   }
-  const { key, maxRunning, ...rest } = spec as Record<string, unknown>;
+  const { key, maxRunning, weights, ...rest } = spec as Record<string, unknown>;
   const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) return `has no field \`${unknown}\` (fields: key, maxRunning)`;
+  if (unknown !== undefined) return `has no field \`${unknown}\` (fields: key, maxRunning, weights)`;
   if (typeof key !== 'string' || !KEY_FIELD_PATTERN.test(key)) {
     return `key must name a top-level payload field (1 to 64 letters, digits or _, not starting with a digit), got ${describe(key)}`;
   }
@@ -23,7 +23,7 @@ export function keyLimitProblem(spec: unknown): string | null {
   ) {
     return `maxRunning must be an integer in [1, ${MAX_KEY_LIMIT}], got ${describe(maxRunning)}`;
   }
-  return null;
+  return weights === undefined ? null : keyWeightsProblem(weights);
 }
 
 /** The limits a KeyLimitStore declares: each type once, with a field KEY_FIELD_PATTERN accepts. */
@@ -44,7 +44,17 @@ export function requireKeyLimits(limits: unknown): KeyLimit[] {
       );
     }
     const maxRunning = requireInt(`the key limit of type "${type}"`, entry['maxRunning'], 1, MAX_KEY_LIMIT);
-    return { type, keyField, maxRunning };
+    const weights = entry['weights'];
+    if (weights === undefined) return { type, keyField, maxRunning };
+    const problem = keyWeightsProblem(weights);
+    if (problem !== null) throw new InvalidArgumentError(`the key limit of type "${type}": ${problem}`);
+    // Ordered by key: the stored text is the same for the same weights.
+    const ordered = Object.entries(weights as Record<string, number>).sort(([a], [b]) =>
+      a < b ? -1 : a > b ? 1 : 0,
+    );
+    return ordered.length === 0
+      ? { type, keyField, maxRunning }
+      : { type, keyField, maxRunning, weights: Object.fromEntries(ordered) };
   });
 }
 

@@ -48,12 +48,7 @@ import { RecurringService } from './recurring/recurring-service.js';
 import { pause, StoreOutage } from './store-outage.js';
 import { toNewCommand } from './submit-validation.js';
 import { DeclaredTypeLimits } from './type-limits.js';
-import {
-  declaredKeyLimits,
-  DeclaredKeyLimits,
-  DeclaredKeyRateLimits,
-  fairShareWeights,
-} from './key-limits.js';
+import { declaredKeyLimits, DeclaredKeyLimits, DeclaredKeyRateLimits } from './key-limits.js';
 import { DeclaredRateLimits } from './rate-limits.js';
 import { PausedTypes, TypePauses } from './type-pauses.js';
 
@@ -137,11 +132,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       store,
       typeLimits: new DeclaredTypeLimits(store, options.typeLimits ?? {}),
       rateLimits: new DeclaredRateLimits(store, options.rateLimits ?? {}),
-      keyLimits: new DeclaredKeyLimits(
-        store,
-        declaredKeyLimits(options.keyLimits, options.fairShare),
-        fairShareWeights(options.fairShare),
-      ),
+      keyLimits: new DeclaredKeyLimits(store, declaredKeyLimits(options.keyLimits, options.fairShare)),
       keyRateLimits: new DeclaredKeyRateLimits(store, options.keyRateLimits ?? {}),
       pausedTypes,
       registry: this.registry,

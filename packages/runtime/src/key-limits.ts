@@ -1,5 +1,5 @@
 import type { CommandStore, KeyLimit, KeyLimitStore, KeyRateLimit, KeyRateLimitStore } from '@asynccmd/core';
-import { defaultRateBurst, keyLimitProblem, keyRateLimitProblem, keyWeightsProblem } from '@asynccmd/core';
+import { defaultRateBurst, keyLimitProblem, keyRateLimitProblem } from '@asynccmd/core';
 import { DeclaredLimits } from './declared-limits.js';
 import { LIMITS } from '@asynccmd/core';
 
@@ -9,6 +9,8 @@ export interface KeyLimitOptions {
   readonly key: string;
   /** At most this many commands of the type RUNNING at once per key, across every instance. */
   readonly maxRunning: number;
+  /** `{ [key]: w }`: a key of weight w takes w commands per turn of the claims (default 1; 1..1,000). */
+  readonly weights?: Readonly<Record<string, number>>;
 }
 
 /** What is wrong with the `keyLimits` option ("must …"), or null; `typeLimits` may not name its types. */
@@ -34,26 +36,17 @@ export function keyLimitsOptionProblem(v: unknown, typeLimits: unknown): string 
  * read the stored rows (the last declaration wins).
  */
 export class DeclaredKeyLimits extends DeclaredLimits<KeyLimit, KeyLimitStore> {
-  readonly #weights: Readonly<Record<string, Readonly<Record<string, number>>>>;
-
-  /** `weights`: a weighted fair share's weights of each type's keys (checked). */
-  constructor(
-    store: CommandStore,
-    limits: Readonly<Record<string, KeyLimitOptions>>,
-    weights: Readonly<Record<string, Readonly<Record<string, number>>>> = {},
-  ) {
+  constructor(store: CommandStore, limits: Readonly<Record<string, KeyLimitOptions>>) {
     super(
-      Object.entries(limits).map(([type, l]) => ({ type, keyField: l.key, maxRunning: l.maxRunning })),
+      Object.entries(limits).map(([type, l]) => ({
+        type,
+        keyField: l.key,
+        maxRunning: l.maxRunning,
+        ...(l.weights === undefined ? {} : { weights: l.weights }),
+      })),
       store.keyLimits,
       { option: 'keyLimits', keeps: 'key limits', dialect: store.dialect },
     );
-    this.#weights = weights;
-  }
-
-  /** The weights of those of `keyed` types that have some, for a claim's keyWeights; null when none has. */
-  weightsOf(keyed: readonly string[]): Record<string, Readonly<Record<string, number>>> | null {
-    const weighted = keyed.filter((t) => Object.hasOwn(this.#weights, t));
-    return weighted.length === 0 ? null : Object.fromEntries(weighted.map((t) => [t, this.#weights[t]!]));
   }
 
   /** Of `types`, those with a key limit here; null when none has one (their claims stay as they are). */
@@ -162,11 +155,8 @@ export function fairShareOptionProblem(v: unknown, others: Readonly<Record<strin
     if (fields === null || extra !== undefined) {
       return `type "${type}": must be { key, weights? }${extra === undefined ? '' : ` (no field \`${extra}\`)`}`;
     }
-    const problem = keyLimitProblem({ key: (spec as { key?: unknown }).key, maxRunning: LIMITS.keyLimit });
+    const problem = keyLimitProblem({ ...(spec as object), maxRunning: LIMITS.keyLimit });
     if (problem) return `type "${type}": ${problem}`;
-    const weights = (spec as { weights?: unknown }).weights;
-    const weightsProblem = weights === undefined ? null : keyWeightsProblem(weights);
-    if (weightsProblem) return `type "${type}": ${weightsProblem}`;
     for (const [option, given] of Object.entries(others)) {
       if (given !== null && typeof given === 'object' && Object.hasOwn(given, type)) {
         return `type "${type}": has a \`${option}\` limit too (a key limit's claims take turns across keys already)`;
@@ -174,17 +164,6 @@ export function fairShareOptionProblem(v: unknown, others: Readonly<Record<strin
     }
   }
   return null;
-}
-
-/** The weights of the `fairShare` option's types that have some (for DeclaredKeyLimits). */
-export function fairShareWeights(
-  fairShare: Readonly<Record<string, FairShareOptions>> | undefined,
-): Record<string, Readonly<Record<string, number>>> {
-  return Object.fromEntries(
-    Object.entries(fairShare ?? {}).flatMap(([type, f]) =>
-      f.weights === undefined ? [] : [[type, f.weights]],
-    ),
-  );
 }
 
 /**
@@ -197,7 +176,7 @@ export function declaredKeyLimits(
 ): Record<string, KeyLimitOptions> {
   const fair = Object.entries(fairShare ?? {}).map(([type, f]) => [
     type,
-    { key: f.key, maxRunning: LIMITS.keyLimit },
+    { key: f.key, maxRunning: LIMITS.keyLimit, ...(f.weights === undefined ? {} : { weights: f.weights }) },
   ]);
   return { ...Object.fromEntries(fair), ...keyLimits };
 }

@@ -202,7 +202,6 @@ export class Scheduler {
         const claimStarted = performance.now();
         const keyedTypes = this.deps.keyLimits?.among(types) ?? null;
         if (keyedTypes !== null) await this.deps.keyLimits?.ready();
-        const keyWeights = keyedTypes === null ? null : (this.deps.keyLimits?.weightsOf(keyedTypes) ?? null);
         const keyRatedTypes = this.deps.keyRateLimits?.among(types) ?? null;
         if (keyRatedTypes !== null) await this.deps.keyRateLimits?.ready();
         const params = {
@@ -213,7 +212,6 @@ export class Scheduler {
           leaseMs,
           instance,
           ...(keyedTypes === null ? {} : { keyedTypes }),
-          ...(keyWeights === null ? {} : { keyWeights }),
           ...(keyRatedTypes === null ? {} : { keyRatedTypes }),
         };
         const limitedTypes =

@@ -8,7 +8,7 @@ import {
   setRateLimit,
   type FlowLimitChange,
 } from '@asynccmd/runtime/ops';
-import { parseCount } from '../arguments.js';
+import { parseCount, parseWeights } from '../arguments.js';
 import type { CliContext } from '../cli-context.js';
 
 /** The options of the rate limits (a type's, or per key). */
@@ -65,20 +65,45 @@ export function registerLimits(program: Command, cli: CliContext): void {
 
   program
     .command('key-limit')
-    .description("change a type's limit of RUNNING commands per key for every instance")
+    .description(
+      "change a type's limit of RUNNING commands per key, or its keys' weights, for every instance",
+    )
     .argument('<type>', 'command type')
-    .requiredOption('--max-running <n>', 'at most this many of one key RUNNING at once')
+    .option('--max-running <n>', 'at most this many of one key RUNNING at once (default: the stored one)')
     .option('--key <field>', 'the payload field that is the key (default: the stored one)')
+    .option(
+      '--weight <key=w>',
+      'a key that takes w commands per turn (repeat for more keys; replaces the stored weights)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option('--no-weights', 'drop the stored weights: every key takes one command per turn')
     .option('--json', 'machine-readable output')
     .action(
-      async (type: string, opts: { maxRunning: string; key?: string; json?: boolean }, cmd: Command) => {
+      async (
+        type: string,
+        opts: { maxRunning?: string; key?: string; weight?: string[]; weights?: boolean; json?: boolean },
+        cmd: Command,
+      ) => {
         const limit = {
-          maxRunning: parseCount('--max-running', opts.maxRunning, LIMITS.keyLimit),
+          ...(opts.maxRunning === undefined
+            ? {}
+            : { maxRunning: parseCount('--max-running', opts.maxRunning, LIMITS.keyLimit) }),
           ...(opts.key === undefined ? {} : { key: opts.key }),
+          ...(opts.weights === false
+            ? { weights: {} }
+            : opts.weight === undefined
+              ? {}
+              : { weights: parseWeights(opts.weight, LIMITS.keyWeight) }),
         };
         await change(
           (store) => setKeyLimit(store, type, limit),
-          (s) => `type ${JSON.stringify(s.type)}: at most ${s.maxRunning} running per ${s.keyField}`,
+          (s) =>
+            `type ${JSON.stringify(s.type)}: at most ${s.maxRunning} running per ${s.keyField}` +
+            (s.weights === undefined
+              ? ''
+              : `; weights ${Object.entries(s.weights)
+                  .map(([k, w]) => `${JSON.stringify(k)}=${w}`)
+                  .join(', ')}`),
           opts.json,
         )(cmd);
       },

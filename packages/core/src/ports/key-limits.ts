@@ -22,6 +22,11 @@ export interface KeyLimit {
   readonly keyField: string;
   /** 1..LIMITS.keyLimit RUNNING per key. */
   readonly maxRunning: number;
+  /**
+   * A weighted fair share: `{ [key]: w }`, a key of weight w takes w commands per turn of the
+   * type's claims (1..LIMITS.keyWeight; a key not named takes one). Absent: none.
+   */
+  readonly weights?: Readonly<Record<string, number>>;
 }
 
 /** The `<table>_key_limits` rows: one per key-limited type, shared by every instance. */

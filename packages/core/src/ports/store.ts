@@ -485,12 +485,6 @@ export interface ClaimDueParams {
    * `limitedTypes`, `keyedTypes` and `keyRatedTypes`. Absent or empty: the claim without them.
    */
   readonly keyRatedTypes?: readonly string[];
-  /**
-   * A weighted fair share: for types of `keyedTypes`, how many of a key's commands the claim takes
-   * per turn (`{ [type]: { [key]: weight } }`, each weight 1..LIMITS.keyWeight; a key not named takes
-   * one). Only the order in which a claim takes keys changes: a key's limit still holds.
-   */
-  readonly keyWeights?: Readonly<Record<string, Readonly<Record<string, number>>>>;
   readonly limit: number;
   readonly now: Date;
   readonly token: string;

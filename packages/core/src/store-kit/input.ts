@@ -4,7 +4,6 @@ import type { ClaimRef, CommandId, CompletedAttempt, NewCommand, ProgressReport 
 import { truncateErrorText } from '../error-text.js';
 import { InvalidArgumentError } from '../errors.js';
 import { LIMITS } from '../limits.js';
-import { keyWeightsProblem } from '../key-limits.js';
 import { isSqlExecutor, type SqlExecutor } from '../ports/sql-executor.js';
 import {
   optionalReason,
@@ -20,7 +19,6 @@ import {
   requirePayloadJson,
   requireStatuses,
   requireStoredTime,
-  requireStoredType,
   requireToken,
   requireTypes,
   optionalInstance,
@@ -88,8 +86,6 @@ export interface CheckedClaimDue {
   readonly keyedTypes: readonly string[];
   /** As given (checked names), possibly empty, none also in another limit: ClaimDueParams.keyRatedTypes. */
   readonly keyRatedTypes: readonly string[];
-  /** ClaimDueParams.keyWeights, checked: per type, each named key's weight (possibly none). */
-  readonly keyWeights: ReadonlyMap<string, ReadonlyMap<string, number>>;
   /** At least 1. */
   readonly limit: number;
   /** Clamped into the stored range. */
@@ -341,7 +337,6 @@ export class StoreInput {
       limitedTypes: params.limitedTypes === undefined ? [] : requireTypes(params.limitedTypes),
       keyedTypes: params.keyedTypes === undefined ? [] : requireTypes(params.keyedTypes),
       keyRatedTypes: params.keyRatedTypes === undefined ? [] : requireTypes(params.keyRatedTypes),
-      keyWeights: requireClaimKeyWeights(params.keyWeights),
     };
     refuseTwoLimits(claim);
     return limit === 0 || types.length === 0 ? null : claim;
@@ -481,20 +476,4 @@ function refuseTwoLimits(claim: {
       `type "${twice}" can be claimed within one of a type, key or key rate limit`,
     );
   }
-}
-
-/** ClaimDueParams.keyWeights as maps; INVALID_ARGUMENT for a bad type name or weights. */
-function requireClaimKeyWeights(given: unknown): ReadonlyMap<string, ReadonlyMap<string, number>> {
-  if (given === undefined) return new Map();
-  if (given === null || typeof given !== 'object' || Array.isArray(given)) {
-    throw new InvalidArgumentError('keyWeights must map command types to { key: weight }');
-  }
-  return new Map(
-    Object.entries(given).map(([type, weights]) => {
-      requireStoredType('keyWeights', type);
-      const problem = keyWeightsProblem(weights);
-      if (problem !== null) throw new InvalidArgumentError(`keyWeights of "${type}": ${problem}`);
-      return [type, new Map(Object.entries(weights as Record<string, number>))];
-    }),
-  );
 }

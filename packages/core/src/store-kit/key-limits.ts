@@ -60,13 +60,45 @@ export async function claimWithinKeyLimits<Row>(
   return claimed;
 }
 
+/**
+ * A key limit's weights as the adapters store them: JSON text of `{ key: weight }` in key order
+ * (requireKeyLimits orders them), or null for none.
+ */
+export function keyWeightsJson(limit: KeyLimit): string | null {
+  return limit.weights === undefined ? null : JSON.stringify(limit.weights);
+}
+
+/**
+ * Stored weights (keyWeightsJson's text) as a claim's KeyWeights, parsed once per text: a type's
+ * claims read the same text round after round. Holds the last few texts a store's claims met.
+ */
+export class KeyWeightsCache {
+  readonly #parsed = new Map<string, ReadonlyMap<string, number>>();
+
+  of(text: string | null | undefined): ReadonlyMap<string, number> | undefined {
+    if (text === null || text === undefined) return undefined;
+    let weights = this.#parsed.get(text);
+    if (weights === undefined) {
+      if (this.#parsed.size >= 16) this.#parsed.clear();
+      weights = new Map(Object.entries(JSON.parse(text) as Record<string, number>));
+      this.#parsed.set(text, weights);
+    }
+    return weights;
+  }
+}
+
 /** The statements of an adapter's `<table>_key_limits`, given checked input. */
 export interface KeyLimitStatements {
-  /** Stores the limits (at least one), each replacing its type's. */
+  /** Stores the limits (at least one), each replacing its type's, weights as keyWeightsJson gives them. */
   readonly write: (limits: readonly KeyLimit[]) => Promise<unknown>;
-  /** Every stored row, its limit as the driver returns it. */
+  /** Every stored row, its limit as the driver returns it, its weights as stored. */
   readonly read: () => Promise<
-    readonly { readonly type: string; readonly keyField: string; readonly maxRunning: number | string }[]
+    readonly {
+      readonly type: string;
+      readonly keyField: string;
+      readonly maxRunning: number | string;
+      readonly weightsJson: string | null;
+    }[]
   >;
   /** A keyed claim's reads of `type`, due at `now`, on the store's own connections (outside a claim). */
   readonly reader: (type: string, now: Date) => KeyedClaimReader;
@@ -76,7 +108,12 @@ export interface KeyLimitStatements {
 export function keyLimitStore(statements: KeyLimitStatements): KeyLimitStore {
   const { write, read } = statements;
   const list = async (): Promise<KeyLimit[]> =>
-    (await read()).map((r) => ({ type: r.type, keyField: r.keyField, maxRunning: Number(r.maxRunning) }));
+    (await read()).map((r) => ({
+      type: r.type,
+      keyField: r.keyField,
+      maxRunning: Number(r.maxRunning),
+      ...(r.weightsJson === null ? {} : { weights: JSON.parse(r.weightsJson) as Record<string, number> }),
+    }));
   return {
     async declare(limits) {
       const checked = requireKeyLimits(limits);

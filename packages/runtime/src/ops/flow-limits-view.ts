@@ -93,18 +93,35 @@ async function keyFieldFor(
 }
 
 /**
- * Stores a type's limit of RUNNING commands per key `{ maxRunning, key? }` (`key` defaults to the
- * stored field). A fair-share type is kept as a key limit never reached (LIMITS.keyLimit): given a
- * lower one, its instances' claims hold its keys to it.
+ * Stores a type's limit of RUNNING commands per key `{ maxRunning?, key?, weights? }`: `key`
+ * defaults to the stored field, `maxRunning` to the stored limit, `weights` (a weighted fair share's
+ * `{ [key]: w }`; `{}` for none) to the stored weights. A fair-share type is kept as a key limit
+ * never reached (LIMITS.keyLimit): given a lower one, its instances' claims hold its keys to it.
  */
 export async function setKeyLimit(
   store: CommandStore,
   type: string,
   change: FlowLimitChange,
 ): Promise<KeyLimit> {
-  onlyFields(change, 'a key limit', ['maxRunning', 'key']);
+  onlyFields(change, 'a key limit', ['maxRunning', 'key', 'weights']);
   const keyField = await keyFieldFor(store, type, change, 'keyLimit');
-  await store.keyLimits.declare([{ type, keyField, maxRunning: change['maxRunning'] as number }]);
+  const before = (await store.keyLimits.list()).find((l) => l.type === type);
+  const maxRunning = change['maxRunning'] ?? before?.maxRunning;
+  if (maxRunning === undefined) {
+    throw new InvalidArgumentError(`type ${JSON.stringify(type)} has no stored key limit: give maxRunning`);
+  }
+  const weights = change['weights'] === undefined ? before?.weights : change['weights'];
+  const hasWeights =
+    weights !== undefined &&
+    !(typeof weights === 'object' && weights !== null && Object.keys(weights).length === 0);
+  await store.keyLimits.declare([
+    {
+      type,
+      keyField,
+      maxRunning: maxRunning as number,
+      ...(hasWeights ? { weights: weights as Record<string, number> } : {}),
+    },
+  ]);
   const stored = (await store.keyLimits.list()).find((l) => l.type === type);
   if (stored === undefined) throw new Error(`the key limit of ${type} was not stored`);
   return stored;

@@ -1256,14 +1256,30 @@ export function describeAdminHttp(name: string, open: () => Promise<OpsDatabase>
         keyField: 'customerId',
         maxRunning: 4,
       });
+      // Weights alone keep the limit and the key; `{}` drops them.
+      expect((await api.post(keyed, { weights: { acme: 3 } })).body).toEqual({
+        type,
+        keyField: 'customerId',
+        maxRunning: 4,
+        weights: { acme: 3 },
+      });
+      expect((await api.post(keyed, { maxRunning: 4 })).body).toMatchObject({ weights: { acme: 3 } });
+      expect((await api.post(keyed, { weights: {} })).body).toEqual({
+        type,
+        keyField: 'customerId',
+        maxRunning: 4,
+      });
       const other = `/key-limits/${encodeURIComponent(`${type}.none`)}`;
       for (const [at, body] of [
         [keyed, { maxRunning: 0 }],
         [keyed, { maxRunning: 2, key: 'a.b' }],
         [keyed, { maxRunning: 2, limit: 1 }],
-        [keyed, {}],
-        // No stored limit to take the key field from.
+        [keyed, { weights: { acme: 0 } }],
+        [keyed, { weights: [3] }],
+        [keyed, { weights: { acme: 1_001 } }],
+        // No stored limit to take the key field (or the limit) from.
         [other, { maxRunning: 2 }],
+        [other, { key: 'tenant' }],
         // A type with a key limit takes no rate limit per key.
         [`/key-rate-limits/${encodeURIComponent(type)}`, { maxStarts: 10, periodMs: 1_000, key: 'tenant' }],
       ] as const) {

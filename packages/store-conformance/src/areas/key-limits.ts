@@ -8,16 +8,11 @@ import { freshToken, later, newCommand, rejectionCode, submit, uniqueType, useAr
 function claimKeyed<Tx>(
   store: CommandStore<Tx>,
   types: readonly string[],
-  options: {
-    limit?: number;
-    keyed?: readonly string[];
-    weights?: Readonly<Record<string, Readonly<Record<string, number>>>>;
-  } = {},
+  options: { limit?: number; keyed?: readonly string[] } = {},
 ): Promise<ClaimedCommand[]> {
   return store.claimDue({
     types,
     keyedTypes: options.keyed ?? types,
-    ...(options.weights === undefined ? {} : { keyWeights: options.weights }),
     limit: options.limit ?? 100,
     now: later(),
     token: freshToken(),
@@ -308,20 +303,29 @@ export function keyLimitsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: str
       ]);
     });
 
-    it('weighted turns: a key of weight w takes w commands per turn, in the claim and in its order; bad weights refused', async () => {
+    it('weighted turns: stored weights give a key w commands per turn, in the claim and in its order; bad weights refused', async () => {
       const store = ctx.store();
+      const limits = limitsOf(store);
       const type = uniqueType('wfs');
-      await limitsOf(store).declare([{ type, keyField: 'tenant', maxRunning: LIMITS.keyLimit }]);
+      await limits.declare([
+        { type, keyField: 'tenant', maxRunning: LIMITS.keyLimit, weights: { silver: 2, gold: 3 } },
+      ]);
+      // Stored in key order, read back as declared.
+      expect((await limits.list()).find((l) => l.type === type)).toEqual({
+        type,
+        keyField: 'tenant',
+        maxRunning: LIMITS.keyLimit,
+        weights: { gold: 3, silver: 2 },
+      });
       await submit(store, commandsFor(type, ['gold', 'silver', 'plain'], 10, 'tenant'));
       const tenantOf = (c: ClaimedCommand): unknown => (c.payload as { tenant?: unknown }).tenant;
-      const weights = { [type]: { gold: 3, silver: 2 } };
       // Turn 1 is three of gold, two of silver, one of plain, each key's in submit order; the
       // claimed rows come back in the order taken (turn, then claim order).
-      const first = await claimKeyed(store, [type], { limit: 6, weights });
+      const first = await claimKeyed(store, [type], { limit: 6 });
       expect(first.map(tenantOf)).toEqual(['gold', 'silver', 'plain', 'gold', 'silver', 'gold']);
       expect(first.map((c) => (c.payload as { i: number }).i)).toEqual([0, 0, 0, 1, 1, 2]);
       // The next claim counts what runs: gold has 3 RUNNING (its turn 1), so turns 2 go on.
-      const second = await claimKeyed(store, [type], { limit: 6, weights });
+      const second = await claimKeyed(store, [type], { limit: 6 });
       expect(perTenant(second)).toEqual(
         new Map([
           ['gold', 3],
@@ -329,31 +333,47 @@ export function keyLimitsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: str
           ['plain', 1],
         ]),
       );
+      // Declared again without weights: a turn per command, RUNNING ones counted (6 of gold, 4 of
+      // silver, 2 of plain): plain's third and fourth, then silver's fifth.
+      await limits.declare([{ type, keyField: 'tenant', maxRunning: LIMITS.keyLimit }]);
+      expect((await limits.list()).find((l) => l.type === type)).toEqual({
+        type,
+        keyField: 'tenant',
+        maxRunning: LIMITS.keyLimit,
+      });
+      expect(perTenant(await claimKeyed(store, [type], { limit: 3 }))).toEqual(
+        new Map([
+          ['plain', 2],
+          ['silver', 1],
+        ]),
+      );
       // A key limit still holds a weighted key.
       const capped = uniqueType('wcap');
-      await limitsOf(store).declare([{ type: capped, keyField: 'tenant', maxRunning: 2 }]);
+      await limits.declare([{ type: capped, keyField: 'tenant', maxRunning: 2, weights: { gold: 5 } }]);
       await submit(store, commandsFor(capped, ['gold', 'plain'], 5, 'tenant'));
-      const held = await claimKeyed(store, [capped], { limit: 10, weights: { [capped]: { gold: 5 } } });
+      const held = await claimKeyed(store, [capped], { limit: 10 });
       expect(perTenant(held)).toEqual(
         new Map([
           ['gold', 2],
           ['plain', 2],
         ]),
       );
-      for (const bad of [
-        { [type]: { gold: 0 } },
-        { [type]: { gold: 1.5 } },
-        { [type]: { gold: LIMITS.keyWeight + 1 } },
-        { [type]: { '': 2 } },
-        { [type]: [2] },
-        { [type]: null },
-        { '': { gold: 2 } },
+      for (const weights of [
+        { gold: 0 },
+        { gold: 1.5 },
+        { gold: LIMITS.keyWeight + 1 },
+        { '': 2 },
+        [2],
+        null,
       ]) {
         expect(
-          await rejectionCode(claimKeyed(store, [type], { limit: 1, weights: bad as never })),
-          JSON.stringify(bad),
+          await rejectionCode(
+            limits.declare([{ type: capped, keyField: 'tenant', maxRunning: 2, weights: weights as never }]),
+          ),
+          JSON.stringify(weights),
         ).toBe('INVALID_ARGUMENT');
       }
+      expect((await limits.list()).find((l) => l.type === capped)?.weights).toEqual({ gold: 5 });
     });
   });
 }
