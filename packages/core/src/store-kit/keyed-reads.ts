@@ -86,7 +86,8 @@ const turnOf = (before: number, weight: number): number => Math.floor(before / w
  * priority, then turn, then due time and id, at most `cap` commands per key (NO_KEY: any). The keys
  * are ranked by their first due command (their head: its priority, turn, due time and id): a key
  * whose head ranks r-th has r − 1 heads before each of its commands, so at most limit − r + 1 of
- * them can be taken, and a key ranked past `limit` none. So at most limit·(limit + 1)/2 rows per priority are read, whatever the backlog.
+ * them can be taken, and a key ranked past `limit` none. So at most limit·(limit + 1)/2 rows per
+ * priority are read, whatever the backlog.
  * A head is the index's first entry, claimable or not (a requeued command still held, one behind
  * its ordering key): then a key may be read for fewer rows than it could give, never more taken.
  */
@@ -122,7 +123,10 @@ export function keyedReads(
   });
 }
 
-/** A candidate with its turn: its rank among its key's candidates in claim order plus the key's RUNNING, by the key's weight (turnOf). */
+/**
+ * A candidate with its turn: its rank among its key's candidates in claim order plus the key's
+ * RUNNING, by the key's weight (turnOf).
+ */
 interface Turned {
   readonly c: KeyedCandidate;
   readonly turn: number;
