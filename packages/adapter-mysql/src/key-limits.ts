@@ -8,9 +8,9 @@ import {
   keyRateTake,
   keyWeightsJson,
   type KeyLimitStatements,
+  type KeyWeightsCache,
   type KeyRateLimitStatements,
 } from '@asynccmd/core/store-kit';
-import type { KeyWeightsCache } from '@asynccmd/core/store-kit';
 import { inTransaction, select, write } from './connection.js';
 import { declareKeyed, mysqlKeyedReader, type FlowKeySql } from './flow-keys.js';
 import { fromUtcText, toRecord, toUtcText, type CommandRow } from './rows.js';

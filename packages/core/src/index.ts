@@ -184,7 +184,7 @@ export {
   type KeysWaiting,
   type KeyWaiting,
 } from './ports/key-limits.js';
-export { keyLimitProblem, keyRateLimitProblem, keyWeightsProblem } from './key-limits.js';
+export { keyLimitProblem, keyRateLimitProblem } from './key-limits.js';
 export {
   DEPENDENCY_FAILURE_RULES,
   type DependencyFailureRule,
