@@ -742,6 +742,7 @@ describe('PostgreSQL: submitting from SQL', () => {
               [25, 'history in time partitions'],
               [26, 'submit windows'],
               [27, 'key weights'],
+              [28, 'claims per type'],
             ]);
             await inTransaction(async () => {
               for (const version of script.versions)

@@ -1,7 +1,7 @@
 import { DEFAULT_PRIORITY, type MigrationScript, LIMITS } from '@asynccmd/core';
 import { migrationScriptOf, runMigrations, sqlStringLiteral } from '@asynccmd/core/store-kit';
 import type { Migration, MigrationEngine } from '@asynccmd/core/store-kit';
-import { dueIdsFunctionDdl } from './claim-plan.js';
+import { dueIdsFunctionDdl, perTypeDueIdsFunctionDdl } from './claim-plan.js';
 import type { PostgresConnection, PostgresStatements } from './connection.js';
 import { dependenciesDdl, settleSucceededDdl } from './dependencies.js';
 import { historyDdl, moveFinishedRows, moveFinishedScript } from './history.js';
@@ -30,6 +30,8 @@ import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './su
 /** What a due PENDING row must also meet to be claimed, and the claim order, since migration 8. */
 const CLAIMABLE_SINCE_8 = (n: TableNames): string => `${NOT_HELD_BACK} AND ${firstOfKey(n.table, n.table)}`;
 const CLAIM_ORDER_SINCE_8 = 'priority, next_run_at, id';
+/** The same as CLAIMABLE_SINCE_8 for the table as `c`, the per-type pick's alias (migration 28). */
+const CLAIMABLE_PER_TYPE = (n: TableNames): string => `${NOT_HELD_BACK} AND ${firstOfKey(n.table, 'c')}`;
 
 /** The version that creates the history table (history.ts). */
 const HISTORY_VERSION = 21;
@@ -305,6 +307,23 @@ export const MIGRATIONS: readonly Migration<TableNames>[] = [
     name: 'key weights',
     // A weighted fair share's weights, on the key-limit row a keyed claim locks anyway.
     statements: (n) => [keyWeightsDdl(n)],
+  },
+  {
+    version: 28,
+    name: 'claims per type',
+    // The claim index led by type: a claim reads only its own types' due rows, each type in claim
+    // order, merged (claim-plan.ts). It replaces claim_idx, so a command keeps its number of index
+    // entries. Both pick functions read it from here on. `created_at IS NOT NULL` (always true)
+    // keeps it to the statements that say so, the pick functions': a keyed claim's read of one key
+    // (type, key, priority) matches its leading columns too, and on a table never analyzed was
+    // planned on it, through every other key's rows, instead of on flow_idx.
+    statements: (n) => [
+      `CREATE INDEX IF NOT EXISTS ${n.index('claim_type_idx')} ON ${n.table} (type, priority, next_run_at, id)
+         WHERE status = 'PENDING' AND created_at IS NOT NULL`,
+      perTypeDueIdsFunctionDdl(n, CLAIMABLE_PER_TYPE(n)),
+      perTypeDueIdsFunctionDdl(n, CLAIMABLE_PER_TYPE(n), true),
+      `DROP INDEX IF EXISTS ${n.schema}.${n.index('claim_idx')}`,
+    ],
   },
 ];
 

@@ -89,7 +89,7 @@ function expectIndexScanThatStops(
     const keyCheck = (n: PlanNode): boolean => n['Index Name'] === 'async_command_keyed_idx';
     const scans = nodes(pick).filter((n) => n['Node Type'].includes('Scan') && !keyCheck(n));
     expect(scans.map((n) => [n['Node Type'], n['Index Name']])).toEqual([
-      ['Index Scan', 'async_command_claim_idx'],
+      ['Index Scan', 'async_command_claim_type_idx'],
     ]);
     expect(
       nodes(pick)

@@ -58,7 +58,8 @@ describe('claims past a slow head (PostgreSQL)', () => {
       const head = await pickPlan(schema, 'claim_due', []);
       const from = await pickPlan(schema, 'claim_due_from', position);
       const blocks = (plan: PlanNode) => (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
-      const scan = (plan: PlanNode) => nodes(plan).find((n) => n['Index Name'] === 'async_command_claim_idx');
+      const scan = (plan: PlanNode) =>
+        nodes(plan).find((n) => n['Index Name'] === 'async_command_claim_type_idx');
       // Both read the claim index in order; the one from a position has it as a start key.
       expect(scan(head)?.['Node Type']).toBe('Index Scan');
       expect(scan(from)?.['Node Type']).toBe('Index Scan');

@@ -228,6 +228,7 @@ describe('PostgresCommandStore', () => {
         { version: 25, name: 'history in time partitions' },
         { version: 26, name: 'submit windows' },
         { version: 27, name: 'key weights' },
+        { version: 28, name: 'claims per type' },
       ]);
       // Keyed by the flow keys' migration; the finished row moved by the upgrade, unkeyed, reading as before.
       const where = await adminQuery<{ id: string; place: string; k: string | null }>(
@@ -277,7 +278,7 @@ describe('PostgresCommandStore', () => {
       { column_name: 'payload', data_type: 'json' },
       { column_name: 'result', data_type: 'json' },
     ]);
-    expect(MIGRATIONS.at(-1)).toMatchObject({ version: 27, name: 'key weights' });
+    expect(MIGRATIONS.at(-1)).toMatchObject({ version: 28, name: 'claims per type' });
     const indexes = await adminQuery<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
       [schema],
@@ -285,7 +286,7 @@ describe('PostgresCommandStore', () => {
     expect(indexes.map((i) => i.indexname)).toEqual(
       [
         'async_command_active_key',
-        'async_command_claim_idx',
+        'async_command_claim_type_idx',
         'async_command_created_at_idx',
         'async_command_dead_idx',
         'async_command_dependant_idx',
@@ -1233,11 +1234,11 @@ describe('PostgresCommandStore', () => {
     const text = await planOf(
       `WITH due AS (
          SELECT id FROM ${t}
-         WHERE status = 'PENDING' AND next_run_at <= now() AND type = ANY('{work}'::text[])
+         WHERE status = 'PENDING' AND created_at IS NOT NULL AND next_run_at <= now() AND type = 'work'
          ORDER BY priority, next_run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED)
        UPDATE ${t} AS c SET status = 'RUNNING' FROM due WHERE c.id = due.id RETURNING c.id`,
     );
-    expect(text).toContain('async_command_claim_idx');
+    expect(text).toContain('async_command_claim_type_idx');
     expect(text).not.toContain('Seq Scan');
   });
 
