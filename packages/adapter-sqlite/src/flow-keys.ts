@@ -57,7 +57,7 @@ export function flowKeySql(t: string, claimable: string) {
        ON CONFLICT (keyed_type) DO UPDATE SET key_field = excluded.key_field`,
     /** The keys of the type's unfinished commands from its key field now (see the PostgreSQL store's `rekey`). */
     flowRekey: `UPDATE ${t} SET flow_key = ${flowKeyOf(t, `${t}.type`, `${t}.payload`)}
-       WHERE id IN (SELECT id FROM ${t} INDEXED BY ${t}_claim WHERE status = 'PENDING' AND type = :type
+       WHERE id IN (SELECT id FROM ${t} INDEXED BY ${t}_claim_type WHERE status = 'PENDING' AND type = :type
                     UNION ALL SELECT id FROM ${t} INDEXED BY ${t}_lease WHERE status = 'RUNNING' AND type = :type)
          AND flow_key IS NOT ${flowKeyOf(t, `${t}.type`, `${t}.payload`)}`,
     /**

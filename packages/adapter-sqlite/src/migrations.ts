@@ -234,6 +234,17 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
     // keyed claim reads anyway.
     statements: (t) => [`ALTER TABLE ${t}_key_limits ADD COLUMN key_weights TEXT`],
   },
+  {
+    version: 23,
+    name: 'claims per type',
+    // The claim index led by type, in place of the one in claim order alone: a claim reads only its
+    // own types' due rows, each type in claim order (store.ts merges several), never another type's
+    // backlog.
+    statements: (t) => [
+      `CREATE INDEX IF NOT EXISTS ${t}_claim_type ON ${t} (type, priority, next_run_at, id) WHERE status = 'PENDING'`,
+      `DROP INDEX IF EXISTS ${t}_claim`,
+    ],
+  },
 ];
 
 /**

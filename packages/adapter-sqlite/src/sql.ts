@@ -95,15 +95,21 @@ const INSERT_ROW = `(?, ?, ?, 'PENDING', ?, COALESCE(?, ${DB_NOW}), ?, 0, ?, ?, 
 const REFS = `(id, claim_token) IN (
          SELECT ids.value, claim.key FROM json_each(:refs) AS claim, json_each(claim.value) AS ids)`;
 
-/** The due claim of the PENDING rows of `types` (a condition), at most `limit` (an expression). */
-const claimDue = (t: string, types: string, limit: string): string => `UPDATE ${t} NOT INDEXED
+/** The due rows of :type a claim may take, in claim order, from the claim index (led by type). */
+const dueOfType = (
+  t: string,
+  columns = 'id',
+): string => `SELECT ${columns} FROM ${t} AS due INDEXED BY ${t}_claim_type
+         WHERE type = :type AND status = 'PENDING' AND next_run_at <= :now
+           AND ${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}
+         ORDER BY priority, next_run_at, id`;
+
+/** The due claim of the PENDING rows of :type, at most `limit` (an expression). */
+const claimDue = (t: string, limit: string): string => `UPDATE ${t} NOT INDEXED
        SET status = 'RUNNING', claim_token = :token, claimed_by = :instance, lease_until = ${DB_NOW} + :leaseMs,
            started_at = ${DB_NOW}, updated_at = ${DB_NOW}
        WHERE status = 'PENDING' AND id IN (
-         SELECT id FROM ${t} AS due INDEXED BY ${t}_claim
-         WHERE status = 'PENDING' AND next_run_at <= :now
-           AND ${types} AND ${NOT_HELD_BACK} AND ${firstOfKey(t, 'due')}
-         ORDER BY priority, next_run_at, id
+         ${dueOfType(t)}
          LIMIT ${limit})
        RETURNING ${CLAIMED_COLUMNS}`;
 
@@ -191,17 +197,22 @@ export function sqliteSql(t: string) {
        RETURNING CAST(id AS TEXT) AS id`,
 
     /**
-     * In claim order (priority, due time, id); one statement, and SQLite has a single writer, so no
-     * row is claimed twice.
+     * The claim of one type (:type), in claim order (priority, due time, id); one statement, and
+     * SQLite has a single writer, so no row is claimed twice.
      */
-    claimDue: claimDue(t, 'type IN (SELECT value FROM json_each(:types))', ':limit'),
+    claimDue: claimDue(t, ':limit'),
+    /**
+     * The first :limit rows a claim of :type may take, in claim order, with their place in it: a
+     * claim of several types merges each type's and takes the first of all (store.ts).
+     */
+    claimCandidates: `${dueOfType(t, 'id, priority, next_run_at')} LIMIT :limit`,
     claimById: claimById(t, ''),
     /**
      * claimDue of one limited type (:type) within its stored limit: at most the limit less its
      * RUNNING commands, none without a stored limit. One statement under SQLite's single writer, so
      * no other claim can run between the count and the write.
      */
-    claimDueLimited: claimDue(t, 'type = :type', `MIN(:limit, MAX(0, ${freePlaces(t, ':type')}))`),
+    claimDueLimited: claimDue(t, `MIN(:limit, MAX(0, ${freePlaces(t, ':type')}))`),
     /**
      * The claim of the ids a keyed or keyed-rate claim picked (:ids, a JSON array), each reached by
      * its primary key and held to claimDue's conditions — not by walking the claim index up to the

@@ -473,15 +473,36 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
           this.claimDue({ ...params, types: others, limit: max, keyedTypes: [], keyRatedTypes: [] }),
       });
     }
-    if (params.limitedTypes.length === 0) {
-      return this.run(() => this.claimRows('claimDue', claim));
-    }
+    if (params.limitedTypes.length === 0) return this.run(() => this.claimOfTypes(types, claim));
     return claimWithinLimits(types, params.limitedTypes, limit, {
       claimLimited: (type, max) =>
         this.run(() => this.claimRows('claimDueLimited', { ...claim, type, limit: max })),
-      claimOthers: (others, max) =>
-        this.run(() => this.claimRows('claimDue', { ...claim, types: JSON.stringify(others), limit: max })),
+      claimOthers: (others, max) => this.run(() => this.claimOfTypes(others, { ...claim, limit: max })),
     });
+  }
+
+  /**
+   * The claim of `types` (claim.limit of them), from the claim index led by type, so no claim reads
+   * another type's backlog. One type: its own ordered read. Several: the first rows of each in claim
+   * order, merged, the first claim.limit of them all claimed by id, in one write transaction.
+   */
+  private claimOfTypes(
+    types: readonly string[],
+    claim: ClaimWrites & { readonly now: number; readonly limit: number } & Record<string, unknown>,
+  ): Port.ClaimedCommand[] {
+    if (types.length === 1) return this.claimRows('claimDue', { ...claim, type: types[0] });
+    return this.db
+      .transaction(() => {
+        const candidates = this.stmt('claimCandidates').raw(true);
+        const merged = types
+          .flatMap((type) => candidates.all({ type, now: claim.now, limit: claim.limit }) as CandidateRow[])
+          .sort(byCandidateOrder)
+          .slice(0, claim.limit);
+        if (merged.length === 0) return [];
+        const ids = JSON.stringify(merged.map(([id]) => id));
+        return this.claimRows('claimDuePicked', { ...claim, ids, limit: merged.length });
+      })
+      .immediate();
   }
 
   /** One keyed-rate claim of `type` (core planKeyRateClaim), inside an IMMEDIATE transaction. */
@@ -993,3 +1014,10 @@ function isUniqueViolation(e: unknown): boolean {
 function isBusy(error: unknown): boolean {
   return String((error as { code?: unknown } | null)?.code).startsWith('SQLITE_BUSY');
 }
+
+/** A row of claimCandidates, raw: id, priority, due time (ms). */
+type CandidateRow = readonly [id: number, priority: number, nextRunAt: number];
+
+/** Claim order: priority, then due time, then id. */
+const byCandidateOrder = (a: CandidateRow, b: CandidateRow): number =>
+  a[1] - b[1] || a[2] - b[2] || a[0] - b[0];

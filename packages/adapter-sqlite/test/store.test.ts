@@ -228,6 +228,7 @@ describe('SqliteCommandStore (adapter specifics)', () => {
         { version: 20, name: 'finished commands leave the command table' },
         { version: 21, name: 'submit windows' },
         { version: 22, name: 'key weights' },
+        { version: 23, name: 'claims per type' },
       ]);
       const [pending, finished] = db
         .prepare('SELECT CAST(id AS TEXT) AS id, flow_key AS k FROM async_command ORDER BY id')
@@ -398,10 +399,10 @@ describe('SqliteCommandStore (adapter specifics)', () => {
       instance: 'worker',
       leaseMs: 1,
       now: 1,
-      types: '["a"]',
+      type: 'a',
       limit: 1,
     });
-    expect(claimPlan).toContain('async_command_claim');
+    expect(claimPlan).toContain('async_command_claim_type');
     expect(claimPlan).not.toContain('TEMP B-TREE');
     // The rows a claim or an outcome write picks by id are found by id, not by walking a status.
     const byId = 'USING INTEGER PRIMARY KEY (rowid=?)';

@@ -32,14 +32,14 @@ describe('the SQLite claim with 1,000,000 waiting commands', () => {
       .run(WAITING);
     // The claim's index holds PENDING rows only: a waiting row is never in what the claim walks.
     const index = store.db
-      .prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'async_command_claim'`)
+      .prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'async_command_claim_type'`)
       .pluck()
       .get() as string;
     expect(index).toMatch(/WHERE status = 'PENDING'/);
     const entries = store.db
       .prepare(
-        `SELECT count(*) FROM async_command INDEXED BY async_command_claim
-         WHERE status = 'PENDING' AND priority > -40000`,
+        `SELECT count(*) FROM async_command INDEXED BY async_command_claim_type
+         WHERE status = 'PENDING' AND type = 'work'`,
       )
       .pluck()
       .get();
@@ -50,13 +50,13 @@ describe('the SQLite claim with 1,000,000 waiting commands', () => {
         instance: 'worker',
         leaseMs: 1,
         now: Date.now() + 60_000,
-        types: '["work"]',
+        type: 'work',
         limit: 50,
       }) as { detail: string }[]
     )
       .map((r) => r.detail)
       .join('; ');
-    expect(plan).toContain('async_command_claim');
+    expect(plan).toContain('async_command_claim_type');
     expect(plan).not.toContain('TEMP B-TREE');
     const claimed = await store.claimDue({
       types: ['work'],
