@@ -1,5 +1,6 @@
 import type { Pool, ResultSetHeader } from 'mysql2/promise';
 import {
+  type Queryable,
   inTransaction,
   LostRaceError,
   retryConnectionLoss,
@@ -62,6 +63,34 @@ function lockDue(sql: MysqlSql, r: ClaimRound): [string, unknown[]] {
 }
 
 /**
+ * A round of several types as rounds of one type each: the claim index is led by type, and a read
+ * of several types in claim order would sort all their due rows (and lock them, for a locking
+ * read). The first rows of all of them in claim order, read without locks (sql.ts firstOfTypes),
+ * say how many each type takes; each type then claims that many of its own, in its order. Rows
+ * other claimers hold are passed over within each type, so under contention a round takes rows a
+ * little past where one claim order would stop, never fewer than there are. One type: as it is.
+ */
+async function roundsPerType(db: Queryable, sql: MysqlSql, r: ClaimRound): Promise<ClaimRound[]> {
+  if (r.types.length <= 1) return [r];
+  const heads = await select<{ type: string }>(db, sql.firstOfTypes(r.types.length), [
+    ...r.types.flatMap((type) => [r.now, type, r.limit]),
+    r.limit,
+  ]);
+  const shares = new Map<string, number>();
+  for (const { type } of heads) shares.set(type, (shares.get(type) ?? 0) + 1);
+  return [...shares].map(([type, limit]) => ({ ...r, types: [type], limit }));
+}
+
+/** Step 1 of each round in one transaction on `conn`: the ids locked, in the rounds' order. */
+async function lockRounds(conn: Queryable, sql: MysqlSql, rounds: readonly ClaimRound[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const round of rounds) {
+    ids.push(...(await select<{ id: string }>(conn, ...lockDue(sql, round))).map((c) => c.id));
+  }
+  return ids;
+}
+
+/**
  * MySQL ≥ 8.0.1, MariaDB ≥ 10.6: a short READ COMMITTED transaction locks this round's candidates
  * with FOR UPDATE SKIP LOCKED (concurrent claimers take different rows instead of queueing on, or
  * deadlocking over, the same ones), marks exactly those, and commits. READ COMMITTED takes no gap
@@ -73,8 +102,10 @@ export const skipLockedStrategy: ClaimStrategy = {
   hungLock: 'FOR UPDATE SKIP LOCKED',
   async claim({ pool, claimPool }, sql, r) {
     if (claimPool !== null) return claimInTwoTrips(claimPool, sql, r);
+    const rounds = await roundsPerType(pool, sql, r);
+    if (rounds.length === 0) return [];
     const marked = await inTransaction(pool, true, async (conn) => {
-      const ids = (await select<{ id: string }>(conn, ...lockDue(sql, r))).map((c) => c.id);
+      const ids = await lockRounds(conn, sql, rounds);
       if (ids.length === 0) return 0;
       return (await write(conn, sql.markClaimed, [r.token, r.instance, r.leaseMicros, ids])).affectedRows;
     });
@@ -103,10 +134,18 @@ function unlessLost(marked: number, rows: CommandRow[]): CommandRow[] {
  */
 async function claimInTwoTrips(claimPool: Pool, sql: MysqlSql, r: ClaimRound): Promise<CommandRow[]> {
   return withConnection(claimPool, async (conn) => {
+    const rounds = await roundsPerType(conn, sql, r);
+    if (rounds.length === 0) return [];
     try {
-      const [statement, values] = lockDue(sql, r);
-      const [, locked] = await selectEach(conn, `START TRANSACTION; ${statement}`, values);
-      const ids = (locked as { id: string }[]).map((c) => c.id);
+      const locks = rounds.map((round) => lockDue(sql, round));
+      const [, ...locked] = await selectEach(
+        conn,
+        `START TRANSACTION; ${locks.map(([statement]) => statement).join('; ')}`,
+        locks.flatMap(([, values]) => values),
+      );
+      // A statement the server refused ends the trip with its error; all came back here.
+      if (locked.length !== locks.length) throw new LostRaceError('claim');
+      const ids = locked.flatMap((rows) => (rows as { id: string }[]).map((c) => c.id));
       if (ids.length === 0) {
         await conn.query('COMMIT');
         return [];
@@ -149,7 +188,8 @@ export const legacyStrategy: ClaimStrategy = {
   skipLocked: false,
   hungLock: 'FOR UPDATE',
   async claim({ pool }, sql, r) {
-    const marked = await markDueLegacy(pool, sql, r);
+    let marked = 0;
+    for (const round of await roundsPerType(pool, sql, r)) marked += await markDueLegacy(pool, sql, round);
     return marked === 0 ? [] : unlessLost(marked, await readBack(pool, sql, r.token));
   },
 };

@@ -102,7 +102,7 @@ export function flowKeySql(t: string) {
     /** Bound: type. The keys of its unfinished commands in `status` from its key field now. */
     rekey: (
       status: 'PENDING' | 'RUNNING',
-    ) => `UPDATE ${table} FORCE INDEX (${status === 'PENDING' ? 'idx_claim' : 'idx_due'})
+    ) => `UPDATE ${table} FORCE INDEX (${status === 'PENDING' ? 'idx_claim_type' : 'idx_due'})
       SET flow_key = ${updatedFlowKey(t)}
       WHERE status = '${status}' AND type = ? AND NOT (flow_key <=> ${updatedFlowKey(t)})`,
     /**

@@ -294,6 +294,19 @@ export const MIGRATIONS: readonly MysqlMigration[] = [
     statements: ({ table: t }) => [`ALTER TABLE \`${t}_key_limits\` ADD COLUMN key_weights MEDIUMTEXT NULL`],
     addsColumn: { tableSuffix: '_key_limits', column: 'key_weights' },
   },
+  {
+    version: 22,
+    name: 'claims per type',
+    // The claim index led by type, in place of the one in claim order alone: a claim reads only its
+    // own types' due rows, each type in claim order (claim-strategies.ts shares a round of several
+    // among them), never another type's backlog. One ALTER: its key tells a re-run it is done.
+    addsIndex: 'idx_claim_type',
+    statements: ({ table: t }) => [
+      `ALTER TABLE \`${t}\`
+         ADD KEY idx_claim_type (status, type, priority, next_run_at, id),
+         DROP KEY idx_claim`,
+    ],
+  },
 ];
 
 /** Migration 17's statements, but those whose result the catalog shows already. */

@@ -90,6 +90,8 @@ export const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 
 /** The claimable rows; the claims read them in the order the (status, priority, next_run_at, id) index holds them. */
 const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?) AND ${NOT_HELD_BACK}`;
+/** DUE of one type (bound: now, the type). */
+const DUE_OF_TYPE = `status = 'PENDING' AND next_run_at <= ? AND type = ? AND ${NOT_HELD_BACK}`;
 
 /**
  * A command (of `table`, as `outer` names it) that is first of its ordering key: no command of
@@ -137,9 +139,11 @@ export function mysqlSql(t: string) {
   // with the key's one row), and under REPEATABLE READ that locks every row it walks: other
   // instances' claims included, so their outcome writes would queue on each other.
   const byId = `${table} FORCE INDEX (PRIMARY)`;
-  // Due rows are read in idx_claim's order. Left to itself the optimizer may take another index that
-  // starts with status or type (idx_due, idx_finished, uq_active_key) and sort every pending row.
-  const byDue = `${table} FORCE INDEX (idx_claim)`;
+  // Due rows are read in idx_claim_type's order: (status, type, claim order), so a claim of one type
+  // reads only that type's rows, in claim order (a claim of several is shared among them one type
+  // at a time: claim-strategies.ts). Left to itself the optimizer may take another index that starts
+  // with status or type (idx_due, idx_finished, uq_active_key) and sort every pending row.
+  const byDue = `${table} FORCE INDEX (idx_claim_type)`;
   return {
     now: `SELECT ${DB_NOW} AS now`,
     ping: 'SELECT 1',
@@ -229,6 +233,18 @@ export function mysqlSql(t: string) {
        ) AS due STRAIGHT_JOIN ${table} AS c FORCE INDEX (PRIMARY) ON c.id = due.id
        WHERE c.status = 'PENDING' AND c.next_run_at <= ? AND (c.lease_until IS NULL OR c.lease_until < ${DB_NOW})
        LIMIT ? FOR UPDATE SKIP LOCKED`,
+    /**
+     * The types of the first rows a claim of `types` types would take, in claim order, read
+     * without locks: the first (limit) of each type from its own range of idx_claim_type, merged.
+     * How many of each it names is that type's share of the round. Bound: now, a type, limit for
+     * each type; then limit.
+     */
+    firstOfTypes: (types: number) =>
+      `SELECT type FROM (${Array.from(
+        { length: types },
+        () => `(SELECT type, priority, next_run_at, id FROM ${byDue}
+           WHERE ${DUE_OF_TYPE} AND ${firstOfKey(table, table)} ORDER BY ${CLAIM_ORDER} LIMIT ?)`,
+      ).join(' UNION ALL ')}) AS heads ORDER BY ${CLAIM_ORDER} LIMIT ?`,
     /** Marks locked candidates (ids bound as a list). */
     markClaimed: `UPDATE ${byId}
        SET ${CLAIM}

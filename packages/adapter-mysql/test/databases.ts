@@ -56,3 +56,13 @@ export function poolWithSession(url: string, statement: string, connectionLimit 
   });
   return pool;
 }
+
+/** A derived table of the digits 0–9 (`d`): n of them cross-joined make 10ⁿ rows in one statement. */
+export const DIGITS =
+  'SELECT 0 AS d UNION ALL ' + Array.from({ length: 9 }, (_, i) => `SELECT ${i + 1}`).join(' UNION ALL ');
+
+/** The rows and index entries `conn`'s session has read so far (InnoDB handler counters). */
+export async function handlerReads(conn: { query(sql: string): Promise<unknown> }): Promise<number> {
+  const [rows] = (await conn.query("SHOW SESSION STATUS LIKE 'Handler_read%'")) as [{ Value: string }[]];
+  return rows.reduce((sum, r) => sum + Number(r.Value), 0);
+}

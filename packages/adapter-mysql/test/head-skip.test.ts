@@ -28,7 +28,7 @@ const claim = (store: MysqlCommandStore, types: string[], limit: number) =>
 /**
  * Claims while a snapshot is held elsewhere (core store-kit head-skip.ts): InnoDB purges no
  * delete-marked entry the snapshot may still need, so every command claimed leaves one at the head
- * of idx_claim, and a locking read under READ COMMITTED looks each of them up in the primary key.
+ * of idx_claim_type, and a locking read under READ COMMITTED looks each of them up in the primary key.
  */
 describe('claims past a slow head (MySQL)', () => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;

@@ -290,7 +290,7 @@ describe('query plans with finished history in the table', () => {
     });
   });
 
-  it('step 1 (SKIP LOCKED) walks idx_claim in order: no full scan, no sort, stops after LIMIT', async () => {
+  it('step 1 (SKIP LOCKED) walks idx_claim_type in order: no full scan, no sort, stops after LIMIT', async () => {
     const [p] = await plan(sql.lockDue, [now, ['work'], 10]);
     expect(p?.Extra ?? '').not.toMatch(/filesort/);
     await expectKeyed({
@@ -298,21 +298,21 @@ describe('query plans with finished history in the table', () => {
       statement: sql.lockDue,
       values: [now, ['work'], 10],
       // The ordering-key check reads idx_keyed, for keyed rows only.
-      key: '(idx_claim|idx_keyed)',
+      key: '(idx_claim_type|idx_keyed)',
     });
     await expectKeyed({
       name: 'anyDue',
       statement: sql.anyDue,
       values: [now, ['work']],
-      key: '(idx_claim|idx_keyed)',
+      key: '(idx_claim_type|idx_keyed)',
     });
   });
 
-  it('step 1 (legacy) reads LIMIT candidates from idx_claim, then each by primary key', async () => {
+  it('step 1 (legacy) reads LIMIT candidates from idx_claim_type, then each by primary key', async () => {
     const values = [now, ['work'], 10, 't', 'worker', 1000, now, ['work']];
     const rows = await plan(sql.markDueLegacy, values);
     const candidates = rows.find((r) => r.table === 'async_command');
-    expect(candidates?.key, JSON.stringify(rows)).toBe('idx_claim');
+    expect(candidates?.key, JSON.stringify(rows)).toBe('idx_claim_type');
     expect(candidates?.Extra ?? '').not.toMatch(/filesort/);
     const updated = rows.find((r) => r.table === 'c');
     expect(updated?.key, JSON.stringify(rows)).toBe('PRIMARY');
@@ -325,15 +325,15 @@ describe('query plans with finished history in the table', () => {
       name: 'markDueLegacy',
       statement: sql.markDueLegacy,
       values,
-      key: '(idx_claim|idx_keyed|PRIMARY)',
+      key: '(idx_claim_type|idx_keyed|PRIMARY)',
     });
   });
 
-  it('step 1 through unlocked candidates reads 2 × LIMIT of them from idx_claim in order, then locks each by primary key', async () => {
+  it('step 1 through unlocked candidates reads 2 × LIMIT of them from idx_claim_type in order, then locks each by primary key', async () => {
     const values = [now, ['work'], 20, now, 10];
     const rows = await plan(sql.lockDueUnlocked, values);
     const candidates = rows.find((r) => r.table === 'async_command');
-    expect(candidates?.key, JSON.stringify(rows)).toBe('idx_claim');
+    expect(candidates?.key, JSON.stringify(rows)).toBe('idx_claim_type');
     expect(candidates?.Extra ?? '').not.toMatch(/filesort/);
     const locked = rows.find((r) => r.table === 'c');
     expect(locked?.key, JSON.stringify(rows)).toBe('PRIMARY');
@@ -343,7 +343,7 @@ describe('query plans with finished history in the table', () => {
       name: 'lockDueUnlocked',
       statement: sql.lockDueUnlocked,
       values,
-      key: '(idx_claim|idx_keyed|PRIMARY)',
+      key: '(idx_claim_type|idx_keyed|PRIMARY)',
     });
   });
 
