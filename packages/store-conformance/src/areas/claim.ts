@@ -53,6 +53,72 @@ export function claimArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       expect((await store.get(ib!))?.status).toBe('PENDING');
     });
 
+    it('a claim of several types takes the first due commands of all of them in claim order: priority, due time, id', async () => {
+      const store = ctx.store();
+      const types = [uniqueType('a'), uniqueType('b'), uniqueType('c')];
+      // 90 commands spread over the three types, their priorities and due times interleaved across
+      // types (ties in due time included), every eleventh not due yet.
+      const specs = Array.from({ length: 90 }, (_, g) => ({
+        type: types[(g * 7) % 3]!,
+        priority: (g * 13) % 4,
+        due: ((g * 37) % 50) + (g % 11 === 0 ? 10_000 : 0),
+      }));
+      const ids = await submit(
+        store,
+        specs.map((s) => newCommand(s.type, { priority: s.priority, runAt: at(s.due) })),
+      );
+      const pending = new Set(ids);
+      const now = at(100);
+      const order = (asked: readonly string[]): string[] =>
+        specs
+          .map((s, i) => ({ ...s, id: ids[i]! }))
+          .filter((s) => asked.includes(s.type) && s.due <= 100 && pending.has(s.id))
+          .sort((x, y) => x.priority - y.priority || x.due - y.due || Number(BigInt(x.id) - BigInt(y.id)))
+          .map((s) => s.id);
+      for (const asked of [[types[0]!, types[1]!], types, [types[2]!, types[0]!]]) {
+        for (const limit of [1, 4, 9]) {
+          const expected = order(asked).slice(0, limit);
+          const got = (await claim(store, asked, { now, limit })).map((c) => c.id);
+          expect({ asked, limit, got }).toEqual({ asked, limit, got: expected });
+          for (const id of got) pending.delete(id);
+        }
+      }
+    });
+
+    it('claimers of several types on two connections take every due command once, the types in any order', async () => {
+      const store = ctx.store();
+      const peer = await ctx.harness().openPeer();
+      try {
+        const types = [uniqueType('a'), uniqueType('b'), uniqueType('c')];
+        const ids = await submit(
+          store,
+          Array.from({ length: 450 }, (_, i) => newCommand(types[i % 3]!, { priority: i % 2 })),
+        );
+        const drain = async (s: typeof store, asked: readonly string[], limit: number): Promise<string[]> => {
+          const got: string[] = [];
+          for (;;) {
+            const batch = await claim(s, asked, { limit });
+            expect(batch.length).toBeLessThanOrEqual(limit);
+            if (batch.length === 0) return got;
+            got.push(...batch.map((c) => c.id));
+          }
+        };
+        const reversed = [...types].reverse();
+        const all = (
+          await Promise.all([
+            drain(store, types, 7),
+            drain(peer, reversed, 11),
+            drain(store, reversed, 5),
+            drain(peer, types, 3),
+          ])
+        ).flat();
+        expect(all.length).toBe(ids.length);
+        expect(new Set(all)).toEqual(new Set(ids));
+      } finally {
+        await peer.close();
+      }
+    });
+
     it('a claim marks RUNNING with the token, startedAt and a lease on the database clock', async () => {
       const store = ctx.store();
       const type = uniqueType();
