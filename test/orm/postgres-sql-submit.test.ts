@@ -753,6 +753,7 @@ describe('PostgreSQL: submitting from SQL', () => {
           }
           expect(await versionsOf(name)).toEqual([
             1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+            28,
           ]);
           // Replaced, not added beside the function of version 8.
           const functions = await submitOnceFunctions(name);
