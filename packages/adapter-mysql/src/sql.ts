@@ -88,7 +88,7 @@ const insertRow = (t: string, alone: boolean): string =>
  */
 export const NOT_HELD_BACK = `(lease_until IS NULL OR lease_until < ${DB_NOW})`;
 
-/** The claimable rows; the claims read them in the order the (status, priority, next_run_at, id) index holds them. */
+/** The claimable rows; the claims read them in the order the (status, type, priority, next_run_at, id) index holds them. */
 const DUE = `status = 'PENDING' AND next_run_at <= ? AND type IN (?) AND ${NOT_HELD_BACK}`;
 /** DUE of one type (bound: now, the type). */
 const DUE_OF_TYPE = `status = 'PENDING' AND next_run_at <= ? AND type = ? AND ${NOT_HELD_BACK}`;

@@ -73,7 +73,7 @@ export function dueIdsFunctionDdl(
 /**
  * The claim's pick of due ids from the claim index led by type (migration 28), so that a claim of
  * some types never reads another type's backlog: with 100,000 due commands of one type, a claim of
- * another type read through all of them from the (priority, due time, id) index, 13-18 ms a claim.
+ * another type read through all of them from the (priority, due time, id) index, 13-19 ms a claim.
  *
  * One type (the common claim: a group of one type, a limited or rated type): that type's own ordered
  * scan, stopped after LIMIT rows, as before. Several types: the types with a due command (one probe
