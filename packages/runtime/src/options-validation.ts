@@ -115,9 +115,9 @@ const STORE_METHODS = [
 /** What is wrong with one pool's options, or null. */
 export function poolOptionsProblem(options: unknown): string | null {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    return `must be pool options ({ concurrency, queueSize?, refillAt?, refillWaitMs? }), not ${describe(options)}`;
+    return `must be pool options ({ concurrency, queueSize?, refillAt?, refillWaitMs?, typeTurns? }), not ${describe(options)}`;
   }
-  const { concurrency, queueSize, refillAt, refillWaitMs } = options as Partial<
+  const { concurrency, queueSize, refillAt, refillWaitMs, typeTurns } = options as Partial<
     Record<keyof PoolOptions, unknown>
   >;
   const field = (name: string, problem: string | null) => (problem ? `${name} ${problem}` : null);
@@ -129,7 +129,10 @@ export function poolOptionsProblem(options: unknown): string | null {
     (concurrency as number) + ((queueSize as number | undefined) ?? DEFAULT_ADAPTIVE_QUEUE_LIMIT);
   return (
     (refillAt === undefined ? null : field('refillAt', integer(1, places)(refillAt))) ??
-    (refillWaitMs === undefined ? null : field('refillWaitMs', duration(0)(refillWaitMs)))
+    (refillWaitMs === undefined ? null : field('refillWaitMs', duration(0)(refillWaitMs))) ??
+    (typeTurns === undefined || typeof typeTurns === 'boolean'
+      ? null
+      : `typeTurns must be true or false, not ${describe(typeTurns)}`)
   );
 }
 

@@ -114,6 +114,8 @@ export class Scheduler {
   #loop: Promise<void> | null = null;
   #stopping = false;
   #rounds = 0;
+  /** Which type of a pool whose types take turns claims first in the next round. */
+  #turn = 0;
   #lastRoundAt: Date | null = null;
   #failures = 0;
   #reclaimed = 0;
@@ -159,7 +161,7 @@ export class Scheduler {
    * the pool's `refillWaitMs`.
    */
   async runRound(reason: WakeReason = 'poll', cap: RoundCap = null): Promise<RoundResult> {
-    const { store, clock, tokens, runner, dispatcher, events, instance } = this.deps;
+    const { clock, tokens, runner, dispatcher, events, instance } = this.deps;
     const began = performance.now();
     const reclaimed = this.#reclaimed;
     this.#reclaimed = 0;
@@ -218,12 +220,10 @@ export class Scheduler {
           paused.size === 0 || group.limitedTypes === null
             ? group.limitedTypes
             : this.deps.typeLimits.among(types);
-        const rated = this.deps.rateLimits.among(types);
-        let rows: ClaimedCommand[];
-        if (rated === null) {
-          if (limitedTypes !== null) await this.deps.typeLimits.ready();
-          rows = await store.claimDue(limitedTypes === null ? params : { ...params, limitedTypes });
-        } else rows = await this.#claimWithinRates(params, limitedTypes, rated);
+        const rows =
+          pool?.typeTurns === true && types.length > 1
+            ? await this.#claimInTurns(params, limitedTypes)
+            : await this.#claimOf(params, limitedTypes);
         if (keyRatedTypes !== null) this.#wakeForKeyTokens(keyRatedTypes, rows, limit);
         const claimMs = performance.now() - claimStarted;
         if (pool) pool.claimTook(claimMs);
@@ -255,6 +255,46 @@ export class Scheduler {
     const durationMs = performance.now() - began;
     if (events.listensTo('round')) events.emit({ kind: 'round', claimed, reclaimed, durationMs });
     return { reclaimed, claimed, full, starved };
+  }
+
+  /** The claim of `params.types`, `limitedTypes` of them within their type limits and rated ones within their rates. */
+  async #claimOf(params: ClaimDueParams, limitedTypes: readonly string[] | null): Promise<ClaimedCommand[]> {
+    const rated = this.deps.rateLimits.among(params.types);
+    if (rated !== null) return this.#claimWithinRates(params, limitedTypes, rated);
+    if (limitedTypes !== null) await this.deps.typeLimits.ready();
+    return this.deps.store.claimDue(limitedTypes === null ? params : { ...params, limitedTypes });
+  }
+
+  /**
+   * A pool's claim when its types take turns (PoolOptions.typeTurns): the room shared evenly among
+   * the types, each claimed alone for its share, starting one type further each round; then what
+   * types that had less left over, shared among those that came back full. At most two claims per
+   * type a round.
+   */
+  async #claimInTurns(
+    params: ClaimDueParams,
+    limitedTypes: readonly string[] | null,
+  ): Promise<ClaimedCommand[]> {
+    const { types, limit } = params;
+    const first = this.#turn++ % types.length;
+    let open = [...types.slice(first), ...types.slice(0, first)];
+    const claimed: ClaimedCommand[] = [];
+    for (let pass = 0; pass < 2 && open.length > 0 && claimed.length < limit; pass++) {
+      const share = Math.ceil((limit - claimed.length) / open.length);
+      const full: string[] = [];
+      for (const type of open) {
+        const want = Math.min(share, limit - claimed.length);
+        if (want <= 0) break;
+        const rows = await this.#claimOf(
+          { ...ofType(params, type), limit: want, token: this.deps.tokens.next() },
+          limitedTypes?.includes(type) === true ? [type] : null,
+        );
+        claimed.push(...rows);
+        if (rows.length === want) full.push(type);
+      }
+      open = full;
+    }
+    return claimed;
   }
 
   /**
@@ -531,6 +571,17 @@ export class Scheduler {
 /** Resolves after the event loop's current turn: timers, I/O and setImmediate callbacks run first. */
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** `params` for `type` alone: its own key limits and key rates, if it has them. */
+function ofType(params: ClaimDueParams, type: string): ClaimDueParams {
+  const { keyedTypes, keyRatedTypes, limitedTypes: _limited, ...rest } = params;
+  return {
+    ...rest,
+    types: [type],
+    ...(keyedTypes?.includes(type) === true ? { keyedTypes: [type] } : {}),
+    ...(keyRatedTypes?.includes(type) === true ? { keyRatedTypes: [type] } : {}),
+  };
 }
 
 function claimGroups(registry: ExecutorRegistry, pools: PoolSet): ClaimGroup[] {

@@ -27,6 +27,14 @@ export interface PoolOptions {
    * is free anyway (the other slots may hold long-running commands). Default 20 ms.
    */
   readonly refillWaitMs?: number;
+  /**
+   * The pool's command types take turns: each claim round shares the pool's free places among its
+   * types, one claim per type (those that came back full share what the others left), the first
+   * turn going to the next type each round. One type's backlog then never keeps the pool's other
+   * types waiting, and priorities order commands within a type only. Default false: a round claims
+   * the first due commands of all the pool's types in one claim (priority, due time, id).
+   */
+  readonly typeTurns?: boolean;
 }
 
 export const DEFAULT_REFILL_WAIT_MS = 20;
@@ -72,6 +80,8 @@ export interface PoolState {
 export class WorkPool {
   readonly concurrency: number;
   readonly refillWaitMs: number;
+  /** The pool's types take turns in each claim round (PoolOptions.typeTurns). */
+  readonly typeTurns: boolean;
   /** The queue adapts (no fixed `queueSize`). */
   readonly adaptiveQueue: boolean;
   readonly #refillAt: number | undefined;
@@ -96,6 +106,7 @@ export class WorkPool {
     this.#adaptive = this.adaptiveQueue ? new AdaptiveQueue(this.concurrency) : null;
     this.#refillAt = options.refillAt;
     this.refillWaitMs = options.refillWaitMs ?? DEFAULT_REFILL_WAIT_MS;
+    this.typeTurns = options.typeTurns ?? false;
   }
 
   /** Claimed commands allowed to wait for a slot, now. */
