@@ -268,8 +268,9 @@ export class Scheduler {
   /**
    * A pool's claim when its types take turns (PoolOptions.typeTurns): the room shared evenly among
    * the types, each claimed alone for its share, starting one type further each round; then what
-   * types that had less left over, shared among those that came back full. At most two claims per
-   * type a round.
+   * types that had less left over, shared among those that came back full, until the room is
+   * claimed or every type came back short (each pass drops one at least: full shares fill the
+   * room), so a round that ends short found all there was, as the scheduler takes it.
    */
   async #claimInTurns(
     params: ClaimDueParams,
@@ -279,7 +280,7 @@ export class Scheduler {
     const first = this.#turn++ % types.length;
     let open = [...types.slice(first), ...types.slice(0, first)];
     const claimed: ClaimedCommand[] = [];
-    for (let pass = 0; pass < 2 && open.length > 0 && claimed.length < limit; pass++) {
+    while (open.length > 0 && claimed.length < limit) {
       const share = Math.ceil((limit - claimed.length) / open.length);
       const full: string[] = [];
       for (const type of open) {

@@ -29,8 +29,8 @@ export interface PoolOptions {
   readonly refillWaitMs?: number;
   /**
    * The pool's command types take turns: each claim round shares the pool's free places among its
-   * types, one claim per type (those that came back full share what the others left), the first
-   * turn going to the next type each round. One type's backlog then never keeps the pool's other
+   * types, one claim per type (then those that came back full share what the others left), the
+   * first turn going to the next type each round. One type's backlog then never keeps the pool's other
    * types waiting, and priorities order commands within a type only. Default false: a round claims
    * the first due commands of all the pool's types in one claim (priority, due time, id).
    */
