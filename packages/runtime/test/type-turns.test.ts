@@ -20,7 +20,10 @@ const URGENT = 6;
  * One pool of three types: `bulk`'s backlog submitted first, then a few `urgent` and `other`
  * commands behind it at the same priority. Returns the order the executors started them in.
  */
-async function startOrder(typeTurns: boolean | undefined): Promise<string[]> {
+async function startOrder(
+  typeTurns: boolean | undefined,
+  pool: 'mixed' | 'shared' = 'mixed',
+): Promise<string[]> {
   db = await openTempSqlite();
   const file = db.file;
   const started: string[] = [];
@@ -34,11 +37,13 @@ async function startOrder(typeTurns: boolean | undefined): Promise<string[]> {
       defineExecutor<typeof type, { n: number }>({
         type,
         mode: 'ASYNC_POOL',
-        pool: 'mixed',
+        ...(pool === 'mixed' ? { pool } : {}),
         execute: execute(type),
       }),
     ),
-    pools: { mixed: { concurrency: 4, ...(typeTurns === undefined ? {} : { typeTurns }) } },
+    ...(pool === 'mixed'
+      ? { pools: { mixed: { concurrency: 4, ...(typeTurns === undefined ? {} : { typeTurns }) } } }
+      : { sharedPool: { concurrency: 4, ...(typeTurns === undefined ? {} : { typeTurns }) } }),
     pollIntervalMs: 20,
   });
   runtimes.push(runtime);
@@ -75,6 +80,11 @@ describe('the types of a pool take turns (typeTurns)', () => {
     const strict = await startOrder(undefined);
     // One claim order over the pool's types: the bulk backlog, due first, goes first.
     expect(strict.indexOf('urgent')).toBeGreaterThanOrEqual(BULK - 20);
+  }, 120_000);
+
+  it('the shared pool takes the option too', async () => {
+    const turns = await startOrder(true, 'shared');
+    expect(turns.lastIndexOf('urgent')).toBeLessThan(60);
   }, 120_000);
 
   it('a type limit holds within a type’s turn', async () => {
