@@ -68,6 +68,8 @@ export interface PoolState {
   readonly queueSize: number;
   /** The queue size adapts to the measured execution and claim times (no fixed `queueSize`). */
   readonly adaptiveQueue: boolean;
+  /** The pool's types take turns in each claim round (PoolOptions.typeTurns). */
+  readonly typeTurns: boolean;
   readonly refillAt: number;
   readonly active: number;
   readonly queued: number;
@@ -204,6 +206,7 @@ export class WorkPool {
       concurrency: this.concurrency,
       queueSize: this.queueSize,
       adaptiveQueue: this.adaptiveQueue,
+      typeTurns: this.typeTurns,
       refillAt: this.refillAt,
       active: this.#active,
       queued: this.#queue.length,

@@ -125,6 +125,9 @@ describe('the types of a pool take turns (typeTurns)', () => {
         ...Array.from({ length: 40 }, (_, n) => ({ type: 'free' as const, payload: { n } })),
       ]),
     );
+    expect(runtime.state().scheduler.pools).toContainEqual(
+      expect.objectContaining({ name: 'mixed', typeTurns: true }),
+    );
     runtime.start();
     const deadline = Date.now() + 60_000;
     while (running.done < 80 && Date.now() < deadline) await sleep(10);
