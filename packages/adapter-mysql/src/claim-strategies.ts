@@ -65,20 +65,18 @@ function lockDue(sql: MysqlSql, r: ClaimRound): [string, unknown[]] {
 /**
  * A round of several types as rounds of one type each: the claim index is led by type, and a read
  * of several types in claim order would sort all their due rows (and lock them, for a locking
- * read). The first rows of all of them in claim order, read without locks (sql.ts firstOfTypes),
- * say how many each type takes; each type then claims that many of its own, in its order. Rows
+ * read). The first rows of all of them in claim order, counted per type without locks (sql.ts
+ * firstOfTypes), say how many each type takes; each type then claims that many of its own, in its order. Rows
  * other claimers hold are passed over within each type, so under contention a round takes rows a
  * little past where one claim order would stop, never fewer than there are. One type: as it is.
  */
 async function roundsPerType(db: Queryable, sql: MysqlSql, r: ClaimRound): Promise<ClaimRound[]> {
   if (r.types.length <= 1) return [r];
-  const heads = await select<{ type: string }>(db, sql.firstOfTypes(r.types.length), [
+  const shares = await select<{ type: string; n: number | string }>(db, sql.firstOfTypes(r.types.length), [
     ...r.types.flatMap((type) => [r.now, type, r.limit]),
     r.limit,
   ]);
-  const shares = new Map<string, number>();
-  for (const { type } of heads) shares.set(type, (shares.get(type) ?? 0) + 1);
-  return [...shares].map(([type, limit]) => ({ ...r, types: [type], limit }));
+  return shares.map(({ type, n }) => ({ ...r, types: [type], limit: Number(n) }));
 }
 
 /** Step 1 of each round in one transaction on `conn`: the ids locked, in the rounds' order. */

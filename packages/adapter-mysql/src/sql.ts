@@ -234,17 +234,19 @@ export function mysqlSql(t: string) {
        WHERE c.status = 'PENDING' AND c.next_run_at <= ? AND (c.lease_until IS NULL OR c.lease_until < ${DB_NOW})
        LIMIT ? FOR UPDATE SKIP LOCKED`,
     /**
-     * The types of the first rows a claim of `types` types would take, in claim order, read
-     * without locks: the first (limit) of each type from its own range of idx_claim_type, merged.
-     * How many of each it names is that type's share of the round. Bound: now, a type, limit for
-     * each type; then limit.
+     * Each type's share (`n`) of the first rows a claim of `types` types would take in claim
+     * order, read without locks: the first (limit) of each type from its own range of
+     * idx_claim_type, merged, the first (limit) of all counted per type; a type with none is not
+     * in the answer. Bound: now, a type, limit for each type; then limit.
      */
     firstOfTypes: (types: number) =>
-      `SELECT type FROM (${Array.from(
-        { length: types },
-        () => `(SELECT type, priority, next_run_at, id FROM ${byDue}
+      `SELECT type, COUNT(*) AS n FROM (
+         SELECT type FROM (${Array.from(
+           { length: types },
+           () => `(SELECT type, priority, next_run_at, id FROM ${byDue}
            WHERE ${DUE_OF_TYPE} AND ${firstOfKey(table, table)} ORDER BY ${CLAIM_ORDER} LIMIT ?)`,
-      ).join(' UNION ALL ')}) AS heads ORDER BY ${CLAIM_ORDER} LIMIT ?`,
+         ).join(' UNION ALL ')}) AS heads ORDER BY ${CLAIM_ORDER} LIMIT ?
+       ) AS firsts GROUP BY type`,
     /** Marks locked candidates (ids bound as a list). */
     markClaimed: `UPDATE ${byId}
        SET ${CLAIM}

@@ -27,11 +27,13 @@ import { payloadLimitFunction, replacingSubmitOnce, submitFunctions } from './su
  * migrating at once take turns instead of racing on the catalog.
  */
 
-/** What a due PENDING row must also meet to be claimed, and the claim order, since migration 8. */
-const CLAIMABLE_SINCE_8 = (n: TableNames): string => `${NOT_HELD_BACK} AND ${firstOfKey(n.table, n.table)}`;
+/**
+ * What a due PENDING row (of the table as `outer` names it: unaliased until migration 28's `c`)
+ * must also meet to be claimed, and the claim order, since migration 8.
+ */
+const CLAIMABLE_SINCE_8 = (n: TableNames, outer = n.table): string =>
+  `${NOT_HELD_BACK} AND ${firstOfKey(n.table, outer)}`;
 const CLAIM_ORDER_SINCE_8 = 'priority, next_run_at, id';
-/** The same as CLAIMABLE_SINCE_8 for the table as `c`, the per-type pick's alias (migration 28). */
-const CLAIMABLE_PER_TYPE = (n: TableNames): string => `${NOT_HELD_BACK} AND ${firstOfKey(n.table, 'c')}`;
 
 /** The version that creates the history table (history.ts). */
 const HISTORY_VERSION = 21;
@@ -320,8 +322,8 @@ export const MIGRATIONS: readonly Migration<TableNames>[] = [
     statements: (n) => [
       `CREATE INDEX IF NOT EXISTS ${n.index('claim_type_idx')} ON ${n.table} (type, priority, next_run_at, id)
          WHERE status = 'PENDING' AND created_at IS NOT NULL`,
-      perTypeDueIdsFunctionDdl(n, CLAIMABLE_PER_TYPE(n)),
-      perTypeDueIdsFunctionDdl(n, CLAIMABLE_PER_TYPE(n), true),
+      perTypeDueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n, 'c')),
+      perTypeDueIdsFunctionDdl(n, CLAIMABLE_SINCE_8(n, 'c'), true),
       `DROP INDEX IF EXISTS ${n.schema}.${n.index('claim_idx')}`,
     ],
   },
