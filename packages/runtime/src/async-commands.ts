@@ -192,6 +192,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       {
         pollIntervalMs,
         scheduledBatchSize: options.scheduledBatchSize,
+        scheduledTypeTurns: options.scheduledTypeTurns ?? false,
       },
     );
     const reclaimer = new HungReclaimer(

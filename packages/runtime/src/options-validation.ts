@@ -259,6 +259,7 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   sharedPool: poolOptionsProblem,
   pools,
   scheduledBatchSize: integer(1, MAX_BATCH_SIZE),
+  scheduledTypeTurns: aBoolean,
   reclaimBatchSize: integer(1, MAX_BATCH_SIZE),
   reclaimIntervalMs: duration(1),
   maxRescues: integer(0, MAX_RESCUES_LIMIT),

@@ -142,6 +142,12 @@ export interface AsyncCommandsOptions<Tx = unknown> {
    * per claim, so no instance holds work others could start. A number fixes it.
    */
   readonly scheduledBatchSize?: number;
+  /**
+   * The SCHEDULED types take turns in each claim round, as a pool's with `typeTurns` do: a type's
+   * backlog no longer keeps the loop's other types waiting behind it. Default false (one claim
+   * order over them all).
+   */
+  readonly scheduledTypeTurns?: boolean;
   /** Hung commands reclaimed per look (a full look looks again at once). Default 100. */
   readonly reclaimBatchSize?: number;
   /** Period of the look for hung commands, on its own timer. Default: `pollIntervalMs`. */

@@ -21,6 +21,8 @@ export interface SchedulerOptions {
    * adaptive, as a pool's queue with one slot (see AdaptiveQueue).
    */
   readonly scheduledBatchSize: number | undefined;
+  /** The SCHEDULED types take turns in each round (RuntimeOptions.scheduledTypeTurns). */
+  readonly scheduledTypeTurns: boolean;
 }
 
 export interface SchedulerDeps {
@@ -78,6 +80,8 @@ export interface SchedulerState {
    * `scheduledBatchSize` when that fixes it.
    */
   readonly scheduledClaim: number;
+  /** The SCHEDULED types take turns in each round (RuntimeOptions.scheduledTypeTurns). */
+  readonly scheduledTypeTurns: boolean;
   /** Of this instance's types, those paused for every instance (as last read), by name. */
   readonly pausedTypes: readonly string[];
   readonly pools: readonly PoolState[];
@@ -221,7 +225,7 @@ export class Scheduler {
             ? group.limitedTypes
             : this.deps.typeLimits.among(types);
         const rows =
-          pool?.typeTurns === true && types.length > 1
+          (pool === null ? this.options.scheduledTypeTurns : pool.typeTurns) && types.length > 1
             ? await this.#claimInTurns(params, limitedTypes)
             : await this.#claimOf(params, limitedTypes);
         if (keyRatedTypes !== null) this.#wakeForKeyTokens(keyRatedTypes, rows, limit);
@@ -266,7 +270,7 @@ export class Scheduler {
   }
 
   /**
-   * A pool's claim when its types take turns (PoolOptions.typeTurns): the room shared evenly among
+   * A group's claim when its types take turns (PoolOptions.typeTurns, scheduledTypeTurns): the room shared evenly among
    * the types, each claimed alone for its share, starting one type further each round; then what
    * types that had less left over, shared among those that came back full, until the room is
    * claimed or every type came back short (each pass drops one at least: full shares fill the
@@ -521,6 +525,7 @@ export class Scheduler {
       consecutiveFailures: this.#failures,
       inflight: this.deps.runner.inflight().length,
       scheduledClaim: this.#inlineRoom(),
+      scheduledTypeTurns: this.options.scheduledTypeTurns,
       pausedTypes: this.deps.registry.types().filter((t) => this.deps.pausedTypes.known().has(t)),
       pools: this.deps.pools.state(),
     };

@@ -22,7 +22,7 @@ const URGENT = 6;
  */
 async function startOrder(
   typeTurns: boolean | undefined,
-  pool: 'mixed' | 'shared' = 'mixed',
+  pool: 'mixed' | 'shared' | 'scheduled' = 'mixed',
 ): Promise<string[]> {
   db = await openTempSqlite();
   const file = db.file;
@@ -36,14 +36,19 @@ async function startOrder(
     executors: (['bulk', 'urgent', 'other'] as const).map((type) =>
       defineExecutor<typeof type, { n: number }>({
         type,
-        mode: 'ASYNC_POOL',
-        ...(pool === 'mixed' ? { pool } : {}),
+        ...(pool === 'scheduled'
+          ? { mode: 'SCHEDULED' as const }
+          : { mode: 'ASYNC_POOL' as const, ...(pool === 'mixed' ? { pool } : {}) }),
         execute: execute(type),
       }),
     ),
     ...(pool === 'mixed'
       ? { pools: { mixed: { concurrency: 4, ...(typeTurns === undefined ? {} : { typeTurns }) } } }
-      : { sharedPool: { concurrency: 4, ...(typeTurns === undefined ? {} : { typeTurns }) } }),
+      : pool === 'shared'
+        ? { sharedPool: { concurrency: 4, ...(typeTurns === undefined ? {} : { typeTurns }) } }
+        : typeTurns === undefined
+          ? {}
+          : { scheduledTypeTurns: typeTurns }),
     pollIntervalMs: 20,
   });
   runtimes.push(runtime);
@@ -85,6 +90,17 @@ describe('the types of a pool take turns (typeTurns)', () => {
   it('the shared pool takes the option too', async () => {
     const turns = await startOrder(true, 'shared');
     expect(turns.lastIndexOf('urgent')).toBeLessThan(60);
+  }, 120_000);
+
+  it('the SCHEDULED loop’s types take turns with scheduledTypeTurns; without, one claim order', async () => {
+    const turns = await startOrder(true, 'scheduled');
+    expect(turns.lastIndexOf('urgent')).toBeLessThan(60);
+    expect(turns.indexOf('other')).toBeLessThan(60);
+    await runtimes.splice(0)[0]!.stop();
+    await db!.dispose();
+
+    const strict = await startOrder(undefined, 'scheduled');
+    expect(strict.indexOf('urgent')).toBeGreaterThanOrEqual(BULK - 20);
   }, 120_000);
 
   it('a type limit holds within a type’s turn', async () => {
@@ -134,6 +150,22 @@ describe('the types of a pool take turns (typeTurns)', () => {
     expect(running.done).toBe(80);
     expect(running.most).toBeLessThanOrEqual(2);
   }, 120_000);
+
+  it('refuses a scheduledTypeTurns that is not a boolean', async () => {
+    const { store } = (db = await openTempSqlite());
+    expect(() =>
+      createAsyncCommands({
+        store,
+        executors: [defineExecutor({ type: 't', mode: 'SCHEDULED', execute: () => undefined })],
+        scheduledTypeTurns: 1 as never,
+      }),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringContaining('scheduledTypeTurns'),
+      }),
+    );
+  });
 
   it('refuses a typeTurns that is not a boolean', async () => {
     const { store } = (db = await openTempSqlite());
