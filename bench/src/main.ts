@@ -38,6 +38,8 @@ const USAGE = `npm run bench [-- options]
   --soak-rate N     submits/s of the soak instead of 70 % of the measured drain
   --soak-systems L  subset of asynccmd,graphile,pg-boss (default all)
   --soak-variants L subset of autovacuum,no-autovacuum,held (default all)
+  --rows LIST       only these drain rows, by system key (asynccmd, graphile, workflow-graph,
+                    batch-callback, fair-share, …; for development: ratios need their baselines)
   --quick           small sizes, one repeat (for development)
   --repeats N       repeat every scenario N times (default 2)
   --budget MIN      skip further repeats of a database once they would end past MIN minutes
@@ -54,6 +56,7 @@ async function main(): Promise<void> {
       only: { type: 'string' },
       scenarios: { type: 'string', default: DEFAULT_SCENARIOS.join(',') },
       quick: { type: 'boolean', default: false },
+      rows: { type: 'string' },
       repeats: { type: 'string' },
       out: { type: 'string' },
       budget: { type: 'string', default: '9' },
@@ -78,7 +81,8 @@ async function main(): Promise<void> {
   const repeats = values.repeats === undefined ? base.repeats : Number(values.repeats);
   if (!Number.isInteger(repeats) || repeats < 1)
     throw new Error(`--repeats takes a positive integer\n${USAGE}`);
-  const sizes: Sizes = { ...base, repeats };
+  const rows = values.rows?.split(',').map((row) => row.trim());
+  const sizes: Sizes = { ...base, repeats, ...(rows === undefined ? {} : { rows }) };
   const budgetMs = Number(values.budget) * 60_000;
   if (!(budgetMs > 0)) throw new Error(`--budget takes a positive number of minutes\n${USAGE}`);
   const startedAt = new Date();

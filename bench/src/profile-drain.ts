@@ -42,7 +42,7 @@ const USAGE = `node bench/dist/profile-drain.js [--db pg|sqlite|mysql] [--total 
   --keyed spreads the backlog over ORDERING_KEYS ordering keys, as the bench's "ordering keys" row.
   --type-limit gives the runtimes the bench's "type limit" row's typeLimits (TYPE_LIMIT, never reached).
   --usage KEY drains as the bench's row of that usage (fair-share, key-limit, rate-limit, priorities, …;
-  not the workflow rows, whose backlog the bench submits).
+  workflow-graph and batch-callback submit their backlog through the client, as the bench does).
   --effect transactional|own-transaction (pg): each command inserts one row into an effect table, as
   the bench's effect drains (in the attempt's transaction, or autocommitted on a pool of its own).
   --scheduled runs the bench executor in the default mode, SCHEDULED (inline in the poll loop, one
@@ -126,8 +126,6 @@ function usageNamed(name: string | undefined): FeatureUsage | undefined {
   const found = FEATURE_USAGES.find(([usage, key]) => usage === name || key === name);
   if (found === undefined)
     throw new Error(`--usage takes one of ${FEATURE_USAGES.map(([, key]) => key).join(', ')}`);
-  if (usageSubmit(found[0]) !== null)
-    throw new Error(`--usage ${name}: its backlog is submitted by the bench, not seeded`);
   return found[0];
 }
 
@@ -174,7 +172,14 @@ async function drainPg({ total, raw, usage, instances, effect, ...run }: DrainRu
       createPostgresStore({ connectionString: PG_URL, schema: SCHEMA, poolConfig: { max: 1 } }),
     );
     await admin.query(`ALTER TABLE ${rawTable(SCHEMA)} SET (autovacuum_enabled = false)`);
-    await seedPending(admin, rawTable(SCHEMA), BENCH_TYPE, total);
+    const submit = usageSubmit(usage);
+    if (submit === null) await seedPending(admin, rawTable(SCHEMA), BENCH_TYPE, total);
+    else
+      await submit(
+        () => createPostgresStore({ connectionString: PG_URL, schema: SCHEMA, poolConfig: { max: 1 } }),
+        1,
+        total,
+      );
     for (const update of usageUpdates(rawTable(SCHEMA), usage, PG_USAGE)) await admin.query(update);
     await admin.query(
       `CREATE TABLE ${SCHEMA}.${EFFECT_TABLE} (seq INT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
@@ -222,8 +227,10 @@ async function drainSqlite(
   { total, raw, usage, instances, ...run }: DrainRun,
 ): Promise<ProfileResult> {
   await migrateWith(() => createSqliteStore({ filename }));
+  const submit = usageSubmit(usage);
+  if (submit !== null) await submit(() => createSqliteStore({ filename }), 1, total);
   const db = openSqlite(filename);
-  seedPendingSqlite(db, BENCH_TYPE, total);
+  if (submit === null) seedPendingSqlite(db, BENCH_TYPE, total);
   for (const update of usageUpdates(SQLITE_TABLE, usage, SQLITE_USAGE)) db.exec(update);
   if (raw) {
     try {
@@ -252,9 +259,17 @@ async function drainMysql({ total, usage, instances, ...run }: DrainRun): Promis
   await migrateWith(() =>
     createMysqlStore({ connection: { ...MYSQL_CONFIG, database: MYSQL_DATABASE }, connectionLimit: 1 }),
   );
+  const submit = usageSubmit(usage);
+  if (submit !== null)
+    await submit(
+      () =>
+        createMysqlStore({ connection: { ...MYSQL_CONFIG, database: MYSQL_DATABASE }, connectionLimit: 1 }),
+      1,
+      total,
+    );
   const pool = mysqlPool(1, MYSQL_DATABASE);
   try {
-    await seedPendingMysql(pool, BENCH_TYPE, total);
+    if (submit === null) await seedPendingMysql(pool, BENCH_TYPE, total);
     for (const update of usageUpdates(MYSQL_TABLE, usage, MYSQL_USAGE)) await pool.query(update);
   } finally {
     await pool.end();

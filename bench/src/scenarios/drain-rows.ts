@@ -52,7 +52,9 @@ export function drainRows<S extends string>(
     const warmup = sizes.drainWarmupPerProcess > 0 ? ` after ${k(sizes.drainWarmupPerProcess)}/process` : '';
     const scenario = (total: number): string => `${k(total)}${warmup}, ${shapeLabel(shape)}, ${where}`;
     const history = `${scenario(sizes.drainTotal)}, +${k(sizes.finishedRows)} SUCCESS rows`;
-    return plan(shape).map(([system, label, settings, target, hist, total = sizes.drainTotal]) => ({
+    const wanted = sizes.rows;
+    const planned = plan(shape).filter(([system]) => wanted === undefined || wanted.includes(system));
+    return planned.map(([system, label, settings, target, hist, total = sizes.drainTotal]) => ({
       system,
       shape,
       history: hist,

@@ -19,6 +19,8 @@ export interface DrainShape {
 export interface Sizes {
   /** Commands per drain run (timed). */
   readonly drainTotal: number;
+  /** The drain rows to run, by system key (`--rows`); undefined: every row. */
+  readonly rows?: readonly string[];
   /** Members of the batch drain's batch (and its callback, timed instead of drainTotal). */
   readonly batchMembers: number;
   /**
