@@ -376,6 +376,25 @@ export class HistoryPartitions {
       }
       if (plan.drop.length === 0) return 0;
       const names = plan.drop.map((p) => `\`${p.name.replace(/`/g, '')}\``).join(', ');
+      // The edges and workflow steps of the commands about to go: a drop has no ids to take them by.
+      const [links] = await select<{ linked: number | string }>(
+        conn,
+        `SELECT EXISTS (SELECT 1 FROM \`${this.table}_dependencies\`)
+             OR EXISTS (SELECT 1 FROM \`${this.table}_workflow_steps\`) AS linked`,
+      );
+      if (Number(links?.linked) === 1) {
+        const gone = `\`${h}\` PARTITION (${names}) AS g`;
+        for (const [table, column] of [
+          ['dependencies', 'dependant_id'],
+          ['dependencies', 'dependency_id'],
+          ['workflow_steps', 'command_id'],
+        ] as const) {
+          await write(
+            conn,
+            `DELETE l FROM \`${this.table}_${table}\` AS l JOIN ${gone} ON g.id = l.${column}`,
+          );
+        }
+      }
       const [counted] = await select<{ n: string | number }>(
         conn,
         `SELECT COUNT(*) AS n FROM \`${h}\` PARTITION (${names})`,

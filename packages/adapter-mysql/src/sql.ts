@@ -487,6 +487,22 @@ export function mysqlSql(t: string) {
     /** The history's rows past the cutoff that no dropped partition took (it holds SUCCESS only). */
     purgeHistory: `DELETE FROM ${history} WHERE finished_at < ? ORDER BY finished_at LIMIT ?`,
     /**
+     * purge and purgeHistory while edges or workflow steps exist: the batch's ids read and locked
+     * first, so that the same transaction deletes those rows and the links of exactly them.
+     */
+    purgeIds: `SELECT id FROM ${table} WHERE status = ? AND finished_at < ? ORDER BY finished_at LIMIT ? FOR UPDATE`,
+    purgeHistoryIds: `SELECT id FROM ${history} WHERE finished_at < ? ORDER BY finished_at LIMIT ? FOR UPDATE`,
+    purgeByIds: `DELETE FROM ${table} WHERE id IN (?)`,
+    purgeHistoryByIds: `DELETE FROM ${history} WHERE id IN (?)`,
+    /** Whether any edge or workflow step exists: else a purge has no links to take. */
+    anyLinks: `SELECT EXISTS (SELECT 1 FROM \`${t}_dependencies\`) OR EXISTS (SELECT 1 FROM \`${t}_workflow_steps\`) AS linked`,
+    /** The edges (as dependant, as dependency) and workflow steps of purged commands, by id. */
+    purgeLinks: [
+      `DELETE FROM \`${t}_dependencies\` WHERE dependant_id IN (?)`,
+      `DELETE FROM \`${t}_dependencies\` WHERE dependency_id IN (?)`,
+      `DELETE FROM \`${t}_workflow_steps\` WHERE command_id IN (?)`,
+    ],
+    /**
      * Outcomes finished in [?, ?) by status and latency bucket (how many of the `bounds` latency
      * bounds, bound in microseconds, are ≤ the latency), from the (status, finished_at) index.
      */

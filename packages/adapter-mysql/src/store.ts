@@ -981,25 +981,47 @@ class MysqlEngine implements StoreEngine<Connection> {
     const { limit } = purge;
     const olderThan = toUtcText(purge.olderThan);
     let deleted = 0;
+    // With edges or workflow steps about, a batch's ids are read first, and its links deleted with it.
+    const [links] = await select<{ linked: number | string }>(this.pool, this.sql.anyLinks);
+    const linked = Number(links?.linked) === 1;
+    const purgeBatch = (
+      plain: string,
+      ids: string,
+      byIds: string,
+      values: readonly unknown[],
+    ): Promise<number> =>
+      retryLockConflicts(async () => {
+        if (!linked) return (await write(this.pool, plain, values)).affectedRows;
+        return inTransaction(this.pool, true, async (conn) => {
+          const gone = (await select<{ id: string }>(conn, ids, values)).map((r) => String(r.id));
+          if (gone.length === 0) return 0;
+          await write(conn, byIds, [gone]);
+          for (const text of this.sql.purgeLinks) await write(conn, text, [gone]);
+          return gone.length;
+        });
+      });
     if (purge.statuses.includes('SUCCESS')) {
       // What finished before the purge is in the history first; whole partitions past the cutoff
       // are dropped, then what they did not cover is deleted row by row.
       await this.mover.moveAll();
       deleted += await this.partitions.maintain(purge.olderThan);
       if (deleted < limit) {
-        const result = await retryLockConflicts(() =>
-          write(this.pool, this.sql.purgeHistory, [olderThan, limit - deleted]),
+        deleted += await purgeBatch(
+          this.sql.purgeHistory,
+          this.sql.purgeHistoryIds,
+          this.sql.purgeHistoryByIds,
+          [olderThan, limit - deleted],
         );
-        deleted += result.affectedRows;
       }
     }
     for (const status of purge.statuses) {
       if (deleted >= limit) break;
       const batch = limit - deleted;
-      const result = await retryLockConflicts(() =>
-        write(this.pool, this.sql.purge, [status, olderThan, batch]),
-      );
-      deleted += result.affectedRows;
+      deleted += await purgeBatch(this.sql.purge, this.sql.purgeIds, this.sql.purgeByIds, [
+        status,
+        olderThan,
+        batch,
+      ]);
     }
     return deleted;
   }

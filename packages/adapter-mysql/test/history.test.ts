@@ -251,6 +251,13 @@ describe('MySQL/MariaDB history', () => {
     const [claimed] = await claimAll('h.late');
     await store.complete([{ id: claimed!.id, token: claimed!.claimToken }]);
     await moveFinished();
+    // The edge of the dependant above, whose dependency finished in the first partition.
+    const edges = async () =>
+      Number(
+        ((await conn.query('SELECT COUNT(*) AS n FROM async_command_dependencies'))[0] as { n: string }[])[0]
+          ?.n,
+      );
+    expect(await edges()).toBe(1);
     // A cutoff past the first partition's end: it is dropped whole, what is left is deleted row by row.
     const cutoff = new Date(Math.max(made[0]!.upper, now) + 1);
     const purged = await store.purge({ olderThan: cutoff, statuses: ['SUCCESS'], limit: 100_000 });
@@ -259,6 +266,8 @@ describe('MySQL/MariaDB history', () => {
     const after = await partitions();
     expect(after.map((p) => p.name)).not.toContain(made[0]!.name);
     expect(after.every((p) => p.upper > made[0]!.upper)).toBe(true);
+    // The dropped partition took its commands' edges with it.
+    expect(await edges()).toBe(0);
   });
 
   it('a retention of 10 minutes makes partitions 2 minutes wide, two hours ahead at most 24 widths', async () => {

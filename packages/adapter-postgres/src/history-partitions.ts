@@ -2,6 +2,7 @@ import type { Logger } from '@asynccmd/core';
 import { partitionPlan, partitionWidthMs, type HistoryPartition } from '@asynccmd/core/store-kit';
 import type { PostgresConnection } from './connection.js';
 import type { TableNames } from './names.js';
+import { purgeLinks } from './sql.js';
 
 /*
  * The history in time partitions (migration 25). The history table is partitioned by finish time,
@@ -164,14 +165,23 @@ export class HistoryPartitions<Tx> {
     // Made first: ATTACH leaves completions and reads going; the drops' lock on the history is
     // then held only from the first drop to the COMMIT.
     for (const range of plan.make) await this.#attach(tx, range.lowerMs, range.upperMs);
+    const quoted = (p: HistoryPartition): string => `${n.schema}."${p.name.replace(/"/g, '""')}"`;
+    // The edges and workflow steps of the commands about to go, before the first drop takes its
+    // lock: a drop has no ids to take them by, as a row-by-row purge does.
+    if (plan.drop.length > 0) {
+      const linked = await c.queryIn<{ linked: boolean | string }>(
+        tx,
+        `SELECT EXISTS (SELECT 1 FROM ${n.dependencies}) OR EXISTS (SELECT 1 FROM ${n.workflowSteps}) AS linked`,
+      );
+      if (isTrue(linked.rows[0]?.linked)) {
+        for (const p of plan.drop) await c.queryIn(tx, `WITH ${purgeLinks(n, quoted(p))} SELECT 1`);
+      }
+    }
     let dropped = 0;
     for (const p of plan.drop) {
-      const counted = await c.queryIn<{ rows: string }>(
-        tx,
-        `SELECT count(*) AS rows FROM ${n.schema}."${p.name.replace(/"/g, '""')}"`,
-      );
+      const counted = await c.queryIn<{ rows: string }>(tx, `SELECT count(*) AS rows FROM ${quoted(p)}`);
       dropped += Number(counted.rows[0]?.rows ?? 0);
-      await c.queryIn(tx, `DROP TABLE ${n.schema}."${p.name.replace(/"/g, '""')}"`);
+      await c.queryIn(tx, `DROP TABLE ${quoted(p)}`);
     }
     return dropped;
   }

@@ -85,14 +85,32 @@ export const REVOKED_PAYLOAD = /^revoked (requeue|kill) ([0-9]+) (.+)$/s;
 const active = (alias = ''): string =>
   `${alias}status IN (${ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
 
-/** Finished rows of `table` older than a cutoff, in a bounded batch: $1 statuses, $2 cutoff, $3 limit. */
-const purgeFrom = (table: string): string => `
-      DELETE FROM ${table} WHERE finished_at < $2::timestamptz AND id IN (
-        SELECT id FROM ${table}
-        WHERE status = ANY($1::text[]) AND finished_at < $2::timestamptz
-        LIMIT $3
-        FOR UPDATE SKIP LOCKED
-      )`;
+/**
+ * Finished rows of `table` older than a cutoff, in a bounded batch: $1 statuses, $2 cutoff, $3
+ * limit; with them their edges (as dependant and as dependency: each end is finished or gone) and
+ * their workflow steps. Answers `purged`, the commands deleted.
+ */
+const purgeFrom = (n: TableNames, table: string): string => `
+      WITH gone AS (
+        DELETE FROM ${table} WHERE finished_at < $2::timestamptz AND id IN (
+          SELECT id FROM ${table}
+          WHERE status = ANY($1::text[]) AND finished_at < $2::timestamptz
+          LIMIT $3
+          FOR UPDATE SKIP LOCKED
+        )
+        RETURNING id
+      ), ${purgeLinks(n, 'gone')}
+      SELECT count(*)::integer AS purged FROM gone`;
+
+/**
+ * CTEs that delete the edges and workflow steps of the commands `ids` (a FROM item with an id
+ * column): each through its own index (the edges' dependant index and primary key, the steps'
+ * command index).
+ */
+export const purgeLinks = (n: TableNames, ids: string): string => `
+      gone_as_dependant AS (DELETE FROM ${n.dependencies} WHERE dependant_id IN (SELECT id FROM ${ids})),
+      gone_as_dependency AS (DELETE FROM ${n.dependencies} WHERE dependency_id IN (SELECT id FROM ${ids})),
+      gone_steps AS (DELETE FROM ${n.workflowSteps} WHERE command_id IN (SELECT id FROM ${ids}))`;
 
 export type Sql = ReturnType<typeof buildSql>;
 
@@ -657,11 +675,11 @@ export function buildSql(n: TableNames) {
       GROUP BY 1, 2
       ORDER BY 1, 2`,
     /** $1 statuses, $2 cutoff, $3 limit: the history's rows (the store purges them first). */
-    purgeHistory: purgeFrom(h),
+    purgeHistory: purgeFrom(n, h),
     /** $1 statuses, $2 cutoff, $3 limit: the rows of the history before its partitions. */
-    purgeHistoryV1: purgeFrom(v1),
+    purgeHistoryV1: purgeFrom(n, v1),
     /** $1 statuses, $2 cutoff, $3 limit: the command table's. */
-    purge: purgeFrom(t),
+    purge: purgeFrom(n, t),
     /** $1 type, $2 reason: a row unless the type has one (rowCount 1: paused by this call). */
     typePause: `INSERT INTO ${n.pausedTypes} (type, paused_at, reason) VALUES ($1::text, ${NOW}, $2::text)
       ON CONFLICT (type) DO NOTHING`,

@@ -679,7 +679,15 @@ export class PostgresEngine<Tx> implements StoreEngine<Tx> {
 
   async purge(purge: CheckedPurge): Promise<number> {
     const purgeFrom = async (text: string, limit: number): Promise<number> =>
-      (await this.connection.query(text, [purge.statuses, purge.olderThan.toISOString(), limit])).rowCount;
+      Number(
+        (
+          await this.connection.query<{ purged: number }>(text, [
+            purge.statuses,
+            purge.olderThan.toISOString(),
+            limit,
+          ])
+        ).rows[0]?.purged ?? 0,
+      );
     // The history holds most finished commands (SUCCESS only); the command table the few that stay
     // (history.ts). A purge of other statuses never reads the history. Its partitions past the
     // cutoff go whole, its others row by row, then the history before its partitions.

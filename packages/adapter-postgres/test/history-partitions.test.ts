@@ -183,6 +183,47 @@ describe('PostgreSQL history in time partitions', () => {
     expect(purged).toBe(4);
   });
 
+  it('a dropped partition takes the edges and workflow steps of its commands with it', async () => {
+    const now = (await store.now()).getTime();
+    await store.purge({ olderThan: new Date(now - 10 * MINUTE), statuses: ['SUCCESS'], limit: 1000 });
+    const [first] = await store.transaction((tx) => store.insert(tx, [command('parts.linked')]));
+    const [second] = await store.transaction((tx) =>
+      store.dependencies!.insertWaiting(tx, [{ ...command('parts.linked'), dependsOn: [{ id: first! }] }]),
+    );
+    await store.transaction((tx) =>
+      store.dependencies!.recordWorkflow(tx, 'parts-wf', [
+        { name: 'first', id: first! },
+        { name: 'second', id: second! },
+      ]),
+    );
+    for (const id of [first!, second!]) {
+      const claimed = await store.claimById({
+        id,
+        now: new Date(Date.now() + 1000),
+        token: randomUUID(),
+        leaseMs: 60_000,
+      });
+      expect(await store.complete([{ id, token: claimed!.claimToken }])).toEqual([id]);
+    }
+    // Both into a partition ahead of the clock (the DEFAULT takes rows before the first one).
+    const ahead = (await partitions())[1]!;
+    await adminQuery(`UPDATE ${history} SET finished_at = $1::timestamptz WHERE id = ANY($2::bigint[])`, [
+      new Date(ahead.lower + 1000).toISOString(),
+      [first, second],
+    ]);
+    expect(await placeOf(first!)).toBe(`${schema}.${ahead.name}`);
+    const links = async () =>
+      adminQuery<{ edges: string; steps: string }>(
+        `SELECT (SELECT count(*) FROM "${schema}".async_command_dependencies) AS edges,
+                (SELECT count(*) FROM "${schema}".async_command_workflow_steps) AS steps`,
+      );
+    expect(await links()).toEqual([{ edges: '1', steps: '2' }]);
+    await store.purge({ olderThan: new Date(ahead.upper), statuses: ['SUCCESS'], limit: 100_000 });
+    expect((await partitions()).map((p) => p.name)).not.toContain(ahead.name);
+    expect(await placeOf(first!)).toBeNull();
+    expect(await links()).toEqual([{ edges: '0', steps: '0' }]);
+  });
+
   it('the history from before the migration is read and purged like the rest', async () => {
     const v1 = `"${schema}".async_command_history_v1`;
     const [row] = await adminQuery<{ id: string }>(

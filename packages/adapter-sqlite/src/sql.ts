@@ -134,7 +134,8 @@ const purge = (table: string, index: string): string => `DELETE FROM ${table} WH
          SELECT id FROM ${table} INDEXED BY ${index}
          WHERE finished_at < :olderThan AND status IN (SELECT value FROM json_each(:statuses))
          ORDER BY finished_at, id
-         LIMIT :limit)`;
+         LIMIT :limit)
+       RETURNING id`;
 
 /** The results of completed attempts onto the SUCCESS rows of `table` (see storeResults). */
 const storeResults = (table: string): string => `UPDATE ${table} NOT INDEXED SET result = r.result
@@ -426,6 +427,10 @@ export function sqliteSql(t: string) {
     /** Finished rows older than the cutoff, a bounded batch: the history's (purged first), then the command table's. */
     purgeHistory: purge(`${t}_history`, `${t}_history_finished`),
     purge: purge(t, `${t}_finished`),
+    /** The edges (as dependant, then as dependency) and workflow steps of the purged commands :ids (JSON). */
+    purgeEdgesAsDependant: `DELETE FROM ${t}_dependencies WHERE dependant_id IN (SELECT value FROM json_each(:ids))`,
+    purgeEdgesAsDependency: `DELETE FROM ${t}_dependencies WHERE dependency_id IN (SELECT value FROM json_each(:ids))`,
+    purgeSteps: `DELETE FROM ${t}_workflow_steps WHERE command_id IN (SELECT value FROM json_each(:ids))`,
   };
 }
 

@@ -791,15 +791,27 @@ class SqliteEngine implements StoreEngine<SqliteDatabase> {
       statuses: JSON.stringify(purge.statuses),
       limit: purge.limit,
     };
-    return this.run(() => {
-      // The history holds most finished commands (SUCCESS only); the command table the few that
-      // stay (history.ts). A purge of other statuses never reads the history.
-      const fromHistory = purge.statuses.includes('SUCCESS')
-        ? this.stmt('purgeHistory').run(bound).changes
-        : 0;
-      if (fromHistory >= purge.limit) return fromHistory;
-      return fromHistory + this.stmt('purge').run({ ...bound, limit: purge.limit - fromHistory }).changes;
-    });
+    return this.run(() =>
+      this.db.transaction(() => {
+        // The history holds most finished commands (SUCCESS only); the command table the few that
+        // stay (history.ts). A purge of other statuses never reads the history.
+        const gone = purge.statuses.includes('SUCCESS')
+          ? (this.stmt('purgeHistory').pluck().all(bound) as number[])
+          : [];
+        if (gone.length < purge.limit) {
+          const left = { ...bound, limit: purge.limit - gone.length };
+          gone.push(...(this.stmt('purge').pluck().all(left) as number[]));
+        }
+        // Their edges and workflow steps go with them.
+        if (gone.length > 0) {
+          const ids = { ids: JSON.stringify(gone) };
+          this.stmt('purgeEdgesAsDependant').run(ids);
+          this.stmt('purgeEdgesAsDependency').run(ids);
+          this.stmt('purgeSteps').run(ids);
+        }
+        return gone.length;
+      })(),
+    );
   }
 
   async now(): Promise<Date> {

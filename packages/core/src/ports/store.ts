@@ -203,8 +203,9 @@ export interface CommandStore<Tx = unknown> {
   outcomeCounts(params: OutcomeCountParams): Promise<OutcomeCount[]>;
   /**
    * Deletes up to `limit` finished commands (finishedAt < olderThan) with the given statuses
-   * (default SUCCESS and CANCELLED; DEAD only when listed). Returns the number deleted; call again
-   * until it returns less than `limit`.
+   * (default SUCCESS and CANCELLED; DEAD only when listed), and with them their dependency edges
+   * (as dependant and as dependency) and workflow steps. Returns the number of commands deleted;
+   * call again until it returns less than `limit`.
    */
   purge(params: PurgeParams): Promise<number>;
   /** The database clock. */

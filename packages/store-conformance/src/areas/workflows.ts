@@ -1,3 +1,4 @@
+import * as E from 'fp-ts/lib/Either.js';
 import { describe, expect, it } from 'vitest';
 import type { CommandId, NewCommand, WorkflowStepRecord } from '@asynccmd/core';
 import type { StoreHarnessFactory } from '../harness.js';
@@ -94,6 +95,66 @@ export function workflowsArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: str
       ].sort((a, b) => byId(a.dependant, b.dependant) || byId(a.dependency, b.dependency));
       expect(await dependenciesOf(store).workflowEdges(id)).toEqual(expected);
       expect(await dependenciesOf(store).workflowEdges(workflowId())).toEqual([]);
+    });
+
+    it('a purge takes the edges and workflow steps of the commands it deletes with them', async () => {
+      const store = ctx.store();
+      const type = uniqueType('wf');
+      const id = workflowId();
+      const succeed = async (command: CommandId): Promise<void> => {
+        const claimed = await store.claimById({
+          id: command,
+          now: new Date(Date.now() + 1_000),
+          token: `wf-purge-${command}`,
+          leaseMs: 60_000,
+        });
+        expect(claimed?.id).toBe(command);
+        expect(await store.complete([{ id: command, token: claimed!.claimToken }])).toEqual([command]);
+      };
+      const first = await submitOne(store, cmd(type));
+      const second = await submitWaiting(store, cmd(type), [first]);
+      const third = await submitWaiting(store, cmd(type), [second]);
+      const steps: WorkflowStepRecord[] = [
+        { name: 'first', id: first },
+        { name: 'second', id: second },
+        { name: 'third', id: third },
+      ];
+      await store.transaction((tx) => dependenciesOf(store).recordWorkflow(tx, id, steps));
+      await succeed(first);
+      const cutoff = async () => new Date((await store.now()).getTime() + 60_000);
+      expect(await store.purge({ olderThan: await cutoff(), limit: 100, statuses: ['SUCCESS'] })).toBe(1);
+      // The purged step and its edge are gone; what still runs keeps its own.
+      expect(await dependenciesOf(store).workflowSteps(id)).toEqual(steps.slice(1));
+      expect(await dependenciesOf(store).workflowEdges(id)).toEqual([
+        { dependency: second, dependant: third, onFailure: 'cancel' },
+      ]);
+      expect(await dependenciesOf(store).workflowOf(first)).toBeNull();
+      await succeed(second);
+      await succeed(third);
+      expect(await store.purge({ olderThan: await cutoff(), limit: 100, statuses: ['SUCCESS'] })).toBe(2);
+      expect(await dependenciesOf(store).workflowSteps(id)).toEqual([]);
+      expect(await dependenciesOf(store).workflowEdges(id)).toEqual([]);
+      expect(await dependenciesOf(store).workflowOf(third)).toBeNull();
+    });
+
+    it('a purge of a cancelled dependant takes its edges: the dependency it waited for keeps running alone', async () => {
+      const store = ctx.store();
+      const type = uniqueType('wf');
+      const id = workflowId();
+      const dependency = await submitOne(store, cmd(type));
+      const dependant = await submitWaiting(store, cmd(type), [dependency]);
+      await store.transaction((tx) =>
+        dependenciesOf(store).recordWorkflow(tx, id, [
+          { name: 'dependency', id: dependency },
+          { name: 'dependant', id: dependant },
+        ]),
+      );
+      expect(E.isRight(await store.cancel(dependant))).toBe(true);
+      const cutoff = new Date((await store.now()).getTime() + 60_000);
+      expect(await store.purge({ olderThan: cutoff, limit: 100, statuses: ['CANCELLED'] })).toBe(1);
+      expect(await dependenciesOf(store).workflowSteps(id)).toEqual([{ name: 'dependency', id: dependency }]);
+      expect(await dependenciesOf(store).workflowEdges(id)).toEqual([]);
+      expect((await store.get(dependency))?.status).toBe('PENDING');
     });
 
     it('a bad workflow id is INVALID_ARGUMENT for every read', async () => {
