@@ -7,6 +7,7 @@ import {
 } from '@asynccmd/core/store-kit';
 import type { Pool, PoolConnection } from 'mysql2/promise';
 import { inTransaction, isLockConflict, LostRaceError, select, withConnection, write } from './connection.js';
+import { anyLinksSql, commandLinks } from './purge-links.js';
 import { fromUtcText, toUtcText } from './rows.js';
 
 /*
@@ -377,21 +378,12 @@ export class HistoryPartitions {
       if (plan.drop.length === 0) return 0;
       const names = plan.drop.map((p) => `\`${p.name.replace(/`/g, '')}\``).join(', ');
       // The edges and workflow steps of the commands about to go: a drop has no ids to take them by.
-      const [links] = await select<{ linked: number | string }>(
-        conn,
-        `SELECT EXISTS (SELECT 1 FROM \`${this.table}_dependencies\`)
-             OR EXISTS (SELECT 1 FROM \`${this.table}_workflow_steps\`) AS linked`,
-      );
+      const [links] = await select<{ linked: number | string }>(conn, anyLinksSql(this.table));
       if (Number(links?.linked) === 1) {
-        const gone = `\`${h}\` PARTITION (${names}) AS g`;
-        for (const [table, column] of [
-          ['dependencies', 'dependant_id'],
-          ['dependencies', 'dependency_id'],
-          ['workflow_steps', 'command_id'],
-        ] as const) {
+        for (const { table, column } of commandLinks(this.table)) {
           await write(
             conn,
-            `DELETE l FROM \`${this.table}_${table}\` AS l JOIN ${gone} ON g.id = l.${column}`,
+            `DELETE l FROM ${table} AS l JOIN \`${h}\` PARTITION (${names}) AS g ON g.id = l.${column}`,
           );
         }
       }

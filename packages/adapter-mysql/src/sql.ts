@@ -1,6 +1,7 @@
 import { ATTEMPT_HISTORY_LENGTH, TRANSITION_SOURCES } from '@asynccmd/core/store-kit';
 import { FLOW_KEY_OF_BOUND_PATH, insertedFlowKey, updatedFlowKey } from './flow-keys.js';
 import { historyTable } from './history.js';
+import { anyLinksSql, commandLinks } from './purge-links.js';
 
 /**
  * Every statement of the MySQL / MariaDB store, built once per (validated) table name. Values are
@@ -494,14 +495,11 @@ export function mysqlSql(t: string) {
     purgeHistoryIds: `SELECT id FROM ${history} WHERE finished_at < ? ORDER BY finished_at LIMIT ? FOR UPDATE`,
     purgeByIds: `DELETE FROM ${table} WHERE id IN (?)`,
     purgeHistoryByIds: `DELETE FROM ${history} WHERE id IN (?)`,
-    /** Whether any edge or workflow step exists: else a purge has no links to take. */
-    anyLinks: `SELECT EXISTS (SELECT 1 FROM \`${t}_dependencies\`) OR EXISTS (SELECT 1 FROM \`${t}_workflow_steps\`) AS linked`,
+    anyLinks: anyLinksSql(t),
     /** The edges (as dependant, as dependency) and workflow steps of purged commands, by id. */
-    purgeLinks: [
-      `DELETE FROM \`${t}_dependencies\` WHERE dependant_id IN (?)`,
-      `DELETE FROM \`${t}_dependencies\` WHERE dependency_id IN (?)`,
-      `DELETE FROM \`${t}_workflow_steps\` WHERE command_id IN (?)`,
-    ],
+    purgeLinks: commandLinks(t).map(
+      ({ table: links, column }) => `DELETE FROM ${links} WHERE ${column} IN (?)`,
+    ),
     /**
      * Outcomes finished in [?, ?) by status and latency bucket (how many of the `bounds` latency
      * bounds, bound in microseconds, are ≤ the latency), from the (status, finished_at) index.
