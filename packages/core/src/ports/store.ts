@@ -205,7 +205,10 @@ export interface CommandStore<Tx = unknown> {
    * Deletes up to `limit` finished commands (finishedAt < olderThan) with the given statuses
    * (default SUCCESS and CANCELLED; DEAD only when listed), and with them their dependency edges
    * (as dependant and as dependency) and workflow steps. Returns the number of commands deleted;
-   * call again until it returns less than `limit`.
+   * call again until it returns less than `limit`. Rows are deleted at most `limit` a call; a store
+   * that keeps finished commands in time partitions also drops each partition wholly before
+   * `olderThan` in one step, whatever it holds, and counts its rows: only then is the answer above
+   * `limit`.
    */
   purge(params: PurgeParams): Promise<number>;
   /** The database clock. */

@@ -27,15 +27,34 @@ export function purgeArea<Tx>(factory: StoreHarnessFactory<Tx>, adapter: string)
       expect((await store.list({ type })).items.map((c) => c.status).sort()).toEqual(['PENDING', 'RUNNING']);
     });
 
-    it('works in bounded batches', async () => {
+    it('deletes row by row in bounded batches', async () => {
+      // CANCELLED commands stay in the command table on every store, so every answer here is a
+      // row-by-row batch: never more than the limit.
+      const store = ctx.store();
+      const type = uniqueType();
+      for (let i = 0; i < 5; i++) await commandIn(store, 'CANCELLED', type);
+      const cutoff = new Date((await store.now()).getTime() + 60_000);
+      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['CANCELLED'] })).toBe(2);
+      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['CANCELLED'] })).toBe(2);
+      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['CANCELLED'] })).toBe(1);
+      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['CANCELLED'] })).toBe(0);
+      expect((await store.list({ type })).items).toEqual([]);
+    });
+
+    it('called until it answers less than the limit, deletes every SUCCESS before the cutoff and counts each once', async () => {
+      // A store that keeps SUCCESS in time partitions may drop a whole partition in one call and
+      // count all its rows: an answer above the limit is allowed there, a lost or doubled count not.
       const store = ctx.store();
       const type = uniqueType();
       for (let i = 0; i < 5; i++) await commandIn(store, 'SUCCESS', type);
       const cutoff = new Date((await store.now()).getTime() + 60_000);
-      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['SUCCESS'] })).toBe(2);
-      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['SUCCESS'] })).toBe(2);
-      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['SUCCESS'] })).toBe(1);
-      expect(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['SUCCESS'] })).toBe(0);
+      const answers: number[] = [];
+      for (let call = 0; call < 10; call++) {
+        answers.push(await store.purge({ olderThan: cutoff, limit: 2, statuses: ['SUCCESS'] }));
+        if (answers.at(-1)! < 2) break;
+      }
+      expect(answers.at(-1)).toBeLessThan(2);
+      expect(answers.reduce((a, b) => a + b, 0)).toBe(5);
       expect((await store.list({ type })).items).toEqual([]);
     });
 
