@@ -298,6 +298,44 @@ export function describeTransactionalE2E<Tx>(
         await waitFor('the second committed', async () => (await store.get(ids[1]!))?.status === 'SUCCESS');
       });
 
+      /** Command 0 takes 100 ms in its transaction, command 1 waits there for `held`. */
+      function slowFirstThenHolding() {
+        const running = gate();
+        const held = gate();
+        const executor = effectThen(async (n, ctx) => {
+          if (n === 0 && ctx.attempt === 1) await new Promise((r) => setTimeout(r, 100));
+          if (n === 1 && ctx.attempt === 1) {
+            running.open();
+            await held.promise;
+          }
+        });
+        return { executor, running, held };
+      }
+
+      it('a transaction open longer than transactionGroupMs (default 20 ms) takes no further attempt: the first one commits before the next runs', async () => {
+        const { executor, running, held } = slowFirstThenHolding();
+        const { store, ids } = await queuedBehindOneSlot([executor], 2);
+        await running.promise;
+        expect((await store.get(ids[0]!))?.status).toBe('SUCCESS');
+        expect((await countEffects(store)).get(ids[0]!)).toBe(1);
+        held.open();
+        await waitFor('the second committed', async () => (await store.get(ids[1]!))?.status === 'SUCCESS');
+      });
+
+      it('a longer transactionGroupMs lets an attempt join the transaction of a slow first one: neither is seen until both have run', async () => {
+        const { executor, running, held } = slowFirstThenHolding();
+        const { store, ids } = await queuedBehindOneSlot([executor], 2, { transactionGroupMs: 1_000 });
+        await running.promise;
+        expect((await store.getMany(ids)).map((c) => c.status)).toEqual(['RUNNING', 'RUNNING']);
+        expect((await countEffects(store)).size).toBe(0);
+        held.open();
+        await waitFor('both committed', async () =>
+          (await store.getMany(ids)).every((c) => c.status === 'SUCCESS'),
+        );
+        const counts = await countEffects(store);
+        expect(ids.map((id) => counts.get(id))).toEqual([1, 1]);
+      });
+
       it('an attempt of a shared transaction whose claim was taken away is undone with those after it: each command still commits exactly once', async () => {
         const { executor, running, held } = holdingAt(2);
         const { store, ids, events } = await queuedBehindOneSlot([executor], 3);

@@ -1,9 +1,6 @@
 import { adaptiveQueueSize, movingAverage } from '@asynccmd/core';
 import { GROUP_MS } from './transaction-group.js';
 
-/** How long a slot's shared transaction may take to fill for the queue to feed it (its time limit). */
-const SHARED_TRANSACTION_MS = GROUP_MS;
-
 /** Largest adaptive queue of one pool: claimed rows held in memory stay bounded. */
 export const DEFAULT_ADAPTIVE_QUEUE_LIMIT = 500;
 
@@ -25,6 +22,8 @@ export class AdaptiveQueue {
   #size = 0;
   /** The most commands one slot ran one after another in its last job (attempts sharing a transaction). */
   #shared = 1;
+  /** How long that job could take further commands: its transaction must fill within it to be fed. */
+  #sharedWithinMs: number = GROUP_MS;
 
   constructor(readonly concurrency: number) {}
 
@@ -35,13 +34,17 @@ export class AdaptiveQueue {
    */
   get size(): number {
     if (this.#shared <= 1 || this.#executionMs === null) return this.#size;
-    if (this.#executionMs * this.#shared > SHARED_TRANSACTION_MS) return this.#size;
+    if (this.#executionMs * this.#shared > this.#sharedWithinMs) return this.#size;
     return Math.min(DEFAULT_ADAPTIVE_QUEUE_LIMIT, Math.max(this.#size, this.concurrency * this.#shared));
   }
 
-  /** A slot's job could take up to `most` commands one after another (1: only its own). */
-  sharedUpTo(most: number): void {
+  /**
+   * A slot's job could take up to `most` commands one after another (1: only its own), for up to
+   * `withinMs` after its start (default: the default transactionGroupMs).
+   */
+  sharedUpTo(most: number, withinMs: number = GROUP_MS): void {
     this.#shared = Math.max(1, Math.floor(most));
+    this.#sharedWithinMs = withinMs;
   }
 
   /** One command ran for `ms` (wall time). */

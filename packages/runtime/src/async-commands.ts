@@ -159,6 +159,7 @@ export class AsyncCommands<TM extends CommandTypeMap = CommandTypeMap, Tx = unkn
       ...(options.transactionGroupSize === undefined
         ? {}
         : { transactionGroupSize: options.transactionGroupSize }),
+      ...(options.transactionGroupMs === undefined ? {} : { transactionGroupMs: options.transactionGroupMs }),
       nextTransactional: (after) => {
         if (after.poolName === null) return null;
         const now = performance.now();

@@ -68,6 +68,8 @@ export interface CommandRunnerDeps {
   readonly nextTransactional?: (after: Execution) => Execution | null;
   /** Most attempts one transaction takes (1: none joins another); default DEFAULT_TRANSACTION_GROUP. */
   readonly transactionGroupSize?: number;
+  /** How long a shared transaction takes further attempts after its BEGIN; default GROUP_MS. */
+  readonly transactionGroupMs?: number;
 }
 
 /** How a transactional attempt's transaction ended. */
@@ -392,7 +394,7 @@ export class CommandRunner implements ExecutionHost {
 
   /**
    * Runs transactional attempts one after another in one transaction, each in a savepoint of its
-   * own, while more wait in the pool (up to `transactionGroupSize`, for up to GROUP_MS): one BEGIN, one
+   * own, while more wait in the pool (up to `transactionGroupSize`, for up to `transactionGroupMs`): one BEGIN, one
    * fenced SUCCESS statement and one COMMIT for all of them. With nothing waiting behind it, the
    * first attempt runs as it would alone (no savepoint, its SUCCESS with the COMMIT). An attempt
    * that fails is undone back to its savepoint and recorded outside, as alone; one whose completion
@@ -446,6 +448,7 @@ export class CommandRunner implements ExecutionHost {
       // Each attempt's own time: the next one starts that soon after it, however long the COMMIT.
       durations: members.map((m) => m.durationMs),
       upTo: this.deps.transactionGroupSize ?? DEFAULT_TRANSACTION_GROUP,
+      withinMs: this.deps.transactionGroupMs ?? GROUP_MS,
     };
   }
 
@@ -519,7 +522,8 @@ export class CommandRunner implements ExecutionHost {
   /** A waiting transactional command that may join the transaction opened at `opened` now, or null. */
   #joining(first: Execution, opened: number, members: number): Execution | null {
     const most = this.deps.transactionGroupSize ?? DEFAULT_TRANSACTION_GROUP;
-    if (members >= most || performance.now() - opened > GROUP_MS) return null;
+    if (members >= most || performance.now() - opened > (this.deps.transactionGroupMs ?? GROUP_MS))
+      return null;
     return this.deps.nextTransactional?.(first) ?? null;
   }
 

@@ -12,7 +12,7 @@ import { rateLimitsOptionProblem } from './rate-limits.js';
 import { requireSubmitWindows } from './submit-windows.js';
 import { fairShareOptionProblem, keyLimitsOptionProblem, keyRateLimitsOptionProblem } from './key-limits.js';
 import { recurringProblem } from './recurring/recurring-options.js';
-import { MAX_TRANSACTION_GROUP } from './transaction-group.js';
+import { MAX_GROUP_MS, MAX_TRANSACTION_GROUP } from './transaction-group.js';
 import type { CleanupWatchOptions } from './services/cleanup-watch.js';
 import type { RetentionOptions } from './services/retention.js';
 import type { PoolOptions } from './work-pool.js';
@@ -241,6 +241,7 @@ const OPTION_CHECKS: { readonly [K in keyof AsyncCommandsOptions]-?: Check } = {
   maxPayloadBytes: integer(1, 2 ** 31 - 1),
   maxResultBytes: integer(1, LIMITS.resultBytes),
   transactionGroupSize: integer(1, MAX_TRANSACTION_GROUP),
+  transactionGroupMs: integer(1, MAX_GROUP_MS),
   defaultMaxRetry: integer(0, MAX_RETRY_LIMIT),
   typePriorities,
   typeLimits,

@@ -63,11 +63,18 @@ export interface AsyncCommandsOptions<Tx = unknown> {
    * Most transactional attempts (executors declared `transactional: true` on the store's own
    * transactions) that run one after another in one transaction when they wait in the same pool,
    * each in a savepoint of its own: one BEGIN, one fenced SUCCESS statement and one COMMIT for
-   * all. A transaction takes no further attempt once open 20 ms, and an attempt that fails or loses
-   * its claim is undone alone (those after it run again). 1: every attempt has a transaction of
-   * its own. Default 16, at most 32.
+   * all. A transaction takes no further attempt once open `transactionGroupMs`, and an attempt that
+   * fails or loses its claim is undone alone (those after it run again). 1: every attempt has a
+   * transaction of its own. Default and most 32.
    */
   readonly transactionGroupSize?: number;
+  /**
+   * How long a shared transaction (see `transactionGroupSize`) takes further attempts after its
+   * BEGIN, in milliseconds: its first attempts' writes, row locks and SUCCESS wait for its COMMIT
+   * up to about this long. Longer shares BEGIN and COMMIT among more attempts (most on SQLite, whose
+   * one writer commits once per transaction). Default 20, 1 to 1000.
+   */
+  readonly transactionGroupMs?: number;
   /** Retries after the first attempt when neither the submit nor the executor says. Default 5. */
   readonly defaultMaxRetry?: number;
   /**

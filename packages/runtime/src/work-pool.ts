@@ -53,6 +53,8 @@ export interface PoolJobTail {
   readonly durations?: readonly number[];
   /** The most commands the job could have run in its slot (its transaction's limit); default 1. */
   readonly upTo?: number;
+  /** For how long after its start the job could take further commands (`transactionGroupMs`). */
+  readonly withinMs?: number;
 }
 
 /** A unit of pool work; it must not reject (the command runner catches everything). */
@@ -228,7 +230,7 @@ export class WorkPool {
       if (adaptive) {
         if (tail?.durations === undefined) adaptive.executionTook(performance.now() - began);
         else for (const ms of tail.durations) adaptive.executionTook(ms);
-        adaptive.sharedUpTo(tail?.upTo ?? 1);
+        adaptive.sharedUpTo(tail?.upTo ?? 1, tail?.withinMs);
       }
       if (tail) {
         this.#recording++;

@@ -40,6 +40,7 @@ const BAD_OPTIONS: readonly (readonly [option: string, values: readonly unknown[
   ['instanceId', ['', 42, 'x'.repeat(129), 'host\u0000']],
   ['maxPayloadBytes', [0, -1, 1.5, NaN, Infinity, '65536', 2 ** 31]],
   ['transactionGroupSize', [0, -1, 1.5, NaN, 33, '16']],
+  ['transactionGroupMs', [0, -1, 2.5, NaN, 1001, '20']],
   ['defaultMaxRetry', [-1, 1.5, 1001, NaN, '5']],
   ['typePriorities', [null, 5, [1], { a: 1.5 }, { a: 32768 }, { a: '1' }]],
   ['typeLimits', [null, 5, [1], { a: 0 }, { a: -1 }, { a: 1.5 }, { a: 100_001 }, { a: '2' }, { '': 1 }]],
