@@ -17,18 +17,23 @@ export type SystemSpec =
       readonly flow?: FlowUsage;
       readonly mode?: AsynccmdBenchMode;
       readonly effect?: EffectMode;
+      /** The runtime's `transactionGroupMs` (unset: its default): a tuned row of the effect drains. */
+      readonly transactionGroupMs?: number;
       /** The runtime's `retention` option (the soak): finished commands older than this go. */
       readonly retention?: { readonly olderThanMs: number; readonly intervalMs: number };
     }
   /**
    * `oneRoundTrip`: a submitter sends BEGIN, the INSERT (its payload as a literal) and COMMIT as one
-   * simple query — the least any client can do for a one-command transaction.
+   * simple query — the least any client can do for a one-command transaction. `effect`: the
+   * consumer inserts each command's effect row and completes it in one transaction
+   * (baselines/raw-effect-pg.ts), the reference of the transactional effect drain.
    */
   | {
       readonly kind: 'raw-pg';
       readonly schema: string;
       readonly batch: number;
       readonly oneRoundTrip?: boolean;
+      readonly effect?: 'transactional';
     }
   /** The lean bare loop (baselines/layouts-pg.ts): the physical reference of a PostgreSQL queue. */
   | { readonly kind: 'lean-pg'; readonly schema: string; readonly batch: number }
@@ -63,6 +68,8 @@ export type SystemSpec =
       readonly flow?: FlowUsage;
       readonly mode?: AsynccmdBenchMode;
       readonly effect?: EffectMode;
+      /** The runtime's `transactionGroupMs` (unset: its default): a tuned row of the effect drains. */
+      readonly transactionGroupMs?: number;
     }
   /** `batch` rows per `UPDATE … RETURNING` claim, completed in one statement. */
   | { readonly kind: 'raw-sqlite'; readonly filename: string; readonly batch: number }
@@ -74,6 +81,8 @@ export type SystemSpec =
       readonly flow?: FlowUsage;
       readonly mode?: AsynccmdBenchMode;
       readonly effect?: EffectMode;
+      /** The runtime's `transactionGroupMs` (unset: its default): a tuned row of the effect drains. */
+      readonly transactionGroupMs?: number;
       /** The runtime's `retention` option (the soak). */
       readonly retention?: { readonly olderThanMs: number; readonly intervalMs: number };
     }

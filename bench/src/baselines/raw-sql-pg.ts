@@ -78,7 +78,7 @@ export async function insertOneRoundTrip(
   }
 }
 
-interface ClaimedRow {
+export interface ClaimedRow {
   readonly id: string;
   readonly payload: BenchPayload;
 }
@@ -112,7 +112,7 @@ export async function claim(
 /** The columns of the command table, as the history copies them, per schema (read once). */
 const columnsOf = new Map<string, Promise<string[]>>();
 
-function commandColumns(pool: pg.Pool, schema: string): Promise<string[]> {
+export function commandColumns(pool: pg.Pool, schema: string): Promise<string[]> {
   let columns = columnsOf.get(schema);
   if (columns === undefined) {
     columns = pool
@@ -130,9 +130,22 @@ function commandColumns(pool: pg.Pool, schema: string): Promise<string[]> {
 const SUCCEEDED = succeededValues(NOW);
 
 /**
- * The adapter's batched complete, fenced by each row's claim token: each succeeded row leaves the
- * command table for the history in the same statement.
+ * The adapter's batched complete as text: each succeeded row, fenced by its claim token, leaves the
+ * command table for the history in the same statement. `ids` and `tokens`: SQL expressions of a
+ * bigint[] and a text[] (placeholders, or literals where the statement goes out as a simple query).
  */
+export function completeSql(schema: string, columns: readonly string[], ids: string, tokens: string): string {
+  return `WITH done AS (
+       DELETE FROM ${rawTable(schema)} AS c USING unnest(${ids}, ${tokens}) AS r(id, token)
+       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
+         AND NOT c.has_dependants AND c.schedule_name IS NULL
+       RETURNING c.*)
+     INSERT INTO ${historyTable(schema)} (${columns.join(', ')})
+     SELECT ${columns.map((c) => SUCCEEDED[c] ?? `done.${c}`).join(', ')} FROM done
+     RETURNING id`;
+}
+
+/** The adapter's batched complete, fenced by each row's claim token (completeSql). */
 export async function complete(
   pool: pg.Pool,
   schema: string,
@@ -140,17 +153,10 @@ export async function complete(
   token: string,
 ): Promise<number> {
   const columns = await commandColumns(pool, schema);
-  const result = await pool.query(
-    `WITH done AS (
-       DELETE FROM ${rawTable(schema)} AS c USING unnest($1::bigint[], $2::text[]) AS r(id, token)
-       WHERE c.id = r.id AND c.status = 'RUNNING' AND c.claim_token = r.token
-         AND NOT c.has_dependants AND c.schedule_name IS NULL
-       RETURNING c.*)
-     INSERT INTO ${historyTable(schema)} (${columns.join(', ')})
-     SELECT ${columns.map((c) => SUCCEEDED[c] ?? `done.${c}`).join(', ')} FROM done
-     RETURNING id`,
-    [ids, ids.map(() => token)],
-  );
+  const result = await pool.query(completeSql(schema, columns, '$1::bigint[]', '$2::text[]'), [
+    ids,
+    ids.map(() => token),
+  ]);
   return result.rowCount ?? 0;
 }
 

@@ -106,13 +106,23 @@ function mysqlTarget(
 }
 
 /** asynccmd (skip-locked) where each command inserts one row into the effect table (see EffectMode). */
-export function asynccmdMysqlEffectTarget(admin: Pool, effect: EffectMode): DrainTarget {
+export function asynccmdMysqlEffectTarget(
+  admin: Pool,
+  effect: EffectMode,
+  transactionGroupMs?: number,
+): DrainTarget {
   const database = MYSQL_DATABASES.skipLocked;
   return mysqlTarget(
     admin,
     database,
     'asynccmd (skip-locked)',
-    { kind: 'asynccmd-mysql', database, claimStrategy: 'skip-locked', effect },
+    {
+      kind: 'asynccmd-mysql',
+      database,
+      claimStrategy: 'skip-locked',
+      effect,
+      ...(transactionGroupMs === undefined ? {} : { transactionGroupMs }),
+    },
     0,
     undefined,
     effect,

@@ -21,6 +21,9 @@ import {
   ownTransactionSettings,
   TRANSACTIONAL_LABEL,
   transactionalSettings,
+  TUNED_GROUP_MS,
+  TUNED_TRANSACTIONAL_LABEL,
+  tunedTransactionalSettings,
   type EffectSystem,
 } from './effects.js';
 import {
@@ -147,6 +150,13 @@ export function mysqlSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<S
             TRANSACTIONAL_LABEL,
             transactionalSettings(store),
             asynccmdMysqlEffectTarget(admin, 'transactional'),
+            false,
+          ],
+          [
+            'transactional-tuned',
+            TUNED_TRANSACTIONAL_LABEL,
+            tunedTransactionalSettings(),
+            asynccmdMysqlEffectTarget(admin, 'transactional', TUNED_GROUP_MS),
             false,
           ],
           [

@@ -137,6 +137,20 @@ export function rawPgTarget(pool: pg.Pool, finishedRows: number, batch: number):
   return commandTableTarget(pool, schema, 'raw SQL loop', { kind: 'raw-pg', schema, batch }, finishedRows);
 }
 
+/** The raw-SQL reference of the transactional effect drain (baselines/raw-effect-pg.ts). */
+export function rawPgEffectTarget(pool: pg.Pool, batch: number): DrainTarget {
+  const schema = PG_SCHEMAS.raw;
+  return commandTableTarget(
+    pool,
+    schema,
+    'raw SQL loop',
+    { kind: 'raw-pg', schema, batch, effect: 'transactional' },
+    0,
+    undefined,
+    'transactional',
+  );
+}
+
 export function asynccmdPgTarget(
   pool: pg.Pool,
   finishedRows: number,
@@ -163,13 +177,22 @@ export function asynccmdPgTarget(
 }
 
 /** asynccmd's drain where each command inserts one row into the effect table (see EffectMode). */
-export function asynccmdPgEffectTarget(pool: pg.Pool, effect: EffectMode): DrainTarget {
+export function asynccmdPgEffectTarget(
+  pool: pg.Pool,
+  effect: EffectMode,
+  transactionGroupMs?: number,
+): DrainTarget {
   const schema = PG_SCHEMAS.asynccmd;
   return commandTableTarget(
     pool,
     schema,
     'asynccmd',
-    { kind: 'asynccmd-pg', schema, effect },
+    {
+      kind: 'asynccmd-pg',
+      schema,
+      effect,
+      ...(transactionGroupMs === undefined ? {} : { transactionGroupMs }),
+    },
     0,
     undefined,
     effect,

@@ -36,7 +36,12 @@ import {
   noopSettings,
   OWN_TRANSACTION_LABEL,
   ownTransactionSettings,
+  RAW_EFFECT_LABEL,
+  rawEffectSettings,
   TRANSACTIONAL_LABEL,
+  TUNED_GROUP_MS,
+  TUNED_TRANSACTIONAL_LABEL,
+  tunedTransactionalSettings,
   transactionalSettings,
   type EffectSystem,
 } from './effects.js';
@@ -53,9 +58,11 @@ import {
   oneRoundTripSubmitTarget,
   pgBossTarget,
   PG_SCHEMAS,
+  rawPgEffectTarget,
   rawPgSubmitTarget,
   rawPgTarget,
 } from './pg-targets.js';
+import { RAW_EFFECT_GROUP } from '../baselines/raw-effect-pg.js';
 import type { Recorder, Suite } from './recorder.js';
 import type { Scenario, Sizes } from './sizes.js';
 
@@ -343,9 +350,13 @@ function pgDrainRows(sizes: Sizes, rec: Recorder, pool: Pool): DrainRow<PgDrainS
   });
 }
 
+/** The raw effect reference's claim: asynccmd's claims at C=10 take about 500 (MAX_OUTCOME_BATCH). */
+const RAW_EFFECT_BATCH = 500;
+
 /**
  * The effect drains: asynccmd with a transactional executor, with a plain one inserting in its own
- * transaction, and graphile-worker (local queue) inserting in its task; asynccmd's no-op drain
+ * transaction, graphile-worker (local queue) inserting in its task, and the raw-SQL reference
+ * (exactly once, nothing but the statements); asynccmd's no-op drain
  * too where the drain scenario does not run it in that shape.
  */
 function pgEffectRows(
@@ -374,6 +385,13 @@ function pgEffectRows(
           false,
         ],
         [
+          'transactional-tuned',
+          TUNED_TRANSACTIONAL_LABEL,
+          tunedTransactionalSettings(),
+          asynccmdPgEffectTarget(pool, 'transactional', TUNED_GROUP_MS),
+          false,
+        ],
+        [
           'graphile',
           `${peer('graphile-worker')}, local queue, insert in its task`,
           graphileEffectSettings(graphileSettings(true)),
@@ -388,6 +406,13 @@ function pgEffectRows(
             'on a pg pool of its own (C connections, synchronous_commit as the server: on)',
           ),
           asynccmdPgEffectTarget(pool, 'own-transaction'),
+          false,
+        ],
+        [
+          'raw',
+          RAW_EFFECT_LABEL,
+          rawEffectSettings(RAW_EFFECT_BATCH, RAW_EFFECT_GROUP),
+          rawPgEffectTarget(pool, RAW_EFFECT_BATCH),
           false,
         ],
       );

@@ -30,6 +30,9 @@ import {
   ownTransactionSettings,
   TRANSACTIONAL_LABEL,
   transactionalSettings,
+  TUNED_GROUP_MS,
+  TUNED_TRANSACTIONAL_LABEL,
+  tunedTransactionalSettings,
   type EffectSystem,
 } from './effects.js';
 import {
@@ -184,10 +187,11 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
     : [];
   const effects = scenarios.has('effects')
     ? drainRows<EffectSystem>(rec, EFFECTS, sizes, sizes.effectShapes, 'never analyzed', (shape) => {
-        const consumer = (effect: EffectMode): SystemSpec => ({
+        const consumer = (effect: EffectMode, transactionGroupMs?: number): SystemSpec => ({
           kind: 'asynccmd-sqlite',
           filename: ours,
           effect,
+          ...(transactionGroupMs === undefined ? {} : { transactionGroupMs }),
         });
         const entries: PlanEntry<EffectSystem>[] = [];
         if (findRow(drains, 'asynccmd', shape) === undefined)
@@ -207,6 +211,19 @@ export function sqliteSuite(sizes: Sizes, rec: Recorder, scenarios: ReadonlySet<
               "the store's one connection",
             ),
             sqliteDrainTarget(ours, 'asynccmd', consumer('transactional'), undefined, 'transactional'),
+            false,
+          ],
+          [
+            'transactional-tuned',
+            TUNED_TRANSACTIONAL_LABEL,
+            tunedTransactionalSettings(),
+            sqliteDrainTarget(
+              ours,
+              'asynccmd',
+              consumer('transactional', TUNED_GROUP_MS),
+              undefined,
+              'transactional',
+            ),
             false,
           ],
           [

@@ -56,6 +56,7 @@ export function benchRuntime(
   typeLimit?: number,
   retention?: RetentionOptions,
   flow?: FlowUsage,
+  tuned: Partial<AsyncCommandsOptions> = {},
 ): BenchRuntime {
   const executors: AnyExecutor[] =
     executor === undefined
@@ -77,6 +78,7 @@ export function benchRuntime(
     ...(typeLimit === undefined ? {} : { typeLimits: { [BENCH_TYPE]: typeLimit } }),
     ...(retention === undefined ? {} : { retention }),
     ...flowOptions(flow),
+    ...tuned,
   });
 }
 

@@ -20,6 +20,13 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
   const system = spec.system;
   switch (system.kind) {
     case 'raw-pg': {
+      if (system.effect === 'transactional') {
+        const { rawEffectLoop } = await import('../baselines/raw-effect-pg.js');
+        return loopConsumer(
+          (stopped) => rawEffectLoop(system.schema, spec.concurrency, system.batch, onExecute, stopped),
+          async () => undefined,
+        );
+      }
       const pool = pgPool(2, true);
       await pool.query('SELECT 1');
       return loopConsumer(
@@ -96,6 +103,7 @@ export async function prepareConsumer(spec: ConsumerSpec, onExecute: OnExecute):
         system.typeLimit,
         system.kind === 'asynccmd-sqlite' ? undefined : system.retention,
         system.flow,
+        system.transactionGroupMs === undefined ? {} : { transactionGroupMs: system.transactionGroupMs },
       );
       let rounds = 0;
       let claimingRounds = 0;
