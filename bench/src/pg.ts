@@ -17,19 +17,15 @@ export function usePgUrl(url: string): string {
  * `fastCommit` sessions commit with synchronous_commit off, as the adapter's own hot-path pool
  * does for claims and outcomes (durableClaims: false), and plan with sorts, bitmap and sequential
  * scans off, as the adapter's claim function does: so the raw loop reads the due index in order on
- * a table never analyzed, and is measured like for like.
+ * a table never analyzed, and is measured like for like. `plannedAsClaims` alone: those planner
+ * settings with the server's synchronous_commit (a raw loop's durable transactions).
  */
-export function pgPool(max: number, fastCommit = false): pg.Pool {
-  const pool = new pg.Pool({
-    connectionString: PG_URL,
-    max,
-    ...(fastCommit
-      ? {
-          options:
-            '-c synchronous_commit=off -c enable_sort=off -c enable_bitmapscan=off -c enable_seqscan=off',
-        }
-      : {}),
-  });
+export function pgPool(max: number, fastCommit = false, plannedAsClaims = fastCommit): pg.Pool {
+  const options = [
+    ...(fastCommit ? ['-c synchronous_commit=off'] : []),
+    ...(plannedAsClaims ? ['-c enable_sort=off -c enable_bitmapscan=off -c enable_seqscan=off'] : []),
+  ].join(' ');
+  const pool = new pg.Pool({ connectionString: PG_URL, max, ...(options === '' ? {} : { options }) });
   // An idle client losing its server must not crash a bench process; the next query reports it.
   pool.on('error', () => undefined);
   return pool;

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
-import { PG_URL } from '../pg.js';
+import { pgPool } from '../pg.js';
 import { EFFECT_TABLE, type BenchPayload } from '../protocol.js';
 import { claim, commandColumns, completeSql, type ClaimedRow } from './raw-sql-pg.js';
 
@@ -9,17 +8,15 @@ import { claim, commandColumns, completeSql, type ClaimedRow } from './raw-sql-p
  * executor is — each command's effect row and its fenced SUCCESS commit together — with nothing
  * but the statements. One connection claims batches of `batch` (the raw loop's claim, its commit
  * not waiting for the WAL flush, as asynccmd's hot path); each of C connections takes up to
- * GROUP of the claimed commands and runs them in one durable transaction, one round trip each:
- * `BEGIN; INSERT …` for the first, `SAVEPOINT …; INSERT …` for the others (so one that failed
- * could be undone alone), then the fenced complete of them all with the COMMIT. Simple queries,
- * values as literals: the least a client can send for it.
+ * RAW_EFFECT_GROUP of the claimed commands and runs them in one durable transaction, one round
+ * trip each as a simple query with its value as a literal: `BEGIN; INSERT …` for the first,
+ * `SAVEPOINT …; INSERT …` for the others (so one that failed could be undone alone); then the
+ * fenced complete of them all (the adapter's statement, prepared) and the COMMIT, a round trip
+ * each (asynccmd sends the two in one: a round trip per group the reference pays more).
  */
 
 /** The most commands one transaction takes: asynccmd's default transactionGroupSize. */
 export const RAW_EFFECT_GROUP = 32;
-
-/** The planner settings of the bench's raw pools on never-analyzed tables (pg.ts pgPool). */
-const PLANNER = '-c enable_sort=off -c enable_bitmapscan=off -c enable_seqscan=off';
 
 interface Claimed {
   readonly row: ClaimedRow;
@@ -33,14 +30,8 @@ export async function rawEffectLoop(
   onExecute: (payload: BenchPayload) => void,
   stopped: () => boolean,
 ): Promise<void> {
-  const claimer = new pg.Pool({
-    connectionString: PG_URL,
-    max: 1,
-    options: `-c synchronous_commit=off ${PLANNER}`,
-  });
-  const workers = new pg.Pool({ connectionString: PG_URL, max: concurrency, options: PLANNER });
-  claimer.on('error', () => undefined);
-  workers.on('error', () => undefined);
+  const claimer = pgPool(1, true);
+  const workers = pgPool(concurrency, false, true);
   try {
     const columns = await commandColumns(claimer, schema);
     const queue: Claimed[] = [];

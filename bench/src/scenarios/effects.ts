@@ -54,7 +54,7 @@ export function ownTransactionSettings(store: string, own = OWN_POOL): string {
 
 /** The raw-SQL reference row (PostgreSQL): `batch` rows a claim, `group` a transaction. */
 export function rawEffectSettings(batch: number, group: number): string {
-  return `no runtime: one connection claims ${batch} at a time (the raw loop's claim, synchronous_commit off); each of C connections takes up to ${group} claimed commands into one durable transaction, one round trip each (BEGIN or a SAVEPOINT, and the same INSERT into ${EFFECT_TABLE}, as one simple query), then the fenced complete of them all and the COMMIT in one round trip; checked: exactly one effect row per command. What the transactional row's statements cost with nothing around them`;
+  return `no runtime: one connection claims ${batch} at a time (the raw loop's claim, synchronous_commit off); each of C connections takes up to ${group} claimed commands into one durable transaction, one round trip each (BEGIN or a SAVEPOINT, and the same INSERT into ${EFFECT_TABLE}, as one simple query), then the fenced complete of them all (prepared) and the COMMIT, a round trip each; checked: exactly one effect row per command. What the transactional row's statements cost with nothing around them`;
 }
 
 /** graphile-worker's row: the drain's local-queue settings, the insert in its task. */

@@ -350,9 +350,6 @@ function pgDrainRows(sizes: Sizes, rec: Recorder, pool: Pool): DrainRow<PgDrainS
   });
 }
 
-/** The raw effect reference's claim: asynccmd's claims at C=10 take about 500 (MAX_OUTCOME_BATCH). */
-const RAW_EFFECT_BATCH = 500;
-
 /**
  * The effect drains: asynccmd with a transactional executor, with a plain one inserting in its own
  * transaction, graphile-worker (local queue) inserting in its task, and the raw-SQL reference
@@ -411,8 +408,8 @@ function pgEffectRows(
         [
           'raw',
           RAW_EFFECT_LABEL,
-          rawEffectSettings(RAW_EFFECT_BATCH, RAW_EFFECT_GROUP),
-          rawPgEffectTarget(pool, RAW_EFFECT_BATCH),
+          rawEffectSettings(sizes.rawBatch, RAW_EFFECT_GROUP),
+          rawPgEffectTarget(pool, sizes.rawBatch),
           false,
         ],
       );
